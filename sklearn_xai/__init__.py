@@ -1,0 +1,32 @@
+"""sklearn-xai: explainers that are ordinary scikit-learn estimators.
+
+Public estimators are imported lazily, so ``import sklearn_xai`` stays cheap and an
+optional dependency is only needed by the explainer that uses it.
+"""
+
+import importlib
+
+__version__ = "0.1.0.dev0"
+
+_LAZY = {
+    "Attribution": "sklearn_xai._explanation",
+    "Counterfactuals": "sklearn_xai._explanation",
+    "TreeShapExplainer": "sklearn_xai.tree",
+    "ShearExplainer": "sklearn_xai.shapley",
+    "KnockoffSHAP": "sklearn_xai.shapley",
+    "KnockoffSAGE": "sklearn_xai.shapley",
+    "MaceRecourse": "sklearn_xai.recourse",
+    "P2CERecourse": "sklearn_xai.recourse",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'sklearn_xai' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
