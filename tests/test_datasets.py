@@ -23,7 +23,7 @@ ADULT_NUMERIC = ["age", "fnlwgt", "education_num", "capital_gain", "capital_loss
 
 
 def _bundled_bytes(name):
-    ref = resources.files("sklearn_xai.datasets").joinpath("data", name)
+    ref = resources.files("sklearn_xai.datasets").joinpath("data").joinpath(name)
     return gzip.decompress(ref.read_bytes())
 
 
@@ -66,7 +66,9 @@ def adult_all():
 def test_bundled_files_are_the_originals(gz, sha256):
     # the README's SHA-256 of the copied originals: the bundled files were only gzipped
     assert hashlib.sha256(_bundled_bytes(gz)).hexdigest() == sha256
-    attribution = resources.files("sklearn_xai.datasets").joinpath("data", "ATTRIBUTION.txt")
+    attribution = (
+        resources.files("sklearn_xai.datasets").joinpath("data").joinpath("ATTRIBUTION.txt")
+    )
     text = attribution.read_text()
     assert sha256 in text and "CC BY 4.0" in text
 

@@ -26,7 +26,7 @@ _ENV_VAR = "SKLEARN_XAI_SHARED_DATA"
 
 def _open_bundled(filename):
     """Return a binary file object for a gzipped file bundled under ``data/``."""
-    return resources.files("sklearn_xai.datasets").joinpath("data", filename).open("rb")
+    return resources.files("sklearn_xai.datasets").joinpath("data").joinpath(filename).open("rb")
 
 
 def _check_as_frame(as_frame):
