@@ -199,8 +199,12 @@ def test_gaussian_estimator_api_and_errors():
         GaussianKnockoffs(method="nope").fit(X)
     Xc = X.copy()
     Xc[:, 1] = 3.0
+    knc = GaussianKnockoffs().fit(Xc)  # a constant column is its own knockoff
+    ko = knc.sample(Xc[:50], 3, random_state=0)
+    np.testing.assert_array_equal(ko[:, :, 1], 3.0)
+    assert np.isfinite(knc.score(Xc))
     with pytest.raises(ValueError, match="constant"):
-        GaussianKnockoffs().fit(Xc)
+        GaussianKnockoffs().fit(np.ones((10, 2)))
     Xs = np.hstack([X, X[:, :1] + X[:, 1:2]])
     with pytest.raises(ValueError, match="singular"):
         GaussianKnockoffs(shrinkage=None).fit(Xs)

@@ -43,17 +43,30 @@ class GaussianKnockoffs(BaseEstimator):
         barrier stage for SDP).
     tol : float, default=1e-8
         Relative convergence tolerance of the ``s`` solver.
+    support : {"observed"} or None, default=None
+        ``"observed"`` rounds every knockoff value to the nearest value that column
+        took in ``fit``, so binary and integer columns get values a real row can have
+        (a model or detector can otherwise tell knockoffs apart by their non-integer
+        values). Rounding makes the knockoffs only approximately exchangeable; for
+        data with many categorical columns prefer
+        :class:`~sklearn_xai.knockoffs.SequentialKnockoffs`. ``None`` keeps the
+        Gaussian draws.
 
     Attributes
     ----------
     mean_ : ndarray of shape (n_features,)
     covariance_ : ndarray of shape (n_features, n_features)
     s_ : ndarray of shape (n_features,)
-        Knockoff diagonal on the correlation scale.
+        Knockoff diagonal on the correlation scale; 0 for constant columns, whose
+        knockoff is the row's own value.
+    constant_ : ndarray of bool, shape (n_features,)
+        Columns constant in ``fit`` (left out of the covariance model).
     knockoff_covariance_ : ndarray of shape (n_features, n_features)
         ``2 D - D Sigma^-1 D``, the conditional covariance of a knockoff.
     n_iter_ : int
         Iterations the ``s`` solver ran.
+    support_values_ : list of ndarray or None
+        Sorted values of each column seen in ``fit`` (``support="observed"`` only).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when ``X`` has string column names.
@@ -69,13 +82,16 @@ class GaussianKnockoffs(BaseEstimator):
         "shrinkage": [StrOptions({"ledoit_wolf"}), None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
+        "support": [StrOptions({"observed"}), None],
     }
 
-    def __init__(self, method="mvr", shrinkage="ledoit_wolf", max_iter=100, tol=1e-8):
+    def __init__(self, method="mvr", shrinkage="ledoit_wolf", max_iter=100, tol=1e-8,
+                 support=None):
         self.method = method
         self.shrinkage = shrinkage
         self.max_iter = max_iter
         self.tol = tol
+        self.support = support
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -94,41 +110,54 @@ class GaussianKnockoffs(BaseEstimator):
         """
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         mean = X.mean(axis=0)
+        p = X.shape[1]
         constant = np.ptp(X, axis=0) == 0
-        if np.any(constant):
-            raise ValueError(
-                f"Columns {np.flatnonzero(constant).tolist()} of X are constant; Gaussian "
-                "knockoffs need every column to vary (drop constant columns or use "
-                "SequentialKnockoffs)."
-            )
+        vary = np.flatnonzero(~constant)
+        if vary.size == 0:
+            raise ValueError("Every column of X is constant; there is nothing to model.")
+        Xv = X[:, vary]
         if self.shrinkage == "ledoit_wolf":
-            cov, _ = ledoit_wolf(X, assume_centered=False)
+            cov_v, _ = ledoit_wolf(Xv, assume_centered=False)
         else:
-            cov = np.cov(X, rowvar=False, bias=True).reshape(X.shape[1], X.shape[1])
-        scale = np.sqrt(np.diag(cov))
-        C = cov / np.outer(scale, scale)
+            cov_v = np.cov(Xv, rowvar=False, bias=True).reshape(vary.size, vary.size)
+        scale = np.sqrt(np.diag(cov_v))
+        C = cov_v / np.outer(scale, scale)
         C = (C + C.T) / 2.0
-        s, n_iter = solve_s(C, self.method, max_iter=self.max_iter, tol=self.tol)
+        s_v, n_iter = solve_s(C, self.method, max_iter=self.max_iter, tol=self.tol)
+        cov = np.zeros((p, p))
+        cov[np.ix_(vary, vary)] = cov_v
+        s = np.zeros(p)
+        s[vary] = s_v
         self.mean_ = mean
         self.covariance_ = cov
+        self.constant_ = constant
         self.s_ = s
         self.n_iter_ = n_iter
+        self.support_values_ = (
+            [np.unique(X[:, j]) for j in range(X.shape[1])] if self.support == "observed"
+            else None
+        )
         self._set_sampling_matrices()
         return self
 
     def _set_sampling_matrices(self):
-        cov = self.covariance_
-        d = self.s_ * np.diag(cov)
+        vary = np.flatnonzero(~self.constant_)
+        p = self.covariance_.shape[0]
+        cov = self.covariance_[np.ix_(vary, vary)]
+        d = self.s_[vary] * np.diag(cov)
         chol = linalg.cho_factor(cov, lower=True)
         Sinv_D = linalg.cho_solve(chol, np.diag(d))  # Sigma^-1 D
-        # knockoff mean (row form): x - (x - mu) @ Sigma^-1 D
-        self._shift = Sinv_D
-        V = 2.0 * np.diag(d) - np.diag(d) @ Sinv_D
-        V = (V + V.T) / 2.0
+        # knockoff mean (row form): x - (x - mu) @ Sigma^-1 D; constant columns: s = 0
+        self._shift = np.zeros((p, p))
+        self._shift[np.ix_(vary, vary)] = Sinv_D
+        Vv = 2.0 * np.diag(d) - np.diag(d) @ Sinv_D
+        V = np.zeros((p, p))
+        V[np.ix_(vary, vary)] = (Vv + Vv.T) / 2.0
         self.knockoff_covariance_ = V
-        w, Q = linalg.eigh(V)
+        w, Q = linalg.eigh(V[np.ix_(vary, vary)])
         w = np.clip(w, 0.0, None)
-        self._root = (Q * np.sqrt(w)).T  # z @ root has covariance V
+        self._root = np.zeros((p, p))  # z @ root has covariance V
+        self._root[np.ix_(vary, vary)] = (Q * np.sqrt(w)).T
 
     def score(self, X, y=None):
         """Mean Gaussian log-likelihood of the rows of ``X`` under the fitted model.
@@ -145,11 +174,12 @@ class GaussianKnockoffs(BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        chol = linalg.cho_factor(self.covariance_, lower=True)
-        R = X - self.mean_
+        vary = np.flatnonzero(~self.constant_)
+        chol = linalg.cho_factor(self.covariance_[np.ix_(vary, vary)], lower=True)
+        R = (X - self.mean_)[:, vary]
         maha = np.einsum("ij,ij->i", R, linalg.cho_solve(chol, R.T).T)
         logdet = 2.0 * np.sum(np.log(np.diag(chol[0])))
-        p = X.shape[1]
+        p = vary.size
         return float(np.mean(-0.5 * (maha + logdet + p * np.log(2.0 * np.pi))))
 
     def sample(self, X, n_knockoffs=1, random_state=None):
@@ -187,4 +217,12 @@ class GaussianKnockoffs(BaseEstimator):
         Z = np.empty((n, n_knockoffs, p))
         for i, rng in enumerate(_row_generators(base_seed, row_indices)):
             Z[i] = rng.standard_normal((n_knockoffs, p))
-        return mean[:, None, :] + Z @ self._root
+        out = mean[:, None, :] + Z @ self._root
+        if self.support_values_ is not None:
+            for j, values in enumerate(self.support_values_):
+                col = out[:, :, j]
+                k = np.clip(np.searchsorted(values, col), 1, max(len(values) - 1, 1))
+                lo = values[k - 1]
+                hi = values[np.minimum(k, len(values) - 1)]
+                out[:, :, j] = np.where(np.abs(col - lo) <= np.abs(hi - col), lo, hi)
+        return out

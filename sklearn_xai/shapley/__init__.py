@@ -3,9 +3,14 @@
 from ._estimators import exact_shapley, kernel_shapley, permutation_shapley
 from ._game import ImputationGame
 
+# knockoff imputation (KnockoffSHAP, KnockoffSAGE)
+from ._knockoff import KnockoffSAGE, KnockoffSHAP  # noqa: E402
+
 __all__ = [
     "ImputationGame",
     "exact_shapley",
     "permutation_shapley",
     "kernel_shapley",
+    "KnockoffSHAP",
+    "KnockoffSAGE",
 ]
