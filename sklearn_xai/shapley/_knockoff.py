@@ -67,6 +67,14 @@ def _draw_knockoffs(sampler, X_rows, n_knockoffs, seed, rows):
     ])
 
 
+def _check_background(background, X, n_features):
+    bg = as_array(X if background is None else background)
+    if bg.ndim != 2 or bg.shape[1] != n_features or bg.shape[0] == 0:
+        raise ValueError(f"background must have shape (n_background, {n_features}) with at "
+                         f"least one row, got {bg.shape}.")
+    return bg
+
+
 class KnockoffSHAP(AttributionMixin, BaseExplainer):
     """Shapley values with knockoff imputation.
 
@@ -104,14 +112,21 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
         Coalition evaluations per row for the sampling estimators. ``None``:
         ``2 P + 2048`` for KernelSHAP (shap's default) and ``2 + 32 (P - 1)`` (32
         permutations) for permutation sampling.
+    imputation : {"knockoff", "marginal"}, default="knockoff"
+        ``"marginal"`` fills absent features from the ``background`` rows instead
+        (ordinary marginal SHAP with the same estimator), for comparison.
+    background : array-like of shape (n_background, n_features) or None, default=None
+        Rows of ``imputation="marginal"``; ``None`` uses every row passed to ``fit``
+        (cost grows linearly with its size; pass e.g. k-means centres).
     feature_groups : None, list of lists or dict, default=None
         Players as groups of columns (by index or name); ``None`` = one per column.
     response_method : {"auto", "predict_proba", "decision_function", "predict"}, \
             default="auto"
     target : class label or None, default=None
         See the package's output-selection rules.
-    batch_size : int, default=64
-        Explained rows per batch (each batch is one task for ``n_jobs``).
+    batch_size : int, default=8192
+        Most rows per model call; also the explained rows per parallel task of
+        ``n_jobs``.
     n_jobs : int or None, default=None
     random_state : int, RandomState instance or None, default=None
         Seeds the knockoff draws and the coalition sampling, per row.
@@ -120,7 +135,8 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
     ----------
     model_ : fitted model
     model_fn_ : ModelFunction
-    sampler_ : fitted knockoff sampler
+    sampler_ : fitted knockoff sampler (knockoff imputation)
+    background_ : ndarray of shape (n_background, n_features) (marginal imputation)
     groups_ : list of ndarray of int
     player_names_ : list of str
     output_names_ : list of str
@@ -144,16 +160,21 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
         "n_knockoffs": [Interval(Integral, 1, None, closed="left")],
         "estimator": [StrOptions({"auto", "exact", "kernel", "permutation"})],
         "n_evals": [Interval(Integral, 3, None, closed="left"), None],
+        "imputation": [StrOptions({"knockoff", "marginal"})],
+        "background": ["array-like", None],
         "feature_groups": "no_validation",
         "random_state": ["random_state"],
     }
 
     def __init__(self, model=None, *, sampler=None, n_knockoffs=10, estimator="auto",
-                 n_evals=None, feature_groups=None, response_method="auto", target=None,
-                 batch_size=64, n_jobs=None, random_state=None):
+                 n_evals=None, imputation="knockoff", background=None, feature_groups=None,
+                 response_method="auto", target=None, batch_size=8192, n_jobs=None,
+                 random_state=None):
         self.model = model
         self.sampler = sampler
         self.n_knockoffs = n_knockoffs
+        self.imputation = imputation
+        self.background = background
         self.estimator = estimator
         self.n_evals = n_evals
         self.feature_groups = feature_groups
@@ -200,7 +221,10 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
             raise ValueError(
                 f"n_evals={self.n_evals_} is below the 2 * (P - 1) + 2 = {2 * (P - 1) + 2} "
                 "evaluations of one antithetic pair of permutations.")
-        self.sampler_ = _fit_sampler(self.sampler, X)
+        if self.imputation == "knockoff":
+            self.sampler_ = _fit_sampler(self.sampler, X)
+        else:
+            self.background_ = _check_background(self.background, X, self.n_features_in_)
         self.reference_ = reference_row(X)
         return self
 
@@ -210,9 +234,13 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
         ko_seed = _sub_seed(seed, 1)
 
         def run(rows):
-            ko = _draw_knockoffs(self.sampler_, take_rows(X, rows), self.n_knockoffs,
-                                 ko_seed, rows)
-            game = ImputationGame(self.model_fn_, data[rows], ko, groups=self.groups_)
+            if self.imputation == "knockoff":
+                ko = _draw_knockoffs(self.sampler_, take_rows(X, rows), self.n_knockoffs,
+                                     ko_seed, rows)
+            else:
+                ko = self.background_
+            game = ImputationGame(self.model_fn_, data[rows], ko, groups=self.groups_,
+                                  batch_size=self.batch_size)
             if self.estimator_ == "exact":
                 phi, base = exact_shapley(game)
             else:
@@ -228,7 +256,8 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
         base = np.concatenate([p[1] for p in parts])
         if phi.shape[2] == 1:
             phi, base = phi[:, :, 0], base[:, 0]
-        extras = {"estimator": self.estimator_, "n_knockoffs": self.n_knockoffs,
+        extras = {"estimator": self.estimator_, "imputation": self.imputation,
+                  "n_knockoffs": self.n_knockoffs,
                   "n_evaluations": int(sum(p[2] for p in parts))}
         return Attribution(phi, base, data, list(self.player_names_),
                            list(self.output_names_), extras)
@@ -300,8 +329,9 @@ class KnockoffSAGE(BaseExplainer):
     response_method : {"auto", "predict_proba", "decision_function", "predict"}, \
             default="auto"
     target : class label or None, default=None
-    batch_size : int, default=64
-        Explained rows per batch.
+    batch_size : int, default=8192
+        Most rows per model call; also the explained rows per parallel task of
+        ``n_jobs``.
     n_jobs : int or None, default=None
     random_state : int, RandomState instance or None, default=None
         Seeds knockoffs and permutations, per row.
@@ -334,7 +364,7 @@ class KnockoffSAGE(BaseExplainer):
     def __init__(self, model=None, *, sampler=None, n_knockoffs=10, imputation="knockoff",
                  background=None, loss="auto", estimator="permutation", n_permutations=None,
                  convergence_tol=0.025, feature_groups=None, response_method="auto",
-                 target=None, batch_size=64, n_jobs=None, random_state=None):
+                 target=None, batch_size=8192, n_jobs=None, random_state=None):
         self.model = model
         self.sampler = sampler
         self.n_knockoffs = n_knockoffs
@@ -386,11 +416,7 @@ class KnockoffSAGE(BaseExplainer):
         if self.imputation == "knockoff":
             self.sampler_ = _fit_sampler(self.sampler, X)
         else:
-            bg = X if self.background is None else self.background
-            self.background_ = as_array(bg)
-            if self.background_.ndim != 2 or self.background_.shape[1] != self.n_features_in_:
-                raise ValueError(f"background must have shape (n_background, "
-                                 f"{self.n_features_in_}), got {self.background_.shape}.")
+            self.background_ = _check_background(self.background, X, self.n_features_in_)
         return self
 
     def _check_y(self, y, n):
@@ -421,8 +447,8 @@ class KnockoffSAGE(BaseExplainer):
         Returns
         -------
         result : Bunch
-            ``values`` (n_players,): importances (loss reduction, higher = more
-            important); ``std`` (n_players,): their standard errors;
+            ``importances`` (n_players,): loss reduction, higher = more important;
+            ``std`` (n_players,): their standard errors;
             ``feature_names`` (list of str); ``n_permutations`` (rounds run, 0 for
             exact); ``converged`` (bool); ``loss`` (str); ``imputation`` (str).
         """
@@ -445,7 +471,8 @@ class KnockoffSAGE(BaseExplainer):
 
         def game_for(rows):
             imp = imputation[rows] if knockoff else imputation
-            return ImputationGame(self.model_fn_, data[rows], imp, groups=self.groups_)
+            return ImputationGame(self.model_fn_, data[rows], imp, groups=self.groups_,
+                                  batch_size=self.batch_size)
 
         def losses(rows, masks):
             pred = game_for(rows).value(masks)
@@ -461,7 +488,7 @@ class KnockoffSAGE(BaseExplainer):
             samples = phi[:, :, 0]
             values = samples.mean(axis=0)
             std = samples.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(P)
-            return Bunch(values=values, std=std, feature_names=list(self.player_names_),
+            return Bunch(importances=values, std=std, feature_names=list(self.player_names_),
                          n_permutations=0, converged=True, loss=self.loss_,
                          imputation=self.imputation)
 
@@ -501,7 +528,7 @@ class KnockoffSAGE(BaseExplainer):
                 if np.max(std) < self.convergence_tol * spread:
                     converged = True
                     break
-        return Bunch(values=values, std=std, feature_names=list(self.player_names_),
+        return Bunch(importances=values, std=std, feature_names=list(self.player_names_),
                      n_permutations=rounds, converged=converged, loss=self.loss_,
                      imputation=self.imputation)
 
