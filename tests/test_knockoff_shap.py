@@ -129,6 +129,9 @@ def test_seeds_batches_jobs_and_pickle():
     np.testing.assert_allclose(small.explain(X[:12]).values, a, atol=1e-12)
     jobs = clone(base).set_params(batch_size=5, n_jobs=2).fit(X)
     np.testing.assert_allclose(jobs.explain(X[:12]).values, a, atol=1e-12)
+    # a row's draws depend on the row, not on its position or its neighbours
+    np.testing.assert_allclose(base.explain(X[:12][::-1]).values, a[::-1], atol=1e-12)
+    np.testing.assert_allclose(base.explain(X[5:8]).values, a[5:8], atol=1e-12)
     again = pickle.loads(pickle.dumps(base))
     np.testing.assert_array_equal(again.explain(X[:12]).values, a)
     other = clone(base).set_params(random_state=12).fit(X).explain(X[:12]).values

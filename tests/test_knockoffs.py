@@ -308,7 +308,7 @@ def test_sequential_errors():
     bad.loc[bad.index[0], "cat"] = "unseen"
     with pytest.raises(ValueError, match="not seen in fit"):
         sk.sample(bad)
-    with pytest.raises(ValueError, match="features"):
+    with pytest.raises(ValueError, match="feature"):
         sk.sample(df.iloc[:, :3])
     with pytest.raises(ValueError, match="n_knockoffs"):
         sk.sample(df, n_knockoffs=0)

@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.linear_model import LassoCV, LogisticRegressionCV
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import _draw_base_seed, _row_generators
 
@@ -152,28 +152,30 @@ class SequentialKnockoffs(BaseEstimator):
             ) from None
 
     def _check_frame(self, X, reset):
-        frame = _as_frame(X)
-        if reset:
-            self.n_features_in_ = frame.shape[1]
-            if isinstance(X, pd.DataFrame) and all(isinstance(c, str) for c in X.columns):
-                self.feature_names_in_ = np.asarray(X.columns, dtype=object)
-            elif hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
+        """Validate ``X``; a DataFrame keeps its dtypes, an array becomes float64
+        (object when ``categorical_features`` is given)."""
+        min_samples = 2 if reset else 1
+        if isinstance(X, pd.DataFrame):
+            validate_data(self, X, reset=reset, skip_check_array=True)
+            if X.shape[0] < min_samples:
+                raise ValueError(f"Found array with {X.shape[0]} sample(s) (shape={X.shape}) "
+                                 f"while a minimum of {min_samples} is required.")
+            if X.shape[1] == 0:
+                raise ValueError("X has 0 feature(s); a minimum of 1 is required.")
+            frame = X
         else:
-            if frame.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X has {frame.shape[1]} features, but SequentialKnockoffs is "
-                    f"expecting {self.n_features_in_} features as input."
-                )
-            if hasattr(self, "feature_names_in_") and isinstance(X, pd.DataFrame):
-                if list(X.columns) != list(self.feature_names_in_):
-                    raise ValueError("The feature names of X differ from those seen in fit.")
-        if frame.shape[0] < 1:
-            raise ValueError("X has 0 samples; at least one is required.")
+            dtype = np.float64 if self.categorical_features is None else None
+            arr = validate_data(self, X, reset=reset, dtype=dtype,
+                                ensure_all_finite=dtype is not None,
+                                ensure_min_samples=min_samples)
+            frame = pd.DataFrame(arr)
         for j in range(frame.shape[1]):
             col = frame.iloc[:, j]
             if col.isna().any():
-                raise ValueError(f"Column {j} of X contains missing values.")
+                raise ValueError(f"Column {j} of X contains missing values (NaN).")
+            if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(
+                    col.dtype) and np.isinf(col.to_numpy(dtype=float)).any():
+                raise ValueError(f"Column {j} of X contains infinity.")
         return frame
 
     # ------------------------------------------------------------------ fit

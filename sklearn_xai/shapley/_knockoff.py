@@ -6,6 +6,7 @@ the explained row, so every row the model is asked about is distributed like rea
 and a model that detects off-manifold queries cannot steer the explanation.
 """
 
+import hashlib
 from numbers import Integral, Real
 
 import numpy as np
@@ -54,9 +55,19 @@ def _fit_sampler(sampler, X):
     return clone(sampler).fit(X)
 
 
-def _draw_knockoffs(sampler, X_rows, n_knockoffs, seed, rows):
-    """(n_rows, K, M) knockoffs of ``X_rows``; row ``i`` seeded by ``(seed, rows[i])``."""
-    indices = range(rows.start, rows.stop)
+def _row_keys(data):
+    """One 64-bit key per row from its content: a row's random draws then depend only on
+    the row itself, not on its position, its batch or the other rows explained with it."""
+    keys = []
+    for row in data:
+        raw = row.tobytes() if data.dtype != object else repr(tuple(row)).encode()
+        keys.append(int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little"))
+    return np.asarray(keys, dtype=np.uint64)
+
+
+def _draw_knockoffs(sampler, X_rows, n_knockoffs, seed, keys):
+    """(n_rows, K, M) knockoffs of ``X_rows``; row ``i`` seeded by ``(seed, keys[i])``."""
+    indices = [int(k) for k in keys]
     if hasattr(sampler, "_sample_seeded"):
         return sampler._sample_seeded(X_rows, n_knockoffs, seed, indices)
     # a third-party sampler: one call per row keeps each row's draws independent of batching
@@ -129,7 +140,10 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
         ``n_jobs``.
     n_jobs : int or None, default=None
     random_state : int, RandomState instance or None, default=None
-        Seeds the knockoff draws and the coalition sampling, per row.
+        Seeds the knockoff draws and the coalition sampling. Each row's generator is
+        seeded by one draw from ``random_state`` and a hash of the row's values, so a
+        row's explanation does not depend on ``batch_size``, ``n_jobs``, the row order or
+        the other rows explained with it (identical rows get identical draws).
 
     Attributes
     ----------
@@ -232,11 +246,12 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
         data = as_array(X)
         seed = draw_base_seed(self.random_state)
         ko_seed = _sub_seed(seed, 1)
+        keys = _row_keys(data)
 
         def run(rows):
             if self.imputation == "knockoff":
                 ko = _draw_knockoffs(self.sampler_, take_rows(X, rows), self.n_knockoffs,
-                                     ko_seed, rows)
+                                     ko_seed, keys[rows])
             else:
                 ko = self.background_
             game = ImputationGame(self.model_fn_, data[rows], ko, groups=self.groups_,
@@ -244,7 +259,7 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
             if self.estimator_ == "exact":
                 phi, base = exact_shapley(game)
             else:
-                gens = row_generators(seed, range(rows.start, rows.stop))
+                gens = row_generators(seed, keys[rows])
                 if self.estimator_ == "kernel":
                     phi, base = kernel_shapley(game, self.n_evals_, gens)
                 else:
@@ -465,7 +480,8 @@ class KnockoffSAGE(BaseExplainer):
         if knockoff:
             imputation = np.concatenate(self._map_batches(
                 lambda rows: _draw_knockoffs(self.sampler_, take_rows(X, rows),
-                                             self.n_knockoffs, ko_seed, rows), n))
+                                             self.n_knockoffs, ko_seed,
+                                             range(rows.start, rows.stop)), n))
         else:
             imputation = self.background_
 
