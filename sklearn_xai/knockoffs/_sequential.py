@@ -57,8 +57,8 @@ class SequentialKnockoffs(BaseEstimator):
     Cs : int, default=10
         Number of inverse regularisation strengths tried by each logistic model.
     random_state : int, RandomState instance or None, default=None
-        Seeds the column order, the cross-validation of nothing (folds are
-        deterministic) and the training rows' knockoffs drawn during ``fit``.
+        Seeds the column order and the training rows' knockoffs drawn during ``fit``
+        (the cross-validation folds are deterministic).
 
     Attributes
     ----------

@@ -48,10 +48,10 @@ def _sub_seed(seed, k):
     return int(np.random.SeedSequence([int(seed), int(k)]).generate_state(1)[0])
 
 
-def _fit_sampler(sampler, X):
+def _fit_sampler(sampler, X, random_state):
     if sampler is None:
-        sampler = SequentialKnockoffs(random_state=0) if _has_categorical(X) \
-            else GaussianKnockoffs()
+        sampler = SequentialKnockoffs(random_state=draw_base_seed(random_state)) \
+            if _has_categorical(X) else GaussianKnockoffs()
     return clone(sampler).fit(X)
 
 
@@ -109,9 +109,12 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
             default=None
         Knockoff sampler, cloned and fitted on ``X`` in ``fit``. ``None``:
         :class:`~sklearn_xai.knockoffs.GaussianKnockoffs` when every column of ``X`` is
-        numeric, else :class:`~sklearn_xai.knockoffs.SequentialKnockoffs`. For mixed
+        numeric, else :class:`~sklearn_xai.knockoffs.SequentialKnockoffs` (its column
+        order seeded from ``random_state``). For mixed
         data encoded as numbers, pass ``SequentialKnockoffs(categorical_features=...)``
-        so that knockoffs stay on the data's support.
+        or ``GaussianKnockoffs(support="observed")`` so that knockoffs stay on the
+        data's support (a detector can spot non-integer values in binary columns);
+        see the German Credit example.
     n_knockoffs : int, default=10
         Knockoffs drawn per explained row (``K``). One coalition evaluation costs ``K``
         model rows.
@@ -236,7 +239,7 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
                 f"n_evals={self.n_evals_} is below the 2 * (P - 1) + 2 = {2 * (P - 1) + 2} "
                 "evaluations of one antithetic pair of permutations.")
         if self.imputation == "knockoff":
-            self.sampler_ = _fit_sampler(self.sampler, X)
+            self.sampler_ = _fit_sampler(self.sampler, X, self.random_state)
         else:
             self.background_ = _check_background(self.background, X, self.n_features_in_)
         self.reference_ = reference_row(X)
@@ -429,7 +432,7 @@ class KnockoffSAGE(BaseExplainer):
                              "response_method='predict_proba' (or 'auto') on a classifier.")
         self.loss_ = loss
         if self.imputation == "knockoff":
-            self.sampler_ = _fit_sampler(self.sampler, X)
+            self.sampler_ = _fit_sampler(self.sampler, X, self.random_state)
         else:
             self.background_ = _check_background(self.background, X, self.n_features_in_)
         return self
