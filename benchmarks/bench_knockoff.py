@@ -153,7 +153,14 @@ def bench_sage(rhos, replicates):
     rows = []
     for rho in rhos:
         t0 = time.perf_counter()
-        res = [sage_simulation(rho, seed) for seed in range(replicates)]
+        res = []
+        for seed in range(replicates):
+            res.append(sage_simulation(rho, seed))
+            if (seed + 1) % 10 == 0:
+                ko_n = sum(int(np.argmax(r["knockoff"]) == 0) for r in res)
+                mg_n = sum(int(np.argmax(r["marginal"]) == 0) for r in res)
+                print(f"  rho={rho}: {seed + 1} replicates, x1 first knockoff {ko_n}, "
+                      f"marginal {mg_n} ({time.perf_counter() - t0:.0f} s)", flush=True)
         ko = np.array([r["knockoff"] for r in res])
         mg = np.array([r["marginal"] for r in res])
         rows.append({

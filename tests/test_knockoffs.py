@@ -314,3 +314,21 @@ def test_sequential_errors():
         sk.sample(df, n_knockoffs=0)
     with pytest.raises(ValueError, match="rows"):
         SequentialKnockoffs(cv=5).fit(df.iloc[:6])
+
+
+def test_row_streams_are_uniform_independent_and_keyed():
+    from scipy import stats
+
+    from sklearn_xai.knockoffs._base import _row_draws, _row_uniforms
+
+    u = _row_uniforms(7, range(4000), 64)
+    assert stats.kstest(u.ravel(), "uniform").pvalue > 1e-3
+    # no correlation along a row's stream nor between neighbouring rows
+    assert abs(np.corrcoef(u[:, :-1].ravel(), u[:, 1:].ravel())[0, 1]) < 0.01
+    assert abs(np.corrcoef(u[:-1].ravel(), u[1:].ravel())[0, 1]) < 0.01
+    # a row depends only on (base seed, key)
+    np.testing.assert_array_equal(_row_uniforms(7, [5, 2], 64), u[[5, 2]])
+    assert not np.allclose(_row_uniforms(8, [5], 64), u[5])
+    z, w = _row_draws(7, range(4000), 32, 8)
+    assert z.shape == (4000, 32) and w.shape == (4000, 8)
+    assert stats.kstest(z.ravel(), "norm").pvalue > 1e-3

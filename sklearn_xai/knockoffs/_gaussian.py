@@ -9,7 +9,7 @@ from sklearn.covariance import ledoit_wolf
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import _draw_base_seed, _row_generators
+from ._base import _draw_base_seed, _row_draws
 from ._smatrix import solve_s
 
 
@@ -192,9 +192,9 @@ class GaussianKnockoffs(BaseEstimator):
         n_knockoffs : int, default=1
             Independent knockoffs per row.
         random_state : int, RandomState instance or None, default=None
-            One integer is drawn from it; row ``i`` then uses its own generator seeded
-            by that integer and ``i``, so a row's knockoffs do not depend on which other
-            rows are sampled in the same call.
+            One integer is drawn from it; row ``i`` then uses its own random stream,
+            seeded by that integer and ``i``, so a row's knockoffs do not depend on
+            which other rows are sampled in the same call.
 
         Returns
         -------
@@ -207,16 +207,15 @@ class GaussianKnockoffs(BaseEstimator):
         return self._sample_seeded(X, n_knockoffs, _draw_base_seed(random_state), None)
 
     def _sample_seeded(self, X, n_knockoffs, base_seed, row_indices):
-        """Knockoffs of validated rows; row ``i`` uses the generator of
-        ``(base_seed, row_indices[i])`` (default ``0..n-1``)."""
+        """Knockoffs of validated rows; row ``i``'s draws depend only on ``base_seed`` and
+        ``row_indices[i]`` (default ``0..n-1``)."""
         X = np.asarray(X, dtype=np.float64)
         n, p = X.shape
         if row_indices is None:
             row_indices = range(n)
         mean = X - (X - self.mean_) @ self._shift
-        Z = np.empty((n, n_knockoffs, p))
-        for i, rng in enumerate(_row_generators(base_seed, row_indices)):
-            Z[i] = rng.standard_normal((n_knockoffs, p))
+        Z, _ = _row_draws(base_seed, row_indices, n_knockoffs * p)
+        Z = Z.reshape(n, n_knockoffs, p)
         out = mean[:, None, :] + Z @ self._root
         if self.support_values_ is not None:
             for j, values in enumerate(self.support_values_):

@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import _draw_base_seed, _row_generators
+from ._base import _draw_base_seed, _row_draws
 
 
 def _as_frame(X):
@@ -226,9 +226,8 @@ class SequentialKnockoffs(BaseEstimator):
         enc_ko = [None] * p
         self._models = [None] * p
         base = _draw_base_seed(rng)
-        gens = _row_generators(base, range(n))
-        normals = np.stack([g.standard_normal(p) for g in gens])
-        unif = np.stack([g.random((2, p)) for g in gens])
+        normals, unif = _row_draws(base, range(n), p, 2 * p)
+        unif = unif.reshape(n, 2, p)
         for t, j in enumerate(self.order_):
             Z = self._design(enc_x, enc_ko, j, t)
             self._models[j] = self._fit_column(j, Z, cols[j])
@@ -322,7 +321,7 @@ class SequentialKnockoffs(BaseEstimator):
         n_knockoffs : int, default=1
             Independent knockoffs per row.
         random_state : int, RandomState instance or None, default=None
-            One integer is drawn from it; row ``i`` uses its own generator seeded by
+            One integer is drawn from it; row ``i`` uses its own random stream seeded by
             that integer and ``i``, so results do not depend on batching.
 
         Returns
@@ -338,18 +337,14 @@ class SequentialKnockoffs(BaseEstimator):
         return self._sample_seeded(frame, n_knockoffs, _draw_base_seed(random_state), None)
 
     def _sample_seeded(self, X, n_knockoffs, base_seed, row_indices):
-        """Knockoffs of checked rows; row ``i`` uses the generator of
-        ``(base_seed, row_indices[i])`` (default ``0..n-1``)."""
+        """Knockoffs of checked rows; row ``i``'s draws depend only on ``base_seed`` and
+        ``row_indices[i]`` (default ``0..n-1``)."""
         frame = _as_frame(X)
         n, p = frame.shape
         K = n_knockoffs
         if row_indices is None:
             row_indices = range(n)
-        normals = np.empty((n, K, p))
-        unif = np.empty((n, K, 2, p))
-        for i, g in enumerate(_row_generators(base_seed, row_indices)):
-            normals[i] = g.standard_normal((K, p))
-            unif[i] = g.random((K, 2, p))
+        normals, unif = _row_draws(base_seed, row_indices, K * p, 2 * K * p)
         cols = [np.repeat(frame.iloc[:, j].to_numpy(), K) for j in range(p)]
         normals = normals.reshape(n * K, p)
         unif = unif.reshape(n * K, 2, p)
