@@ -149,13 +149,13 @@ def bench_german(ks, n_rows, n_evals):
     return out
 
 
-def bench_sage(rhos, replicates):
+def bench_sage(rhos, replicates, method="mvr"):
     rows = []
     for rho in rhos:
         t0 = time.perf_counter()
         res = []
         for seed in range(replicates):
-            res.append(sage_simulation(rho, seed))
+            res.append(sage_simulation(rho, seed, sampler=GaussianKnockoffs(method=method)))
             if (seed + 1) % 10 == 0:
                 ko_n = sum(int(np.argmax(r["knockoff"]) == 0) for r in res)
                 mg_n = sum(int(np.argmax(r["marginal"]) == 0) for r in res)
@@ -164,7 +164,7 @@ def bench_sage(rhos, replicates):
         ko = np.array([r["knockoff"] for r in res])
         mg = np.array([r["marginal"] for r in res])
         rows.append({
-            "rho": rho, "replicates": replicates,
+            "rho": rho, "replicates": replicates, "method": method,
             "knockoff_x1_first": float(np.mean(ko.argmax(axis=1) == 0)),
             "marginal_x1_first": float(np.mean(mg.argmax(axis=1) == 0)),
             "knockoff_mean": ko.mean(axis=0).round(4).tolist(),
@@ -187,6 +187,8 @@ def main():
                         help="run only these parts (repeatable)")
     parser.add_argument("--sage-rhos", type=float, nargs="+", default=None)
     parser.add_argument("--sage-replicates", type=int, default=None)
+    parser.add_argument("--sage-method", choices=["mvr", "sdp", "equicorrelated"],
+                        default="mvr", help="s method of the knockoffs in the SAGE part")
     args = parser.parse_args()
     quick = args.quick
     results = {
@@ -207,7 +209,8 @@ def main():
     if "sage" in parts:
         print("== SAGE simulation", flush=True)
         rhos = args.sage_rhos or ([0.5] if quick else [0.0, 0.3, 0.5, 0.7, 0.9])
-        results["sage"] = bench_sage(rhos, args.sage_replicates or (10 if quick else 100))
+        results["sage"] = bench_sage(rhos, args.sage_replicates or (10 if quick else 100),
+                                     args.sage_method)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 
