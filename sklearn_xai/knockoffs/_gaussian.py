@@ -215,8 +215,9 @@ class GaussianKnockoffs(BaseEstimator):
             row_indices = range(n)
         mean = X - (X - self.mean_) @ self._shift
         Z, _ = _row_draws(base_seed, row_indices, n_knockoffs * p)
-        Z = Z.reshape(n, n_knockoffs, p)
-        out = mean[:, None, :] + Z @ self._root
+        # one (n K, p) x (p, p) product rather than n small ones
+        out = (Z.reshape(n * n_knockoffs, p) @ self._root).reshape(n, n_knockoffs, p)
+        out += mean[:, None, :]
         if self.support_values_ is not None:
             for j, values in enumerate(self.support_values_):
                 col = out[:, :, j]
