@@ -219,11 +219,33 @@ class TorchModelFunction:
 
     @property
     def output_names(self):
-        if self._output_names is not None:
-            return self._output_names
-        if self.output_columns is not None:
-            return [f"output_{c}" for c in self.output_columns]
-        return None
+        """Names of the explained outputs (probed with one forward pass when not given)."""
+        if self._output_names is None:
+            if self.output_columns is not None:
+                self._output_names = [f"output_{c}" for c in self.output_columns]
+            else:
+                d = next((m.in_features for m in self.module.modules() if hasattr(
+                    m, "in_features")), None)
+                if d is None:
+                    raise ValueError("Cannot infer the output width of a module without a "
+                                     "Linear first layer; pass output_names.")
+                width = self(np.zeros((1, d))).shape[1]
+                self._output_names = [f"output_{c}" for c in range(width)]
+        return self._output_names
+
+    @property
+    def n_outputs(self):
+        return len(self.output_names)
+
+    def set_output_names_from(self, X_probe):
+        """Name the outputs ``output_<k>`` after one forward pass of ``X_probe`` (when no
+        names were given)."""
+        if self._output_names is None:
+            cols = self.output_columns
+            if cols is None:
+                cols = range(self(np.asarray(X_probe)[:1]).shape[1])
+            self._output_names = [f"output_{c}" for c in cols]
+        return self
 
     # ----------------------------------------------------------------------------- API
     def __call__(self, X):
