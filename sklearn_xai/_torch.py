@@ -192,6 +192,7 @@ class TorchModelFunction:
 
     def _to_tensor(self, X):
         torch = _import_torch()
+        self._module()  # place the module before any torch.func transform is entered
         X = np.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {X.shape}.")
