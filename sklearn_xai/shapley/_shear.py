@@ -569,11 +569,11 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
         torch_model = is_torch_model(self.model)
         plain_module = torch_model and not hasattr(_unwrap_frozen(self.model), "module_") \
             and not hasattr(_unwrap_frozen(self.model), "fit")
+        X = self._validate_X(X, reset=True)
         if plain_module:
             self.model_ = self.model
         else:
             self._fit_model(X, y)
-        X = self._validate_X(X, reset=True)
         self.groups_, self.player_names_ = resolve_feature_groups(
             self.feature_groups, self._feature_names())
         P = len(self.groups_)
