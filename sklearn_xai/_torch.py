@@ -291,42 +291,73 @@ class TorchModelFunction:
                 self._chunks(Xt.shape[0], None)]
         return np.concatenate(outs, axis=0)
 
-    def hessian_vector_product(self, X, V):
+    def hessian_vector_product(self, X, V, *, method="batched"):
         """Hessian-vector products ``H(x_n) v_{n,l}`` for per-row directions.
 
         Parameters
         ----------
         X : ndarray of shape (n_samples, n_features)
         V : ndarray of shape (n_samples, n_directions, n_features)
+        method : {"batched", "vmap"}, default="batched"
+            ``"batched"``: every row is repeated once per direction and the products of
+            all rows come from one forward pass, one backward pass with ``create_graph``
+            and one double-backward pass per output (exact, and about three times faster
+            than ``"vmap"`` on CPU). It relies on the module treating rows independently,
+            which holds in eval mode for the usual layers (linear, convolution, batch norm
+            with frozen statistics, dropout off). ``"vmap"``: ``torch.func.vmap`` of
+            ``jvp`` of ``jacrev``, which makes no such assumption.
 
         Returns
         -------
         HV : ndarray of shape (n_samples, n_directions, n_outputs, n_features), float64
-            ``HV[n, l, o] = d2 f_o(x_n) / dx2 @ V[n, l]``. Cost: ``n_directions``
-            forward-over-reverse passes per row, vectorised (``vmap`` of ``jvp`` of
-            ``jacrev``).
+            ``HV[n, l, o] = d2 f_o(x_n) / dx2 @ V[n, l]``. Cost: about three forward
+            passes of ``n_samples * n_directions`` rows per output.
         """
         torch = _import_torch()
+        if method not in ("batched", "vmap"):
+            raise ValueError(f"method must be 'batched' or 'vmap'; got {method!r}.")
         Xt = self._to_tensor(X)
-        Vt = self._to_tensor(np.asarray(V).reshape(len(Xt), -1)).reshape(np.shape(V))
-        if Vt.ndim != 3 or Vt.shape[0] != Xt.shape[0] or Vt.shape[2] != Xt.shape[1]:
+        n, d = Xt.shape
+        if np.ndim(V) != 3 or np.shape(V)[0] != n or np.shape(V)[2] != d:
             raise ValueError(
                 f"V must have shape (n_samples, n_directions, n_features) = "
-                f"({Xt.shape[0]}, L, {Xt.shape[1]}); got {tuple(np.shape(V))}."
+                f"({n}, L, {d}); got {tuple(np.shape(V))}."
             )
-        jac = torch.func.jacrev(self._single)
+        L = np.shape(V)[1]
+        Vt = self._to_tensor(np.asarray(V).reshape(n * L, d)).reshape(n, L, d)
+        if L == 0 or n == 0:
+            n_out = self._forward(Xt[:1]).shape[1] if n else 0
+            return np.zeros((n, L, n_out, d))
+        if method == "vmap":
+            jac = torch.func.jacrev(self._single)
 
-        def hvp(x, v):
-            return torch.func.jvp(jac, (x,), (v,))[1]
+            def hvp(x, v):
+                return torch.func.jvp(jac, (x,), (v,))[1]
 
-        fn = torch.func.vmap(torch.func.vmap(hvp, in_dims=(None, 0)), in_dims=(0, 0))
+            fn = torch.func.vmap(torch.func.vmap(hvp, in_dims=(None, 0)), in_dims=(0, 0))
+            outs = [fn(Xt[sl], Vt[sl]).detach().to(torch.float64).cpu().numpy()
+                    for sl in self._chunks(n, None)]
+            return np.concatenate(outs, axis=0)
+        rows = self.batch_size or max(1, 65536 // L)
         outs = []
-        for sl in self._chunks(Xt.shape[0], None):
-            if Vt.shape[1] == 0:
-                n_out = self._forward(Xt[sl][:1]).shape[1] if len(Xt) else 0
-                outs.append(np.zeros((sl.stop - sl.start, 0, n_out, Xt.shape[1])))
-                continue
-            outs.append(fn(Xt[sl], Vt[sl]).detach().to(torch.float64).cpu().numpy())
+        for sl in self._chunks(n, rows):
+            m = sl.stop - sl.start
+            Xr = Xt[sl, None, :].expand(m, L, d).reshape(m * L, d).detach().requires_grad_(True)
+            Vr = Vt[sl].reshape(m * L, d)
+            with torch.enable_grad():
+                out = self._forward(Xr)
+                n_out = out.shape[1]
+                res = []
+                for o in range(n_out):
+                    (g,) = torch.autograd.grad(out[:, o].sum(), Xr, create_graph=True)
+                    if g.requires_grad:  # a model linear in x has a constant gradient
+                        (hv,) = torch.autograd.grad((g * Vr).sum(), Xr, allow_unused=True,
+                                                    retain_graph=o < n_out - 1)
+                    else:
+                        hv = None
+                    hv = torch.zeros_like(Xr) if hv is None else hv
+                    res.append(hv.detach().reshape(m, L, d))
+            outs.append(torch.stack(res, dim=2).to(torch.float64).cpu().numpy())
         return np.concatenate(outs, axis=0)
 
     def is_smooth(self):

@@ -290,8 +290,12 @@ def test_torch_gradient_and_hessian_equal_finite_differences():
     np.testing.assert_allclose(H, fd_hess, atol=1e-6)
     np.testing.assert_allclose(H, np.swapaxes(H, 2, 3), atol=1e-12)
     V = np.random.default_rng(5).normal(size=(5, 3, d))
-    np.testing.assert_allclose(fn.hessian_vector_product(X, V),
-                               np.einsum("noab,nlb->nloa", H, V), atol=1e-12)
+    for method in ("batched", "vmap"):
+        np.testing.assert_allclose(fn.hessian_vector_product(X, V, method=method),
+                                   np.einsum("noab,nlb->nloa", H, V), atol=1e-12)
+    # a linear module: zero Hessian, no graph for the second derivative
+    lin = TorchModelFunction(torch.nn.Linear(d, 1).double())
+    np.testing.assert_array_equal(lin.hessian_vector_product(X, V), 0.0)
 
 
 # ----------------------------------------------------------------------------- explainer
