@@ -513,3 +513,21 @@ def test_bad_parameters_raise(data):
     e = ShearExplainer(model).fit(X)
     with pytest.raises(ValueError, match="features"):
         e.explain(X[:, :5])
+
+
+def test_torch_reference_game_equals_imputation_game():
+    from sklearn_xai._torch import TorchModelFunction
+    from sklearn_xai.shapley import ImputationGame
+
+    rng = np.random.default_rng(14)
+    X, r = rng.normal(size=(7, 6)), rng.normal(size=(1, 6))
+    groups = [[0, 3], [1], [2, 4, 5]]
+    c2p = np.array([0, 1, 2, 0, 2, 2])
+    fn = TorchModelFunction(softplus_mlp(6, n_out=2, seed=14))
+    fast = S._TorchReferenceGame(fn, X, r, c2p, 3, max_rows=10)
+    slow = ImputationGame(fn, X, r, groups=groups)
+    shared = rng.random((5, 3)) < 0.5
+    per_row = rng.random((7, 5, 3)) < 0.5
+    # equal up to the summation order of different batch shapes
+    np.testing.assert_allclose(fast.value(shared), slow.value(shared), rtol=0, atol=1e-13)
+    np.testing.assert_allclose(fast.value(per_row), slow.value(per_row), rtol=0, atol=1e-13)

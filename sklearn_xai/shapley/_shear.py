@@ -101,10 +101,9 @@ def _cross_contribution_hessian(hvp, X, reference, col_to_player, n_players):
 
     The Hessian is taken at the explained row x (as in the authors' code). Only the
     columns where x differs from r matter (the others get weight 0), so only those
-    Hessian columns are computed: ``L`` Hessian-vector products per row, with ``L`` the
-    largest number of columns where a row of the batch differs from r (at most two per
-    one-hot group when the reference is a valid category). The result equals the block
-    maximum over the full Hessian.
+    Hessian columns are computed: one Hessian-vector product per column where the row
+    differs from r (at most two per one-hot group when the reference is a valid
+    category). The result equals the block maximum over the full Hessian.
 
     Parameters
     ----------
@@ -128,10 +127,13 @@ def _cross_contribution_hessian(hvp, X, reference, col_to_player, n_players):
         return _mask_diagonal(eta)
     idx = np.argsort(~nz, axis=1, kind="stable")[:, :L]  # (n, L): nonzero columns first
     valid = np.take_along_axis(nz, idx, axis=1)
-    V = np.zeros((n, L, d))
-    rows = np.arange(n)[:, None]
-    V[rows, np.arange(L)[None, :], idx] = valid
-    HV = np.asarray(hvp(X, V), dtype=np.float64)  # (n, L, O, d)
+    # one (row, column) pair per Hessian column needed: no padding to L directions
+    pr, ps = np.nonzero(valid)
+    V = np.zeros((pr.size, 1, d))
+    V[np.arange(pr.size), 0, idx[pr, ps]] = 1.0
+    flat = np.asarray(hvp(X[pr], V), dtype=np.float64)[:, 0]  # (n_pairs, O, d)
+    HV = np.zeros((n, L) + flat.shape[1:])
+    HV[pr, ps] = flat  # (n, L, O, d)
     sub = np.take_along_axis(HV, idx[:, None, None, :], axis=3)  # (n, L, O, L)
     w = np.take_along_axis(dist, idx, axis=1) * valid  # (n, L)
     E = np.abs(sub) * w[:, :, None, None] * w[:, None, None, :]  # (n, L, O, L)
@@ -400,6 +402,77 @@ def _torch_model_function(model, response_method, target, device, batch_size):
                               batch_size=batch_size)
 
 
+# --------------------------------------------------------------------------- torch game
+
+
+class _TorchReferenceGame:
+    """``v(S) = f(x_S, r_~S)`` for a :class:`~sklearn_xai._torch.TorchModelFunction`, with
+    the hybrid rows built in torch on the model's device.
+
+    Same values as :class:`~sklearn_xai.shapley.ImputationGame` with one reference row
+    (tested), without the float64 numpy copy of every hybrid row: on CPU it saves about
+    half of SHEAR's time, on a GPU it keeps the work on the device. Private to SHEAR.
+
+    Parameters
+    ----------
+    model_fn : TorchModelFunction
+    X : ndarray of shape (n_rows, n_features)
+    reference : ndarray of shape (1, n_features)
+    col_to_player : ndarray of shape (n_features,), int
+    n_players : int
+    max_rows : int, default=65536
+        Largest number of model rows per forward pass.
+    """
+
+    def __init__(self, model_fn, X, reference, col_to_player, n_players, max_rows=65536):
+        self.model_fn = model_fn
+        self.X = np.asarray(X)
+        self.reference = np.asarray(reference).reshape(1, -1)
+        self.col_to_player = np.asarray(col_to_player, dtype=np.intp)
+        self._n_players = int(n_players)
+        self.max_rows = int(max_rows)
+        self.n_evaluations = 0
+
+    @property
+    def n_rows(self):
+        return self.X.shape[0]
+
+    @property
+    def n_players(self):
+        return self._n_players
+
+    def value(self, masks, rows=None, count=True):
+        """Evaluate coalitions: ``masks`` (C, P) or (n_rows, C, P) -> (n_rows, C, n_outputs)."""
+        import torch
+
+        fn = self.model_fn
+        masks = np.asarray(masks, dtype=bool)
+        X = self.X if rows is None else self.X[rows]
+        n, d = X.shape
+        per_row = masks.ndim == 3
+        C = masks.shape[-2]
+        Xt = fn._to_tensor(X)
+        rt = fn._to_tensor(self.reference)
+        c2p = torch.as_tensor(self.col_to_player, device=Xt.device)
+        chunk = max(1, self.max_rows // max(C, 1))
+        out = None
+        with torch.inference_mode():
+            shared = None if per_row else torch.as_tensor(masks, device=Xt.device)[:, c2p]
+            for r0 in range(0, n, chunk):
+                r1 = min(n, r0 + chunk)
+                colm = (torch.as_tensor(masks[r0:r1], device=Xt.device)[..., c2p] if per_row
+                        else shared[None])
+                Z = torch.where(colm, Xt[r0:r1, None, :], rt)
+                y = fn._forward(Z.reshape(-1, d)).to(torch.float64).cpu().numpy()
+                y = y.reshape(r1 - r0, C, -1)
+                if out is None:
+                    out = np.empty((n, C, y.shape[-1]))
+                out[r0:r1] = y
+        if count:
+            self.n_evaluations += n * C
+        return out
+
+
 # --------------------------------------------------------------------------- explainer
 
 
@@ -619,7 +692,11 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
     def _explain_batch(self, rows, Xa, base_seed):
         P, K = len(self.groups_), self.n_cooperators_
         Xb = Xa[rows]
-        game = ImputationGame(self.model_fn_, Xb, self.reference_, groups=self.groups_)
+        if isinstance(self.model_fn_, TorchModelFunction):
+            game = _TorchReferenceGame(self.model_fn_, Xb, self.reference_, self.col_to_player_,
+                                       P)
+        else:
+            game = ImputationGame(self.model_fn_, Xb, self.reference_, groups=self.groups_)
         n = Xb.shape[0]
         if self._exact_regime():
             phi, base = exact_shapley(game)
