@@ -531,3 +531,25 @@ def test_torch_reference_game_equals_imputation_game():
     # equal up to the summation order of different batch shapes
     np.testing.assert_allclose(fast.value(shared), slow.value(shared), rtol=0, atol=1e-13)
     np.testing.assert_allclose(fast.value(per_row), slow.value(per_row), rtol=0, atol=1e-13)
+
+
+def test_torch_adapter_errors(monkeypatch):
+    import sys
+
+    skorch = pytest.importorskip("skorch")
+    from sklearn_xai._torch import TorchModelFunction, _import_torch
+
+    with pytest.raises(TypeError, match="torch.nn.Module or a fitted skorch net"):
+        TorchModelFunction(LogisticRegression())
+    with pytest.raises(ValueError, match="not initialized"):
+        TorchModelFunction(skorch.NeuralNetClassifier(torch.nn.Linear(3, 2)))
+    with pytest.raises(ValueError, match="only defined for skorch classifiers"):
+        TorchModelFunction(torch.nn.Linear(3, 2), output="proba")
+    fn = TorchModelFunction(torch.nn.Linear(3, 2))
+    with pytest.raises(ValueError, match="2-D"):
+        fn(np.zeros(3))
+    with pytest.raises(ValueError, match="n_directions"):
+        fn.hessian_vector_product(np.zeros((2, 3)), np.zeros((2, 3)))
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ImportError, match=r"sklearn-xai\[torch\]"):
+        _import_torch()

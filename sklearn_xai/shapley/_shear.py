@@ -25,7 +25,13 @@ from sklearn.utils.validation import check_is_fitted
 from .._explanation import Attribution
 from .._torch import TorchModelFunction, _unwrap_frozen, is_torch_model
 from .._utils import draw_base_seed, row_generators
-from ..base import AttributionMixin, BaseExplainer, as_array, resolve_feature_groups
+from ..base import (
+    AttributionMixin,
+    BaseExplainer,
+    as_array,
+    reference_row,
+    resolve_feature_groups,
+)
 from ._estimators import exact_shapley
 from ._game import ImputationGame
 
@@ -324,8 +330,6 @@ def _group_reference(X, groups):
     -------
     ndarray of shape (1, n_features)
     """
-    from ..base import as_array, reference_row
-
     ref = reference_row(X)
     A = as_array(X)
     for cols in groups:
