@@ -553,3 +553,53 @@ def test_torch_adapter_errors(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(ImportError, match=r"sklearn-xai\[torch\]"):
         _import_torch()
+
+
+def test_multi_output_module_shapes_and_exactness(data):
+    X, _ = data
+    model = softplus_mlp(6, n_out=3, seed=15)
+    e = ShearExplainer(model, n_evals=64).fit(X)
+    a = e.explain(X[:3])
+    assert a.values.shape == (3, 6, 3) and a.base_values.shape == (3, 3)
+    assert e.output_names_ == ["output_0", "output_1", "output_2"]
+    np.testing.assert_allclose(a.values, brute_force_shapley(torch_f(model), X[:3],
+                                                             e.reference_), atol=1e-10)
+    one = ShearExplainer(model, n_evals=8, target=2, random_state=0).fit(X).explain(X[:3])
+    assert one.values.shape == (3, 6)
+    assert ShearExplainer(model, n_evals=8).fit(X).transform(X[:3]).shape == (3, 18)
+
+
+def test_dataframe_with_strings_through_a_pipeline():
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(16)
+    df = pd.DataFrame({"a": rng.normal(size=80), "colour": rng.choice(["r", "g", "b"], 80),
+                       "b": rng.normal(size=80)})
+    y = ((df["a"] > 0) ^ (df["colour"] == "g")).astype(int)
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["colour"]),
+                                                 remainder="passthrough"),
+                         LogisticRegression()).fit(df, y)
+    e = ShearExplainer(FrozenEstimator(pipe), n_evals=8, random_state=0).fit(df)
+    assert e.reference_[0, 1] == df["colour"].mode()[0]
+    a = e.explain(df.iloc[:4])
+    # brute force over the three columns, through the DataFrame
+    X = df.iloc[:4].to_numpy(dtype=object)
+    r = e.reference_[0]
+    truth = np.zeros((4, 3))
+    for i in range(3):
+        others = [j for j in range(3) if j != i]
+        for s in range(3):
+            w = factorial(s) * factorial(2 - s) / factorial(3)
+            for T in itertools.combinations(others, s):
+                z0 = np.tile(r, (4, 1)).astype(object)
+                z0[:, list(T)] = X[:, list(T)]
+                z1 = z0.copy()
+                z1[:, i] = X[:, i]
+                f0 = pipe.predict_proba(pd.DataFrame(z0, columns=df.columns).astype(
+                    {"a": float, "b": float}))[:, 1]
+                f1 = pipe.predict_proba(pd.DataFrame(z1, columns=df.columns).astype(
+                    {"a": float, "b": float}))[:, 1]
+                truth[:, i] += w * (f1 - f0)
+    np.testing.assert_allclose(a.values, truth, atol=1e-12)
