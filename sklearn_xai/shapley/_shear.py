@@ -519,9 +519,9 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
 
         * ``"hessian"``: input Hessian at ``x`` by torch autograd (torch modules and skorch
           nets whose input is ``X``), on the model's device, vectorised over rows with
-          ``torch.func``; only the Hessian columns where ``x != r`` are computed (``L``
-          Hessian-vector products per row, ``L <= n_features``; at most two per one-hot
-          group when the reference is a valid category).
+          batched Hessian-vector products; only the Hessian columns where ``x != r`` are
+          computed (at most two per one-hot group when the reference is a valid
+          category), which gives the same block maximum as the full Hessian.
         * ``"finite_difference"``: the mixed difference
           ``v(U) - v(U - i) - v(U - j) + v(U - {i, j})`` of the game itself; any model,
           and ReLU nets whose Hessian is zero. Costs ``1 + P + P (P - 1) / 2`` extra
@@ -542,8 +542,8 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
         SHEAR values need not add up to ``f(x) - f(r)``. ``"none"`` returns them as
         estimated; ``"redistribute"`` adds the residual ``f(x) - f(r) - sum(phi)`` to the
         players in proportion to ``|phi_i|``; ``"even"`` splits it equally. Either choice
-        makes the values efficient and changes them (also for exact budgets it changes
-        nothing, the residual being zero).
+        makes the values efficient; for models with at most pairwise interactions, and
+        for exact budgets, the residual is already zero and nothing changes.
     feature_groups : None, list of lists or dict name -> list, default=None
         Players made of several columns (e.g. one-hot blocks), masked together.
     response_method : {"auto", "predict_proba", "decision_function", "predict"}, default="auto"
@@ -582,7 +582,8 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
     -----
     Cost per explained row: ``P * 2^(K+1) + 2`` coalition evaluations (``P * n_evals``
     below the exact regime, plus ``f(r)`` and ``f(x)``), plus the cross-contribution
-    (``"hessian"``: ``L`` vectorised Hessian-vector products; ``"finite_difference"``:
+    (``"hessian"``: one Hessian-vector product per column where ``x != r``, batched, about
+    three forwards each; ``"finite_difference"``:
     ``1 + P(P+1)/2`` evaluations, already counting ``f(x)``; ``"random"``: none).
 
     The values are neither guaranteed efficient nor symmetric (each player uses its own
