@@ -7,6 +7,7 @@ coalitions. For each budget N (model evaluations per player, M*N per row) we com
 
 * SHEAR (``ShearExplainer``, Hessian cooperators) with the unbiased Beta fill
   (``non_cooperators="shapley"``, our default) and with the authors' uniform fill;
+* SHEAR with finite-difference and with random cooperators (the paper's ablation);
 * antithetic permutation sampling and KernelSHAP (the package's estimators) at the same
   budget of M*N coalition evaluations per row;
 
@@ -156,6 +157,12 @@ def main(argv=None):
             row[label + "_time"] = t
             row[label + "_ae"] = absolute_error(a.values, truth)
             row[label + "_acc"] = acc_of(a.values)
+        for label, coop in (("shear_fd", "finite_difference"), ("shear_random", "random")):
+            e2 = ShearExplainer(FrozenEstimator(net), response_method="decision_function",
+                                feature_groups=groups, cooperators=coop, n_evals=N,
+                                batch_size=rows, random_state=0).fit(X_tr)
+            a = e2.explain(X)
+            row[label + "_ae"] = absolute_error(a.values, truth)
         row["cc_time"], _ = timed(lambda: _cross_contribution_hessian(
             fn.hessian_vector_product, X.astype(np.float64), ref[0].astype(np.float64),
             e.col_to_player_, M), args.repeats)
@@ -188,6 +195,14 @@ def main(argv=None):
         print(f"| {r['N']} | {r['shear_ae']:.4f} / {r['shear_acc']:.3f} | "
               f"{r['shear_uniform_ae']:.4f} / {r['shear_uniform_acc']:.3f} | "
               f"{r['aps_ae']:.4f} / {r['aps_acc']:.3f} | {r['ks_ae']:.4f} / {r['ks_acc']:.3f} |")
+    print()
+    print("Cooperator selection (SHEAR AE, Beta fill): Hessian / finite differences / random")
+    print()
+    print("| N | Hessian | finite differences | random (ablation) |")
+    print("|---|---|---|---|")
+    for r in results:
+        print(f"| {r['N']} | {r['shear_ae']:.4f} | {r['shear_fd_ae']:.4f} | "
+              f"{r['shear_random_ae']:.4f} |")
     print()
     print("| N | SHEAR rows/s (total) | SHEAR rows/s without cross-contribution | "
           "cross-contribution s | APS rows/s | KernelSHAP rows/s | bare forwards s | "
