@@ -366,8 +366,7 @@ def test_explainer_as_pipeline_step(data):
                          LinearRegression())
     pipe.fit(X, y)
     phi = pipe[0].transform(X[:5])
-    # logistic probability has interactions through the link: compare with exact roughly,
-    # and check the step output is the explainer's values
+    # the step's output is the explainer's values, and the next step consumes them
     np.testing.assert_array_equal(phi, pipe[0].explain(X[:5]).values)
     assert pipe.predict(X[:5]).shape == (5,)
 
