@@ -438,13 +438,13 @@ class TabularEncoder:
         Parameters
         ----------
         Z : ndarray of shape (n, d), internal rows
-        x : ndarray of shape (d,), internal query
+        x : ndarray of shape (d,) or (n, d), internal query (per row)
 
         Returns
         -------
         cost : ndarray of shape (n,)
         """
-        diff = np.abs(np.asarray(Z, dtype=np.float64) - x[None, :])
+        diff = np.abs(np.asarray(Z, dtype=np.float64) - np.atleast_2d(x))
         c = (diff[:, self.cat_] > 0).sum(axis=1).astype(np.float64)
         if self.cont_.size:
             c += (diff[:, self.cont_] / self.scales_[self.cont_]).sum(axis=1)
