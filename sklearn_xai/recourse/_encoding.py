@@ -411,6 +411,13 @@ class TabularEncoder:
             parts.append(b / nb)
         return np.hstack(parts) if parts else np.zeros((Z.shape[0], 0))
 
+    def cells(self, Z):
+        """Internal rows with continuous values replaced by their quantile-bin index."""
+        Z = np.array(Z, dtype=np.float64, copy=True)
+        if self.cont_.size:
+            Z[:, self.cont_] = self.kbins_.transform(Z[:, self.cont_])
+        return Z
+
     # ------------------------------------------------------------ constraints
     def allowed(self, j, x_j, values):
         """Which of ``values`` (internal) may feature ``j`` take when the query has ``x_j``.

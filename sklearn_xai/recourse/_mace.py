@@ -96,6 +96,17 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
     fill : bool, default=True
         When fewer than ``n_counterfactuals`` rows pass the diversity rule, fill the list
         with the closest remaining distinct valid rows. ``False`` reproduces Algorithm 3.
+    sparsify : bool, default=True
+        Before the diverse selection, the ``4 * n_counterfactuals`` closest valid rows are
+        sparsified: changed features are reverted to the query one at a time (the revert
+        that lowers the proximity cost most, all reverts of all rows in one batch per round)
+        while the row stays valid. ``False`` keeps the rows of stage 2 as they are.
+    fallback : {"nearest_unlike", "greedy"}, default="nearest_unlike"
+        When stage 2 finds no valid row, a greedy hill-climb over the candidates runs
+        (the reference's fallback). With ``"nearest_unlike"``, if that fails too, the query
+        with every allowed value copied from each of its desired-class neighbours is tried
+        (then sparsified); such a counterfactual may change more than ``max_changes``
+        features.
     min_proba : float or None, default=None
         A counterfactual must also reach this probability of the desired class (a margin
         away from the decision boundary). ``None``: ``argmax`` only.
@@ -164,6 +175,8 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         "refine": ["boolean", StrOptions({"gld", "bisection"})],
         "diversity_cap": [None, Interval(numbers.Integral, 1, None, closed="left")],
         "fill": ["boolean"],
+        "sparsify": ["boolean"],
+        "fallback": [StrOptions({"greedy", "nearest_unlike"})],
         "min_proba": [None, Interval(numbers.Real, 0, 1, closed="both")],
         "neighbors": [StrOptions({"hnsw", "exact"})],
         "hnsw_params": [None, dict],
@@ -189,6 +202,8 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         refine=True,
         diversity_cap=3,
         fill=True,
+        sparsify=True,
+        fallback="nearest_unlike",
         min_proba=None,
         neighbors="hnsw",
         hnsw_params=None,
@@ -214,6 +229,8 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         self.refine = refine
         self.diversity_cap = diversity_cap
         self.fill = fill
+        self.sparsify = sparsify
+        self.fallback = fallback
         self.min_proba = min_proba
         self.neighbors = neighbors
         self.hnsw_params = hnsw_params
@@ -327,6 +344,8 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             "refine": refine,
             "diversity_cap": self.diversity_cap,
             "fill": self.fill,
+            "sparsify": self.sparsify,
+            "fallback": self.fallback == "nearest_unlike",
         }
 
     def _explain_chunk(self, Zq, Pq, jobs, base_seed):
@@ -342,24 +361,23 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         for t, members in by_t.items():
             if t not in self.indexes_:
                 for n in members:
-                    cands[n] = (np.zeros(0, dtype=np.int64), [])
+                    cands[n] = (np.zeros(0, dtype=np.int64), [], None)
                 continue
             qi = [jobs[n][0] for n in members]
             _, nb = self.indexes_[t].kneighbors(enc.embed(Zq[qi]), self.n_neighbors)
             for n, row in zip(members, nb):
+                neigh = self.index_rows_[t][row]
                 cands[n] = candidates_from_neighbors(
-                    enc,
-                    Zq[jobs[n][0]],
-                    self.index_rows_[t][row],
-                    self.n_feature_columns,
-                    self.n_feature_values,
-                )
+                    enc, Zq[jobs[n][0]], neigh, self.n_feature_columns, self.n_feature_values
+                ) + (neigh,)
         for n, (i, t, k) in enumerate(jobs):
             rng = np.random.default_rng(np.random.SeedSequence(entropy=base_seed,
                                                                spawn_key=(int(i), int(t))))
-            cols, vals = cands[n]
+            cols, vals, neigh = cands[n]
             gens.append(
-                mace_search(enc, Zq[i], t, Pq[i, t], cols, vals, rng, params, self.min_proba)
+                mace_search(
+                    enc, Zq[i], t, Pq[i, t], cols, vals, rng, params, self.min_proba, neigh
+                )
             )
         counter = {"rows": 0}
 

@@ -33,7 +33,9 @@ def candidates_from_neighbors(enc, x, neigh, n_columns, n_values):
     x : ndarray of shape (d,), internal query
     neigh : ndarray of shape (k, d), internal rows of the k nearest desired-class rows
     n_columns : int
-        Keep the ``n_columns`` columns whose value differs from ``x`` in the most neighbours.
+        Keep the ``n_columns`` columns whose value differs from ``x`` in the most neighbours
+        (for a continuous column: whose quantile bin differs, as in the paper, which
+        discretises continuous features for this step).
     n_values : int
         Categorical: the ``n_values`` most frequent differing values (a value seen once is
         kept, unlike OmniXAI which needs two). Continuous: the ``n_values`` evenly spaced
@@ -48,11 +50,14 @@ def candidates_from_neighbors(enc, x, neigh, n_columns, n_values):
     values : list of s ndarrays, the candidate internal values of each column
     """
     cols, vals, freq = [], [], []
+    # a neighbour "differs" in a continuous column when it lies in another quantile bin
+    cx = enc.cells(x[None, :])[0]
+    cn = enc.cells(neigh)
     for j in range(x.shape[0]):
         if not enc.mutable_[j]:
             continue
         v = neigh[:, j]
-        ok = enc.allowed(j, x[j], v)
+        ok = enc.allowed(j, x[j], v) & (cn[:, j] != cx[j])
         if not ok.any():
             continue
         v = v[ok]
@@ -319,6 +324,58 @@ def _greedy(ctx, x, cols, values, p, p_x):
     return np.zeros((0, x.shape[0])), np.zeros((0, 0))
 
 
+def _nearest_unlike(ctx, enc, x, neigh):
+    """Fallback: the query with every allowed value copied from a desired-class neighbour.
+
+    One batch of ``len(neigh)`` rows; the valid ones are then sparsified. Such rows may
+    change more than ``max_changes`` features.
+    """
+    rows = np.repeat(x[None, :], len(neigh), axis=0)
+    for j in range(x.shape[0]):
+        ok = enc.allowed(j, x[j], neigh[:, j])
+        rows[ok, j] = neigh[ok, j]
+    P = yield rows
+    ok = ctx.valid(P)
+    return rows[ok], P[ok]
+
+
+def _sparsify(ctx, enc, x, rows, P, max_rounds):
+    """Post-hoc sparsity: revert changed features to the query while the row stays valid.
+
+    Each round evaluates every single revert of every row in one batch and applies, per row,
+    the valid revert that lowers the proximity cost most; a row with no valid revert is done.
+    """
+    rows, P = rows.copy(), P.copy()
+    active = np.ones(len(rows), dtype=bool)
+    for _ in range(max_rounds):
+        cand, owner = [], []
+        for k in np.flatnonzero(active):
+            for j in np.flatnonzero(rows[k] != x):
+                r = rows[k].copy()
+                r[j] = x[j]
+                cand.append(r)
+                owner.append(k)
+        if not cand:
+            break
+        cand = np.vstack(cand)
+        owner = np.asarray(owner)
+        Pc = yield cand
+        ok = ctx.valid(Pc)
+        gain = np.where(ok, enc.cost(rows[owner], x) - enc.cost(cand, x), -np.inf)
+        moved = False
+        for k in np.unique(owner):
+            sel = np.flatnonzero(owner == k)
+            b = sel[np.argmax(gain[sel])]
+            if np.isfinite(gain[b]):
+                rows[k], P[k] = cand[b], Pc[b]
+                moved = True
+            else:
+                active[k] = False
+        if not moved:
+            break
+    return rows, P
+
+
 # --------------------------------------------------------------------------- stage 3
 def _diverse(enc, x, rows, n_cf, cap, fill):
     """Algorithm 3: closest first, a new change set each time, a column at most ``cap`` times.
@@ -386,8 +443,9 @@ def _refine(ctx, enc, x, rows, P, p):
             lo_u = np.where(finite & outside & (need > lo_u), np.clip(need, 0, 1), lo_u)
     scale = enc.scales_
 
-    def make(U):
-        return enc.snap(np.where(moved, x[None, :] + U * gap, rows))
+    def make(U, rep=1):
+        mv, gp, rw = (np.repeat(a, rep, axis=0) for a in (moved, gap, rows))
+        return enc.snap(np.where(mv, x[None, :] + U * gp, rw))
 
     def obj(R):
         return (np.abs(R - x[None, :])[:, cont] / scale[cont]).sum(axis=1)
@@ -417,7 +475,7 @@ def _refine(ctx, enc, x, rows, P, p):
         for _ in range(p["n_epochs_refine"]):
             noise = rng.normal(size=(n, nr, d)) * radii[None, :, None]
             U = np.clip(best_u[:, None, :] + noise, lo_u[:, None, :], 1.0).reshape(n * nr, d)
-            R = make(U)
+            R = make(U, nr)
             Pm = yield R
             ok = ctx.valid(Pm).reshape(n, nr)
             o = np.where(ok, obj(R).reshape(n, nr), np.inf)
@@ -432,7 +490,7 @@ def _refine(ctx, enc, x, rows, P, p):
 
 
 # --------------------------------------------------------------------------- one query
-def mace_search(enc, x, target, p_x, cols, values, rng, params, min_proba):
+def mace_search(enc, x, target, p_x, cols, values, rng, params, min_proba, neigh=None):
     """All four stages for one query and one desired class (a generator).
 
     Yields internal row batches, receives their probabilities ``(n_rows, n_classes)``.
@@ -444,21 +502,32 @@ def mace_search(enc, x, target, p_x, cols, values, rng, params, min_proba):
     """
     d = x.shape[0]
     empty = np.zeros((0, d)), None
-    if len(cols) == 0:
+    if len(cols) == 0 and not (params["fallback"] and neigh is not None and len(neigh)):
         return empty
     ctx = _Ctx(target, min_proba)
     p = dict(params)
     p["rng"] = rng
-    if params["method"] == "rl":
+    pool = np.zeros((0, d))
+    if len(cols) and params["method"] == "rl":
         pool, pool_p = yield from _rl(ctx, x, cols, values, rng, p)
-    else:
+    elif len(cols):
         pool, pool_p = yield from _gld(ctx, x, cols, values, rng, p, lambda R: enc.cost(R, x))
-    if pool.shape[0] == 0:
+    if pool.shape[0] == 0 and len(cols):
         pool, pool_p = yield from _greedy(ctx, x, cols, values, p, p_x)
+    if pool.shape[0] == 0 and params["fallback"] and neigh is not None and len(neigh):
+        pool, pool_p = yield from _nearest_unlike(ctx, enc, x, neigh)
     if pool.shape[0] == 0:
         return empty
     pool, first = np.unique(pool, axis=0, return_index=True)
     pool_p = pool_p[first]
+    if params["sparsify"]:
+        n_top = 4 * params["n_counterfactuals"]
+        top = np.argsort(enc.cost(pool, x), kind="stable")[:n_top]
+        sp, sp_p = yield from _sparsify(ctx, enc, x, pool[top], pool_p[top], x.shape[0])
+        pool = np.vstack([sp, pool])
+        pool_p = np.vstack([sp_p, pool_p])
+        pool, first = np.unique(pool, axis=0, return_index=True)
+        pool_p = pool_p[first]
     chosen = _diverse(
         enc, x, pool, params["n_counterfactuals"], params["diversity_cap"], params["fill"]
     )
