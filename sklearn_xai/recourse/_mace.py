@@ -118,7 +118,9 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         Queries searched together; each model call then holds up to about
         ``batch_size * 600`` rows. Results do not depend on it.
     n_jobs : int or None, default=None
-        Parallel batches (joblib). Results do not depend on it.
+        Batches searched in parallel (joblib, preferring threads: model calls on large
+        batches mostly release the GIL, and the model is not copied). Results do not depend
+        on it.
     random_state : int, RandomState or None, default=None
         Seeds one generator per (query, desired class).
     response_method, target :
@@ -405,7 +407,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         if self.n_jobs in (None, 1) or len(job_chunks) <= 1:
             outs = [self._explain_chunk(Zq, Pq, c, base_seed) for c in job_chunks]
         else:
-            outs = Parallel(n_jobs=self.n_jobs)(
+            outs = Parallel(n_jobs=self.n_jobs, prefer="threads")(
                 delayed(self._explain_chunk)(Zq, Pq, c, base_seed) for c in job_chunks
             )
         found_rows, found_meta = [], []
