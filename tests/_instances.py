@@ -7,3 +7,21 @@ pattern): every entry must say why the check does not apply.
 
 INSTANCES = {}
 EXPECTED_FAILED = {}
+
+# --- MaceRecourse (branch mace) ---------------------------------------------------------
+def _mace_instances():
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_xai.recourse import MaceRecourse
+
+    return [
+        lambda: MaceRecourse(
+            LogisticRegression(), n_counterfactuals=1, refine=False, neighbors="exact",
+            random_state=0,
+        )
+    ]
+
+
+INSTANCES["MaceRecourse"] = _mace_instances()
+EXPECTED_FAILED["MaceRecourse"] = {}
+# --- end MaceRecourse -------------------------------------------------------------------

@@ -341,3 +341,16 @@ def test_metrics_against_hand_computation():
         nn = np.argsort(d2.to_numpy(), kind="stable")[:2]
         mism.extend(lab[nn] != 1)
     assert M.ynn(res, Rule(), ref, n_neighbors=2) == pytest.approx(1 - np.mean(mism))
+
+
+def test_grid_search_over_settings(mixed):
+    from sklearn.model_selection import GridSearchCV
+
+    df, _, model = mixed
+    base = MaceRecourse(
+        FrozenEstimator(model), refine=False, n_counterfactuals=1, random_state=0
+    )
+    # the train folds build the indexes, the test folds are explained and scored
+    search = GridSearchCV(base, {"n_neighbors": [5, 30]}, cv=2).fit(df.iloc[:60])
+    assert np.isfinite(search.best_score_)
+    assert search.best_params_["n_neighbors"] in (5, 30)

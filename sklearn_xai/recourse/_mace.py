@@ -56,6 +56,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
     fixed number of model calls per batch (about 45 with ``"rl"``), independent of the
     number of queries. Every returned counterfactual is re-predicted in the user's feature
     space and is valid; a query for which none is found is reported as not found.
+    ``explain(X).extras["stats"]`` holds ``n_model_calls``, ``n_model_rows`` and ``seconds``.
 
     Parameters
     ----------
@@ -96,7 +97,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
     fill : bool, default=True
         When fewer than ``n_counterfactuals`` rows pass the diversity rule, fill the list
         with the closest remaining distinct valid rows. ``False`` reproduces Algorithm 3.
-    sparsify : bool, default=True
+    posthoc_sparsity : bool, default=True
         Before the diverse selection, the ``4 * n_counterfactuals`` closest valid rows are
         sparsified: changed features are reverted to the query one at a time (the revert
         that lowers the proximity cost most, all reverts of all rows in one batch per round)
@@ -136,8 +137,6 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         data have none, and their queries report not found)
     index_rows_ : dict class position -> ndarray of internal rows behind each index
     n_features_in_, feature_names_in_
-    last_stats_ : dict with ``n_model_calls``, ``n_model_rows`` and ``seconds`` of the last
-        :meth:`explain`.
 
     Notes
     -----
@@ -177,7 +176,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         "refine": ["boolean", StrOptions({"gld", "bisection"})],
         "diversity_cap": [None, Interval(numbers.Integral, 1, None, closed="left")],
         "fill": ["boolean"],
-        "sparsify": ["boolean"],
+        "posthoc_sparsity": ["boolean"],
         "fallback": [StrOptions({"greedy", "nearest_unlike"})],
         "min_proba": [None, Interval(numbers.Real, 0, 1, closed="both")],
         "neighbors": [StrOptions({"hnsw", "exact"})],
@@ -204,7 +203,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         refine=True,
         diversity_cap=3,
         fill=True,
-        sparsify=True,
+        posthoc_sparsity=True,
         fallback="nearest_unlike",
         min_proba=None,
         neighbors="hnsw",
@@ -231,7 +230,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         self.refine = refine
         self.diversity_cap = diversity_cap
         self.fill = fill
-        self.sparsify = sparsify
+        self.posthoc_sparsity = posthoc_sparsity
         self.fallback = fallback
         self.min_proba = min_proba
         self.neighbors = neighbors
@@ -346,7 +345,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             "refine": refine,
             "diversity_cap": self.diversity_cap,
             "fill": self.fill,
-            "sparsify": self.sparsify,
+            "sparsify": self.posthoc_sparsity,
             "fallback": self.fallback == "nearest_unlike",
         }
 
@@ -433,14 +432,14 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             keep = np.flatnonzero(ok)  # a row that fails re-prediction is dropped, not returned
         else:
             keep = np.zeros(0, dtype=np.int64)
-        self.last_stats_ = {
+        stats = {
             "n_model_calls": n_calls,
             "n_model_rows": n_rows,
             "seconds": time.perf_counter() - t0,
         }
-        return self._assemble(X, Zq, R, keep, found_meta, P if len(R) else None, targets)
+        return self._assemble(X, Zq, R, keep, found_meta, P if len(R) else None, targets, stats)
 
-    def _assemble(self, X, Zq, R, keep, meta, P, targets):
+    def _assemble(self, X, Zq, R, keep, meta, P, targets, stats):
         enc = self.encoder_
         n = len(Zq)
         queries = X.reset_index(drop=True) if isinstance(X, pd.DataFrame) else pd.DataFrame(
@@ -490,7 +489,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             extras={
                 "proba": P[order],
                 "classes": self.classes_,
-                "stats": dict(self.last_stats_),
+                "stats": stats,
             },
         )
 
