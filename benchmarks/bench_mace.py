@@ -65,8 +65,6 @@ def _as_object(X):
     for c in X.columns:
         if not pd.api.types.is_numeric_dtype(X[c]) or isinstance(X[c].dtype, pd.CategoricalDtype):
             X[c] = X[c].astype(str).astype(object)
-        else:
-            X[c] = X[c].astype(np.float64)
     return X
 
 

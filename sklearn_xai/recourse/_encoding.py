@@ -87,7 +87,9 @@ class TabularEncoder:
     ----------
     n_features_in_, feature_names_in_ (None for arrays), categorical_ (bool mask),
     categories_ (list, None for continuous), integer_ (continuous columns of integer dtype:
-    counterfactual values are rounded), scales_ (MAD scale per feature, 1 for categoricals),
+    counterfactual values are rounded), decimals_ (decimals kept per continuous column, at
+    most 6: the precision of its training values), scales_ (MAD scale per feature, 1 for
+    categoricals),
     low_, high_ (observed range), mutable_ (bool mask), embed_dim_.
     """
 
@@ -201,6 +203,15 @@ class TabularEncoder:
         Z = self.to_internal(X, _fitting=True)
 
         cont = np.flatnonzero(~mask)
+        self.decimals_ = np.full(d, 6, dtype=np.int64)
+        for j in cont:
+            col = Z[:, j]
+            for k in range(7):
+                if np.allclose(col, np.round(col, k), rtol=0, atol=1e-9 * max(1.0, 10.0**-k)):
+                    self.decimals_[j] = k
+                    break
+            if self.integer_[j]:
+                self.decimals_[j] = 0
         self.low_ = np.where(mask, 0.0, Z.min(axis=0))
         self.high_ = np.where(
             mask, np.array([len(c) - 1 if c is not None else 0 for c in self.categories_]),
@@ -360,10 +371,15 @@ class TabularEncoder:
         return Z
 
     def snap(self, Z):
-        """Round integer-typed continuous columns in place-free copy, so decoded rows match."""
-        if self.integer_.any():
-            Z = Z.copy()
-            Z[:, self.integer_] = np.round(Z[:, self.integer_])
+        """Round each continuous column to the precision of its training values (a copy).
+
+        Integer dtypes and float columns holding whole numbers are rounded to integers, a
+        column with at most k <= 6 decimals in the training data to k decimals, so a search
+        never proposes 36.0037 years or a change that is invisible when printed.
+        """
+        Z = np.array(Z, dtype=np.float64, copy=True)
+        for j in self.cont_:
+            Z[:, j] = np.round(Z[:, j], int(self.decimals_[j]))
         return Z
 
     def to_user(self, Z):

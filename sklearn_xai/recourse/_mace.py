@@ -96,12 +96,16 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         ``K`` of Algorithm 3 (uses of one column among the returned counterfactuals).
     fill : bool, default=True
         When fewer than ``n_counterfactuals`` rows pass the diversity rule, fill the list
-        with the closest remaining distinct valid rows. ``False`` reproduces Algorithm 3.
+        with the closest remaining distinct valid rows. Selected rows are refined; when
+        refinement makes two of them equal, up to two more rounds of selection follow, the
+        last one without refinement. ``False`` reproduces Algorithm 3 (and may return
+        fewer).
     posthoc_sparsity : bool, default=True
-        Before the diverse selection, the ``4 * n_counterfactuals`` closest valid rows are
+        Before the diverse selection, the ``10 * n_counterfactuals`` closest valid rows are
         sparsified: changed features are reverted to the query one at a time (the revert
         that lowers the proximity cost most, all reverts of all rows in one batch per round)
-        while the row stays valid. ``False`` keeps the rows of stage 2 as they are.
+        while the row stays valid; after refinement the same pass removes changes that
+        refinement made unnecessary. ``False`` keeps the rows of stage 2 as they are.
     fallback : {"nearest_unlike", "greedy"}, default="nearest_unlike"
         When stage 2 finds no valid row, a greedy hill-climb over the candidates runs
         (the reference's fallback). With ``"nearest_unlike"``, if that fails too, the query

@@ -51,8 +51,14 @@ def candidates_from_neighbors(enc, x, neigh, n_columns, n_values):
     """
     cols, vals, freq = [], [], []
     # a neighbour "differs" in a continuous column when it lies in another quantile bin
+    # (columns whose quantile bins collapsed to fewer than 3, e.g. a mostly-zero capital
+    # gain, compare raw values instead)
     cx = enc.cells(x[None, :])[0]
     cn = enc.cells(neigh)
+    if enc.cont_.size:
+        coarse = enc.cont_[enc.kbins_.n_bins_ < 3]
+        cx[coarse] = x[coarse]
+        cn[:, coarse] = neigh[:, coarse]
     for j in range(x.shape[0]):
         if not enc.mutable_[j]:
             continue
@@ -377,11 +383,12 @@ def _sparsify(ctx, enc, x, rows, P, max_rounds):
 
 
 # --------------------------------------------------------------------------- stage 3
-def _diverse(enc, x, rows, n_cf, cap, fill):
+def _diverse(enc, x, rows, n_cf, cap, fill, accepted=None):
     """Algorithm 3: closest first, a new change set each time, a column at most ``cap`` times.
 
     ``rows`` are distinct valid rows. If fewer than ``n_cf`` rows pass and ``fill`` is true,
     the closest remaining rows fill the list; ``cap=None`` disables the per-column limit.
+    ``accepted`` rows, already chosen, count toward the change sets and column uses.
 
     Returns
     -------
@@ -392,6 +399,10 @@ def _diverse(enc, x, rows, n_cf, cap, fill):
     order = np.lexsort((changed.sum(axis=1), cost))
     chosen, seen_sets = [], set()
     uses = np.zeros(x.shape[0], dtype=int)
+    if accepted is not None and len(accepted):
+        acc = accepted != x[None, :]
+        seen_sets = {a.tobytes() for a in acc}
+        uses += acc.sum(axis=0)
     for k in order:
         key = changed[k].tobytes()
         if key in seen_sets:
@@ -521,23 +532,40 @@ def mace_search(enc, x, target, p_x, cols, values, rng, params, min_proba, neigh
     pool, first = np.unique(pool, axis=0, return_index=True)
     pool_p = pool_p[first]
     if params["sparsify"]:
-        n_top = 4 * params["n_counterfactuals"]
+        n_top = 10 * params["n_counterfactuals"]
         top = np.argsort(enc.cost(pool, x), kind="stable")[:n_top]
         sp, sp_p = yield from _sparsify(ctx, enc, x, pool[top], pool_p[top], x.shape[0])
         pool = np.vstack([sp, pool])
         pool_p = np.vstack([sp_p, pool_p])
         pool, first = np.unique(pool, axis=0, return_index=True)
         pool_p = pool_p[first]
-    chosen = _diverse(
-        enc, x, pool, params["n_counterfactuals"], params["diversity_cap"], params["fill"]
-    )
-    rows, P = pool[chosen], pool_p[chosen]
-    if params["refine"] != "none":
-        rows, P = yield from _refine(ctx, enc, x, rows, P, p)
-    # refinement can make two rows equal: keep the first of each
-    _, first = np.unique(rows, axis=0, return_index=True)
-    first = np.sort(first)
-    rows, P = rows[first], P[first]
+    n_cf = params["n_counterfactuals"]
+    out_rows, out_P = np.zeros((0, d)), np.zeros((0, pool_p.shape[1]))
+    used = np.zeros(len(pool), dtype=bool)
+    # refinement can make rows equal: refill from the unused pool (at most 3 rounds; the
+    # rows of the last round are not refined, so distinct rows stay distinct)
+    for rnd in range(3):
+        need = n_cf - len(out_rows)
+        avail = np.flatnonzero(~used)
+        if need <= 0 or avail.size == 0:
+            break
+        chosen = _diverse(
+            enc, x, pool[avail], need, params["diversity_cap"], params["fill"], out_rows
+        )
+        if not chosen:
+            break
+        idx = avail[chosen]
+        used[idx] = True
+        rows, P = pool[idx], pool_p[idx]
+        if params["refine"] != "none" and rnd < 2:
+            rows, P = yield from _refine(ctx, enc, x, rows, P, p)
+            if params["sparsify"]:
+                rows, P = yield from _sparsify(ctx, enc, x, rows, P, d)
+        for r, pr in zip(rows, P):
+            if not (out_rows == r[None, :]).all(axis=1).any():
+                out_rows = np.vstack([out_rows, r[None, :]])
+                out_P = np.vstack([out_P, pr[None, :]])
+    rows, P = out_rows[:n_cf], out_P[:n_cf]
     cost = enc.cost(rows, x)
     order = np.lexsort(((rows != x).sum(axis=1), cost))
     return rows[order], P[order]
