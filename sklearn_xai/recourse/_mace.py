@@ -85,10 +85,23 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         ``s`` of Algorithm 1.
     n_feature_values : int, default=3
         ``m`` of Algorithm 1.
+    column_selection : {"effect", "votes"}, default="effect"
+        How the ``n_feature_columns`` columns are chosen among those the neighbours vote
+        for. ``"votes"``: the most votes (the paper). ``"effect"``: when more columns are
+        voted for, every single (column, value) edit of the query is predicted in one batch
+        and the columns with the highest desired-class probability are kept (OmniXAI's
+        optional ``feature_column_top_k`` pruning); this matters when every neighbour differs
+        in every column, as with many continuous features.
     max_changes : int, default=8
         ``w`` of Algorithm 2: at most this many features changed by one counterfactual.
     n_bins : int, default=10
         Quantile bins per continuous feature for the neighbour index.
+    class_quantiles : array-like of float in [0, 1] or None, default=(0.05, 0.95)
+        Besides the neighbours' values, a continuous column selected by Algorithm 1 also
+        gets these quantiles of the desired class (over the fit rows the model predicts
+        as that class) as candidate values, so one larger move can replace several small
+        ones (the neighbours of a query are, by construction, close to it). ``None``:
+        neighbour values only, as in the paper.
     refine : bool or {"gld", "bisection"}, default=True
         Stage 4. ``True``: bisection then GLD-search; ``"gld"`` or ``"bisection"`` alone;
         ``False``: none.
@@ -100,6 +113,11 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         refinement makes two of them equal, up to two more rounds of selection follow, the
         last one without refinement. ``False`` reproduces Algorithm 3 (and may return
         fewer).
+    sparsity_weight : float, default=1.0
+        Algorithm 3 ranks valid rows by their proximity cost (categorical changes +
+        MAD-scaled continuous changes) plus ``sparsity_weight`` times the number of changed
+        features. ``0`` is the paper's ranking, which prefers two small continuous moves to
+        one larger one; the default favours fewer changes.
     posthoc_sparsity : bool, default=True
         Before the diverse selection, the ``10 * n_counterfactuals`` closest valid rows are
         sparsified: changed features are reverted to the query one at a time (the revert
@@ -175,11 +193,14 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_feature_columns": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_feature_values": [Interval(numbers.Integral, 1, None, closed="left")],
+        "column_selection": [StrOptions({"votes", "effect"})],
         "max_changes": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_bins": [Interval(numbers.Integral, 2, None, closed="left")],
+        "class_quantiles": [None, "array-like"],
         "refine": ["boolean", StrOptions({"gld", "bisection"})],
         "diversity_cap": [None, Interval(numbers.Integral, 1, None, closed="left")],
         "fill": ["boolean"],
+        "sparsity_weight": [Interval(numbers.Real, 0, None, closed="left")],
         "posthoc_sparsity": ["boolean"],
         "fallback": [StrOptions({"greedy", "nearest_unlike"})],
         "min_proba": [None, Interval(numbers.Real, 0, 1, closed="both")],
@@ -202,11 +223,14 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         n_neighbors=30,
         n_feature_columns=10,
         n_feature_values=3,
+        column_selection="effect",
         max_changes=8,
         n_bins=10,
+        class_quantiles=(0.05, 0.95),
         refine=True,
         diversity_cap=3,
         fill=True,
+        sparsity_weight=1.0,
         posthoc_sparsity=True,
         fallback="nearest_unlike",
         min_proba=None,
@@ -229,11 +253,14 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         self.n_neighbors = n_neighbors
         self.n_feature_columns = n_feature_columns
         self.n_feature_values = n_feature_values
+        self.column_selection = column_selection
         self.max_changes = max_changes
         self.n_bins = n_bins
+        self.class_quantiles = class_quantiles
         self.refine = refine
         self.diversity_cap = diversity_cap
         self.fill = fill
+        self.sparsity_weight = sparsity_weight
         self.posthoc_sparsity = posthoc_sparsity
         self.fallback = fallback
         self.min_proba = min_proba
@@ -290,7 +317,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         P = self._proba(Z)
         pred = P.argmax(axis=1)
         E = self.encoder_.embed(Z)
-        self.indexes_, self.index_rows_ = {}, {}
+        self.indexes_, self.index_rows_, self.class_values_ = {}, {}, {}
         hp = dict(self.hnsw_params or {})
         for c in range(self.classes_.size):
             rows = np.flatnonzero(pred == c)
@@ -301,6 +328,11 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             rows = rows[np.sort(first)]
             self.indexes_[c] = NeighborIndex(self.neighbors, **hp).fit(E[rows])
             self.index_rows_[c] = Z[rows]
+            if self.class_quantiles is not None and len(self.class_quantiles):
+                members = Z[pred == c]
+                self.class_values_[c] = self.encoder_.snap(
+                    np.quantile(members, self.class_quantiles, axis=0, method="inverted_cdf")
+                )
         return self
 
     # ----------------------------------------------------------------- internals
@@ -349,6 +381,9 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             "refine": refine,
             "diversity_cap": self.diversity_cap,
             "fill": self.fill,
+            "n_feature_columns": self.n_feature_columns,
+            "column_selection": self.column_selection,
+            "sparsity_weight": float(self.sparsity_weight),
             "sparsify": self.posthoc_sparsity,
             "fallback": self.fallback == "nearest_unlike",
         }
@@ -373,7 +408,10 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             for n, row in zip(members, nb):
                 neigh = self.index_rows_[t][row]
                 cands[n] = candidates_from_neighbors(
-                    enc, Zq[jobs[n][0]], neigh, self.n_feature_columns, self.n_feature_values
+                    enc, Zq[jobs[n][0]], neigh,
+                    self.n_feature_columns if self.column_selection == "votes" else None,
+                    self.n_feature_values,
+                    self.class_values_.get(t),
                 ) + (neigh,)
         for n, (i, t, k) in enumerate(jobs):
             rng = np.random.default_rng(np.random.SeedSequence(entropy=base_seed,

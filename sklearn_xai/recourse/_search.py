@@ -24,7 +24,7 @@ _P_LOW, _P_HIGH = 0.1, 0.8  # range of the column-selection probabilities (OmniX
 
 
 # --------------------------------------------------------------------------- stage 1
-def candidates_from_neighbors(enc, x, neigh, n_columns, n_values):
+def candidates_from_neighbors(enc, x, neigh, n_columns, n_values, extra=None):
     """Algorithm 1: candidate columns and values from desired-class neighbours.
 
     Parameters
@@ -32,14 +32,18 @@ def candidates_from_neighbors(enc, x, neigh, n_columns, n_values):
     enc : TabularEncoder
     x : ndarray of shape (d,), internal query
     neigh : ndarray of shape (k, d), internal rows of the k nearest desired-class rows
-    n_columns : int
-        Keep the ``n_columns`` columns whose value differs from ``x`` in the most neighbours
+    n_columns : int or None
+        ``None`` keeps every voted column, ranked by votes. Otherwise keep the ``n_columns`` columns whose value differs from ``x`` in the most neighbours
         (for a continuous column: whose quantile bin differs, as in the paper, which
         discretises continuous features for this step).
     n_values : int
         Categorical: the ``n_values`` most frequent differing values (a value seen once is
         kept, unlike OmniXAI which needs two). Continuous: the ``n_values`` evenly spaced
         order statistics (min, median, max for 3) of the differing neighbour values.
+
+    extra : ndarray of shape (n_extra, d) or None
+        Further candidate values of the continuous columns (e.g. quantiles of the desired
+        class), added to the neighbour values of a column that the neighbours selected.
 
     Values that violate the constraints (immutable, ranges, monotone) are removed here, so
     no later stage can produce them.
@@ -55,10 +59,12 @@ def candidates_from_neighbors(enc, x, neigh, n_columns, n_values):
     # gain, compare raw values instead)
     cx = enc.cells(x[None, :])[0]
     cn = enc.cells(neigh)
+    coarse_set = set()
     if enc.cont_.size:
         coarse = enc.cont_[enc.kbins_.n_bins_ < 3]
         cx[coarse] = x[coarse]
         cn[:, coarse] = neigh[:, coarse]
+        coarse_set = set(coarse.tolist())
     for j in range(x.shape[0]):
         if not enc.mutable_[j]:
             continue
@@ -72,10 +78,22 @@ def candidates_from_neighbors(enc, x, neigh, n_columns, n_values):
             cand = u[np.lexsort((u, -cnt))[:n_values]]
         else:
             qs = np.linspace(0.0, 100.0, n_values) if n_values > 1 else np.array([50.0])
-            cand = np.unique(np.percentile(v, qs, method="inverted_cdf"))
+            cand = np.percentile(v, qs, method="inverted_cdf")
+            if extra is not None and len(extra):
+                e = extra[:, j]
+                cand = np.concatenate([cand, e[enc.allowed(j, x[j], e)]])
+            cand = np.unique(cand)
         cols.append(j)
         vals.append(np.asarray(cand, dtype=np.float64))
-        freq.append(ok.sum())
+        # votes; ties (common when every neighbour differs) go to the column whose
+        # neighbours differ most, in bins (continuous) -- a fraction below one vote
+        spread = 0.0
+        if not enc.categorical_[j]:
+            nb = max(int(enc.kbins_.n_bins_[np.searchsorted(enc.cont_, j)]) - 1, 1)
+            spread = float(np.abs(cn[ok, j] - cx[j]).mean()) / (nb + 1.0)
+            if j in coarse_set:
+                spread = 0.0
+        freq.append(ok.sum() + spread)
     if not cols:
         return np.zeros(0, dtype=np.int64), []
     order = np.lexsort((np.asarray(cols), -np.asarray(freq)))[:n_columns]
@@ -383,7 +401,12 @@ def _sparsify(ctx, enc, x, rows, P, max_rounds):
 
 
 # --------------------------------------------------------------------------- stage 3
-def _diverse(enc, x, rows, n_cf, cap, fill, accepted=None):
+def _rank_cost(enc, rows, x, sparsity_weight):
+    """Ranking score of Algorithm 3: proximity cost + ``sparsity_weight`` x changed features."""
+    return enc.cost(rows, x) + sparsity_weight * (rows != x[None, :]).sum(axis=1)
+
+
+def _diverse(enc, x, rows, n_cf, cap, fill, accepted=None, sparsity_weight=0.0):
     """Algorithm 3: closest first, a new change set each time, a column at most ``cap`` times.
 
     ``rows`` are distinct valid rows. If fewer than ``n_cf`` rows pass and ``fill`` is true,
@@ -394,7 +417,7 @@ def _diverse(enc, x, rows, n_cf, cap, fill, accepted=None):
     -------
     chosen : list of int, positions in ``rows``, best first
     """
-    cost = enc.cost(rows, x)
+    cost = _rank_cost(enc, rows, x, sparsity_weight)
     changed = rows != x[None, :]
     order = np.lexsort((changed.sum(axis=1), cost))
     chosen, seen_sets = [], set()
@@ -518,6 +541,22 @@ def mace_search(enc, x, target, p_x, cols, values, rng, params, min_proba, neigh
     ctx = _Ctx(target, min_proba)
     p = dict(params)
     p["rng"] = rng
+    s_max = params["n_feature_columns"]
+    if len(cols) > s_max:
+        if params["column_selection"] == "effect":
+            # OmniXAI's optional column pruning: every single (column, value) edit of the
+            # query in one batch; a column scores its best desired-class probability
+            owner = np.concatenate([np.full(len(v), i) for i, v in enumerate(values)])
+            edits = np.repeat(x[None, :], len(owner), axis=0)
+            edits[np.arange(len(owner)), cols[owner]] = np.concatenate(values)
+            Pe = yield edits
+            best = np.full(len(cols), -np.inf)
+            np.maximum.at(best, owner, Pe[:, target])
+            keep = np.lexsort((np.arange(len(cols)), -best))[:s_max]
+        else:
+            keep = np.arange(s_max)
+        keep = np.sort(keep)
+        cols, values = cols[keep], [values[i] for i in keep]
     pool = np.zeros((0, d))
     if len(cols) and params["method"] == "rl":
         pool, pool_p = yield from _rl(ctx, x, cols, values, rng, p)
@@ -533,7 +572,8 @@ def mace_search(enc, x, target, p_x, cols, values, rng, params, min_proba, neigh
     pool_p = pool_p[first]
     if params["sparsify"]:
         n_top = 10 * params["n_counterfactuals"]
-        top = np.argsort(enc.cost(pool, x), kind="stable")[:n_top]
+        top = np.argsort(_rank_cost(enc, pool, x, params["sparsity_weight"]), kind="stable")
+        top = top[:n_top]
         sp, sp_p = yield from _sparsify(ctx, enc, x, pool[top], pool_p[top], x.shape[0])
         pool = np.vstack([sp, pool])
         pool_p = np.vstack([sp_p, pool_p])
@@ -550,7 +590,8 @@ def mace_search(enc, x, target, p_x, cols, values, rng, params, min_proba, neigh
         if need <= 0 or avail.size == 0:
             break
         chosen = _diverse(
-            enc, x, pool[avail], need, params["diversity_cap"], params["fill"], out_rows
+            enc, x, pool[avail], need, params["diversity_cap"], params["fill"], out_rows,
+            params["sparsity_weight"],
         )
         if not chosen:
             break
@@ -566,7 +607,7 @@ def mace_search(enc, x, target, p_x, cols, values, rng, params, min_proba, neigh
                 out_rows = np.vstack([out_rows, r[None, :]])
                 out_P = np.vstack([out_P, pr[None, :]])
     rows, P = out_rows[:n_cf], out_P[:n_cf]
-    cost = enc.cost(rows, x)
+    cost = _rank_cost(enc, rows, x, params["sparsity_weight"])
     order = np.lexsort(((rows != x).sum(axis=1), cost))
     return rows[order], P[order]
 
