@@ -36,8 +36,9 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
        the model predicts as the desired class (an HNSW index per predicted class over
        one-hot categoricals and scaled quantile-bin ordinals) vote for the
        ``n_feature_columns`` columns and ``n_feature_values`` values per column that differ
-       from the query. Immutable features, ``feature_ranges`` and ``monotone`` constraints
-       are enforced here, so every later stage only combines allowed values.
+       from the query (continuous columns also get quantiles of the desired class as
+       values, ``class_quantiles``). Immutable features, ``feature_ranges`` and ``monotone``
+       constraints are enforced here, so every later stage only combines allowed values.
     2. **Search** (Algorithm 2): ``method="rl"`` trains a Bernoulli (column) x softmax
        (value) policy with REINFORCE (Adam, lr 0.1, 15 epochs of 40 samples, median
        baseline, L1 and ``p log p`` regularisers of weight 2, in numpy), then decodes the
@@ -51,11 +52,12 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
        (bisection along the segment, then GLD-search per feature) while staying valid.
 
     All model calls are batched over the queries of a batch: a query costs about
-    ``15 * 40 + 80 + max_changes`` rows with ``"rl"`` (``60 * 8`` with ``"gld"``) plus
-    ``n_counterfactuals * (n_bisection + 8 * n_epochs_refine)`` rows for refinement, in a
-    fixed number of model calls per batch (about 45 with ``"rl"``), independent of the
-    number of queries. Every returned counterfactual is re-predicted in the user's feature
-    space and is valid; a query for which none is found is reported as not found.
+    ``15 * 40 + 80 + max_changes`` rows with ``"rl"`` (``60 * 8`` with ``"gld"``), plus the
+    single-edit batch of ``column_selection="effect"``, the post-hoc sparsity reverts and
+    ``n_counterfactuals * (6 + 8 * 20)`` refinement rows, in a number of model calls per
+    batch that does not grow with the number of queries (about 50-80 with ``"rl"``,
+    100-130 with ``"gld"``). Every returned counterfactual is re-predicted in the user's
+    feature space and is valid; a query for which none is found is reported as not found.
     ``explain(X).extras["stats"]`` holds ``n_model_calls``, ``n_model_rows`` and ``seconds``.
 
     Parameters

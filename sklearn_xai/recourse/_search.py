@@ -33,9 +33,10 @@ def candidates_from_neighbors(enc, x, neigh, n_columns, n_values, extra=None):
     x : ndarray of shape (d,), internal query
     neigh : ndarray of shape (k, d), internal rows of the k nearest desired-class rows
     n_columns : int or None
-        ``None`` keeps every voted column, ranked by votes. Otherwise keep the ``n_columns`` columns whose value differs from ``x`` in the most neighbours
-        (for a continuous column: whose quantile bin differs, as in the paper, which
-        discretises continuous features for this step).
+        Keep the ``n_columns`` columns whose value differs from ``x`` in the most
+        neighbours (for a continuous column: whose quantile bin differs, as in the paper,
+        which discretises continuous features for this step); ``None`` keeps every voted
+        column, ranked by votes.
     n_values : int
         Categorical: the ``n_values`` most frequent differing values (a value seen once is
         kept, unlike OmniXAI which needs two). Continuous: the ``n_values`` evenly spaced
