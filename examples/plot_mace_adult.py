@@ -28,7 +28,8 @@ cat = [c for c in X.columns if str(X[c].dtype) == "category"]
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0)
 model = make_pipeline(
     ColumnTransformer(
-        [("cat", OneHotEncoder(handle_unknown="ignore"), cat)], remainder="passthrough"
+        [("cat", OneHotEncoder(handle_unknown="ignore", sparse_output=False), cat)],
+        remainder="passthrough",
     ),
     HistGradientBoostingClassifier(max_iter=150, random_state=0),
 ).fit(X_train, y_train)

@@ -111,7 +111,9 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         ``K`` of Algorithm 3 (uses of one column among the returned counterfactuals).
     fill : bool, default=True
         When fewer than ``n_counterfactuals`` rows pass the diversity rule, fill the list
-        with the closest remaining distinct valid rows. Selected rows are refined; when
+        with the closest valid rows of a new change set (ignoring ``diversity_cap``), then
+        with rows of a used change set but other categorical values (never with rows that
+        differ only in continuous values). Selected rows are refined; when
         refinement makes two of them equal, up to two more rounds of selection follow, the
         last one without refinement. ``False`` reproduces Algorithm 3 (and may return
         fewer).
@@ -139,9 +141,10 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         Neighbour search of stage 1 (:class:`sklearn_xai.neighbors.NeighborIndex`).
     hnsw_params : dict or None, default=None
         ``M``, ``ef_construction``, ``ef_search`` for the HNSW index.
-    batch_size : int, default=64
+    batch_size : int, default=256
         Queries searched together; each model call then holds up to about
-        ``batch_size * 600`` rows. Results do not depend on it.
+        ``batch_size * 600`` rows (a model call's fixed cost is shared by the batch).
+        Results do not depend on it.
     n_jobs : int or None, default=None
         Batches searched in parallel (joblib, preferring threads: model calls on large
         batches mostly release the GIL, and the model is not copied). Results do not depend
@@ -240,7 +243,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         hnsw_params=None,
         response_method="auto",
         target=None,
-        batch_size=64,
+        batch_size=256,
         n_jobs=None,
         random_state=None,
     ):

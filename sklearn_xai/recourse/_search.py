@@ -411,7 +411,9 @@ def _diverse(enc, x, rows, n_cf, cap, fill, accepted=None, sparsity_weight=0.0):
     """Algorithm 3: closest first, a new change set each time, a column at most ``cap`` times.
 
     ``rows`` are distinct valid rows. If fewer than ``n_cf`` rows pass and ``fill`` is true,
-    the closest remaining rows fill the list; ``cap=None`` disables the per-column limit.
+    the list is filled with the closest rows of a new change set (the per-column cap
+    relaxed), then with rows of a known change set but other categorical values;
+    ``cap=None`` disables the per-column limit.
     ``accepted`` rows, already chosen, count toward the change sets and column uses.
 
     Returns
@@ -439,8 +441,26 @@ def _diverse(enc, x, rows, n_cf, cap, fill, accepted=None, sparsity_weight=0.0):
         if len(chosen) == n_cf:
             return chosen
     if fill:
-        taken = set(chosen)
-        chosen += [int(k) for k in order if k not in taken][: n_cf - len(chosen)]
+        # 1. a new change set, ignoring the per-column cap; 2. a known change set with
+        # other categorical values. Rows that differ only in continuous values are never
+        # added (they would be near-copies once refined).
+        cat = np.zeros(x.shape[0], dtype=bool)
+        cat[enc.cat_] = True
+        acc_rows = [rows[k] for k in chosen] + (list(accepted) if accepted is not None else [])
+        seen_cat = {np.where(cat, r, np.nan).tobytes() for r in acc_rows}
+        for relax in (1, 2):
+            for k in order:
+                if len(chosen) == n_cf:
+                    return chosen
+                if k in chosen:
+                    continue
+                key = changed[k].tobytes()
+                ckey = np.where(cat, rows[k], np.nan).tobytes()
+                if (relax == 1 and key in seen_sets) or (relax == 2 and ckey in seen_cat):
+                    continue
+                chosen.append(int(k))
+                seen_sets.add(key)
+                seen_cat.add(ckey)
     return chosen
 
 
