@@ -5,8 +5,9 @@ MACE counterfactuals for an Adult income query
 :class:`~sklearn_xai.recourse.MaceRecourse` (Yang et al. 2022, arXiv 2205.15540) answers
 "what would have to change for this person to be predicted ``>50K``?" with a few small,
 diverse edits of the person's own record. Here we explain a gradient-boosting pipeline
-trained on the bundled Adult data, keep ``race``, ``sex``, ``native_country`` and
-``relationship`` fixed, only let ``age`` grow, and print the counterfactuals as a diff.
+trained on the bundled Adult data, keep ``race``, ``sex``, ``native_country``,
+``relationship`` and the capital gain/loss fixed (a windfall is not advice), only let
+``age`` grow, cap weekly hours at 60, and print the counterfactuals as a diff.
 """
 
 # %%
@@ -42,7 +43,9 @@ mace = MaceRecourse(
     FrozenEstimator(model),
     method="rl",
     n_counterfactuals=3,
-    immutable_features=["race", "sex", "native_country", "relationship"],
+    immutable_features=[
+        "race", "sex", "native_country", "relationship", "capital_gain", "capital_loss"
+    ],
     monotone={"age": "increase"},
     feature_ranges={"hours_per_week": (1, 60)},
     random_state=0,
