@@ -354,3 +354,39 @@ def test_grid_search_over_settings(mixed):
     search = GridSearchCV(base, {"n_neighbors": [5, 30]}, cv=2).fit(df.iloc[:60])
     assert np.isfinite(search.best_score_)
     assert search.best_params_["n_neighbors"] in (5, 30)
+
+
+def test_reinforce_gradient_matches_finite_differences():
+    from sklearn_xai.recourse._search import _rl_loss_grad
+
+    rng = np.random.default_rng(0)
+    s, mmax, B = 4, 3, 7
+    mask = np.ones((s, mmax), dtype=bool)
+    mask[1, 2] = False
+    mask[3, 1:] = False  # a column with a single value
+    theta = rng.normal(size=s)
+    phi = np.where(mask, rng.normal(size=(s, mmax)), 0.0)
+    sel = rng.random((B, s)) < 0.5
+    sel[:, 0] = False  # column 0 never selected in this batch
+    ch = np.minimum(rng.integers(0, mmax, (B, s)), mask.sum(axis=1)[None, :] - 1)
+    r = rng.normal(size=B)
+    loss, g_theta, g_phi = _rl_loss_grad(theta, phi, mask, sel, ch, r, 2.0, 2.0)
+    eps = 1e-6
+    for i in range(s):
+        d = np.zeros(s)
+        d[i] = eps
+        num = (
+            _rl_loss_grad(theta + d, phi, mask, sel, ch, r, 2.0, 2.0)[0]
+            - _rl_loss_grad(theta - d, phi, mask, sel, ch, r, 2.0, 2.0)[0]
+        ) / (2 * eps)
+        assert g_theta[i] == pytest.approx(num, rel=1e-5, abs=1e-7)
+    for i, k in zip(*np.nonzero(mask)):
+        d = np.zeros((s, mmax))
+        d[i, k] = eps
+        num = (
+            _rl_loss_grad(theta, phi + d, mask, sel, ch, r, 2.0, 2.0)[0]
+            - _rl_loss_grad(theta, phi - d, mask, sel, ch, r, 2.0, 2.0)[0]
+        ) / (2 * eps)
+        assert g_phi[i, k] == pytest.approx(num, rel=1e-5, abs=1e-7)
+    # an unselected column's value logits get no gradient (masked log-probabilities)
+    assert np.all(g_phi[0] == 0)

@@ -174,6 +174,64 @@ class _Ctx:
 
 
 # --------------------------------------------------------------------------- stage 2a: RL
+def _rl_policy(theta, phi, mask):
+    """Column probabilities ``p`` (smooth in [0.1, 0.8]) and value probabilities ``q``.
+
+    ``q_i = a_i + (1 - m_i a_i) softmax(phi_i)`` over the ``m_i`` values of column ``i``
+    with the floor ``a_i = min(1 / m_i, 0.02)``.
+
+    Returns
+    -------
+    sig, p : ndarray (s,)      -- sigmoid(theta) and p
+    sm, q : ndarray (s, mmax)  -- softmax(phi) and q (0 where masked)
+    a_floor, beta : ndarray (s, 1)
+    """
+    m_i = mask.sum(axis=1)
+    a_floor = np.minimum(1.0 / m_i, 0.02)[:, None]
+    beta = 1.0 - m_i[:, None] * a_floor
+    sig = _sigmoid(theta)
+    pc = _P_LOW + (_P_HIGH - _P_LOW) * sig
+    z = np.where(mask, phi, -np.inf)
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.where(mask, np.exp(z), 0.0)
+    sm = e / e.sum(axis=1, keepdims=True)
+    q = np.where(mask, a_floor + beta * sm, 0.0)
+    return sig, pc, sm, q, a_floor, beta
+
+
+def _rl_loss_grad(theta, phi, mask, sel, ch, r, lam1, lam2):
+    """REINFORCE surrogate loss of a batch and its exact gradient.
+
+    ``L = -mean_b[(sum_i log Bern(c_bi | p_i) + sum_i c_bi log q_i(v_bi)) r_b]
+    + lam1 mean(p) + lam2 mean(p log p)``; the value term counts only selected columns.
+
+    Returns
+    -------
+    loss : float
+    g_theta : ndarray (s,)
+    g_phi : ndarray (s, mmax), 0 where masked
+    """
+    B, s = sel.shape
+    ar = np.arange(s)
+    sig, pc, sm, q, a_floor, beta = _rl_policy(theta, phi, mask)
+    q_sel = q[ar[None, :], ch]
+    logp = np.where(sel, np.log(pc), np.log(1.0 - pc)).sum(axis=1)
+    logq = np.where(sel, np.log(q_sel), 0.0).sum(axis=1)
+    loss = -np.mean((logp + logq) * r) + lam1 * pc.mean() + lam2 * np.mean(pc * np.log(pc))
+    dlog = np.where(sel, 1.0 / pc, -1.0 / (1.0 - pc))
+    g_p = -(dlog * r[:, None]).mean(axis=0) + (lam1 + lam2 * (np.log(pc) + 1.0)) / s
+    g_theta = g_p * (_P_HIGH - _P_LOW) * sig * (1.0 - sig)
+    onehot = np.zeros((B, s, mask.shape[1]))
+    onehot[np.arange(B)[:, None], ar[None, :], ch] = 1.0
+    sm_sel = sm[ar[None, :], ch]
+    dlogq = (beta[None, :, :] * sm_sel[:, :, None] / q_sel[:, :, None]) * (
+        onehot - sm[None, :, :]
+    )
+    g_phi = -(sel[:, :, None] * dlogq * r[:, None, None]).mean(axis=0)
+    g_phi[~mask] = 0.0
+    return float(loss), g_theta, g_phi
+
+
 def _rl(ctx, x, cols, values, rng, p):
     """Algorithm 2: REINFORCE over the column (Bernoulli) and value (softmax) policy.
 
@@ -186,24 +244,15 @@ def _rl(ctx, x, cols, values, rng, p):
     s = len(cols)
     V, mask = _value_table(values)
     m_i = mask.sum(axis=1)
-    a_floor = np.minimum(1.0 / m_i, 0.02)[:, None]
-    beta = 1.0 - m_i[:, None] * a_floor
     theta = np.full(s, np.log(4.0 / 3.0))  # p = 0.5 at the start, as in the paper
     phi = np.zeros(V.shape)
     opt = _Adam([theta.shape, phi.shape], lr=p["lr"])
     lam1, lam2 = p["lambda1"], p["lambda2"]
     B = p["rl_batch_size"]
     pool, pool_p = [], []
-    ar = np.arange(s)
 
     def policy():
-        sig = _sigmoid(theta)
-        pc = _P_LOW + (_P_HIGH - _P_LOW) * sig
-        z = np.where(mask, phi, -np.inf)
-        z = z - z.max(axis=1, keepdims=True)
-        e = np.where(mask, np.exp(z), 0.0)
-        sm = e / e.sum(axis=1, keepdims=True)
-        q = np.where(mask, a_floor + beta * sm, 0.0)
+        sig, pc, sm, q, _, _ = _rl_policy(theta, phi, mask)
         return sig, pc, sm, q
 
     def sample(pc, q, n):
@@ -222,21 +271,9 @@ def _rl(ctx, x, cols, values, rng, p):
         pool.append(rows[ok])
         pool_p.append(P[ok])
         f = P[:, ctx.target]
-        r = f - np.median(f)
-        # d/dp of -mean_b[log pi(a_b) r_b] + lam1 mean(p) + lam2 mean(p log p)
-        dlog = np.where(sel, 1.0 / pc, -1.0 / (1.0 - pc))
-        g_p = -(dlog * r[:, None]).mean(axis=0) + (lam1 + lam2 * (np.log(pc) + 1.0)) / s
-        g_theta = g_p * (_P_HIGH - _P_LOW) * sig * (1.0 - sig)
-        # value log-prob gradient, counted only for selected columns
-        onehot = np.zeros((B, s, V.shape[1]))
-        onehot[np.arange(B)[:, None], ar[None, :], ch] = 1.0
-        q_sel = q[ar[None, :], ch]
-        sm_sel = sm[ar[None, :], ch]
-        dlogq = (beta[None, :, :] * sm_sel[:, :, None] / q_sel[:, :, None]) * (
-            onehot - sm[None, :, :]
+        _, g_theta, g_phi = _rl_loss_grad(
+            theta, phi, mask, sel, ch, f - np.median(f), lam1, lam2
         )
-        g_phi = -(sel[:, :, None] * dlogq * r[:, None, None]).mean(axis=0)
-        g_phi[~mask] = 0.0
         opt.step([theta, phi], [g_theta, g_phi])
 
     sig, pc, sm, q = policy()
