@@ -519,7 +519,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         found[qidx] = True
         desired = np.empty(n, dtype=object)
         for i in range(n):
-            ts = [self.classes_[t] for t in targets[i]]
+            ts = [self.classes_.tolist()[t] for t in targets[i]]
             desired[i] = ts[0] if len(ts) == 1 else (tuple(ts) if ts else None)
         # the counterfactuals of each query, grouped, best first within a desired class
         order = np.lexsort((np.arange(len(R)), tpos, qidx))
