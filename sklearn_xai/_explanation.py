@@ -312,7 +312,9 @@ class Counterfactuals:
             if not self.found[i]:
                 lines.append(f"query {i}: no counterfactual found")
                 continue
-            lines.append(f"query {i}: desired {self.desired[i]!r}")
+            desired = self.desired[i]
+            desired = desired.item() if hasattr(desired, "item") else desired
+            lines.append(f"query {i}: desired {desired!r}")
             for j, changes in enumerate(self.diff(i)):
                 lines.append(f"  cf {j}: " + ("; ".join(changes) if changes else "(no change)"))
         return "\n".join(lines)
