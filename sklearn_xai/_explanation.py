@@ -159,7 +159,7 @@ class Attribution:
         return ax
 
     def plot_bar(self, output=None, max_display=10, ax=None):
-        """Bar chart of mean |value| per player over the explained rows."""
+        """Bar chart of the mean ``|value|`` per player over the explained rows."""
         import matplotlib.pyplot as plt
 
         k = self._output_index(output)
