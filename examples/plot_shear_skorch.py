@@ -1,7 +1,7 @@
 """
-=============================================
+=================================================
 SHEAR on a skorch network: values and cooperators
-=============================================
+=================================================
 
 :class:`~sklearn_xai.ShearExplainer` estimates Shapley values with a handful of model
 evaluations per feature: for each feature it picks the few other features that interact
