@@ -153,6 +153,10 @@ class Attribution:
             start += c
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels[::-1])
+        ends = np.cumsum([base] + contrib)
+        lo, hi = float(ends.min()), float(ends.max())
+        pad = 0.25 * (hi - lo) if hi > lo else 1.0
+        ax.set_xlim(lo - pad, hi + pad)  # room for the value labels
         ax.axvline(base, color="grey", lw=0.8, ls="--")
         ax.set_xlabel(f"{self.output_names[k]} (base {base:.3g} -> {start:.3g})")
         ax.set_title(f"Row {row}")
