@@ -56,8 +56,9 @@ root is node ``tree_offsets[t]``. Children indices are global too.
 ``base_score`` : float64 (n_outputs,)
     Constant added in margin space.
 ``n_features``, ``n_outputs`` : int
-``link`` : ``'identity'``, ``'logistic'`` or ``'softmax'``
-    Maps the margin to the model's prediction (probability for classifiers).
+``link`` : ``'identity'``, ``'logistic'``, ``'softmax'``, ``'logistic2x'`` or ``'exp'``
+    Maps the margin to the model's prediction (probability for classifiers;
+    ``'logistic2x'`` is ``1 / (1 + exp(-2 m))``, ``'exp'`` is for log-link regressors).
 ``output_names`` : list of str
     One name per output (class labels or target names).
 ``feature_names`` : list of str or None
@@ -281,6 +282,10 @@ def apply_link(link, raw):
         return raw
     if link == "logistic":
         return 1.0 / (1.0 + np.exp(-raw))
+    if link == "logistic2x":  # scikit-learn's exponential loss (AdaBoost)
+        return 1.0 / (1.0 + np.exp(-2.0 * raw))
+    if link == "exp":
+        return np.exp(raw)
     if link == "softmax":
         z = raw - raw.max(axis=1, keepdims=True)
         e = np.exp(z)
