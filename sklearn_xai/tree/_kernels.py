@@ -36,7 +36,7 @@ from fractions import Fraction
 import numpy as np
 from numba import njit, prange
 
-from ._ensemble import _go_left, _preorder_jit
+from ._ensemble import MISSING_NAN, MODE_CAT, MODE_LE32, MODE_LE64, _go_left, _preorder_jit
 
 _FLAGS = {"contract", "reassoc", "arcp"}
 
@@ -201,8 +201,37 @@ class PathTables:
 
 
 @njit(cache=True, inline="always")
+def _route_block(node, xr, xr32, bn, gl, threshold, mode, missing, default_left, cat_offsets,
+                 cat_values):
+    """``gl[b] = 1.0`` where row ``b`` goes left at ``node`` (vectorisable per mode)."""
+    m = mode[node]
+    if missing[node] == MISSING_NAN and m != MODE_CAT:
+        t = threshold[node]
+        dl = 1.0 if default_left[node] else 0.0
+        if m == MODE_LE64:
+            for b in range(bn):
+                x = xr[b]
+                g = 1.0 if x <= t else 0.0
+                gl[b] = dl if np.isnan(x) else g
+        elif m == MODE_LE32:
+            for b in range(bn):
+                x = xr32[b]
+                g = 1.0 if x <= t else 0.0
+                gl[b] = dl if np.isnan(x) else g
+        else:
+            for b in range(bn):
+                x = xr32[b]
+                g = 1.0 if x < t else 0.0
+                gl[b] = dl if np.isnan(x) else g
+    else:
+        for b in range(bn):
+            gl[b] = 1.0 if _go_left(node, xr[b], threshold, mode, missing, default_left,
+                                    cat_offsets, cat_values) else 0.0
+
+
+@njit(cache=True, inline="always")
 def _pop_edge(d, b_n, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, Kv, phi, rows0,
-              tree_out, sacc):
+              tree_out, sacc, first):
     node = node_at[d]
     f = featd[d]
     for kk in range(Kv):
@@ -212,9 +241,16 @@ def _pop_edge(d, b_n, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, Kv, phi,
         for q in range(Q):
             gc = GC[node, q]
             dg = GH[node, q] - gc
-            for b in range(b_n):
-                sacc[b] += Hs[d, kk, q, b] * (gc + hot[d, b] * dg)
-                Hs[d - 1, kk, q, b] += Hs[d, kk, q, b]
+            if first:
+                for b in range(b_n):
+                    hv = Hs[d, kk, q, b]
+                    sacc[b] += hv * (gc + hot[d, b] * dg)
+                    Hs[d - 1, kk, q, b] = hv
+            else:
+                for b in range(b_n):
+                    hv = Hs[d, kk, q, b]
+                    sacc[b] += hv * (gc + hot[d, b] * dg)
+                    Hs[d - 1, kk, q, b] += hv
         for b in range(b_n):
             phi[rows0 + b, f, k] += saved[d, b] * sacc[b]
     for b in range(b_n):
@@ -243,6 +279,12 @@ def _shap_path(X, block, order, depth, starts, Qt, qw, RH, RC, GH, GC, zf, is_le
         node_at = np.zeros(Dm, dtype=np.int64)
         featd = np.zeros(Dm, dtype=np.int64)
         sacc = np.zeros(block)
+        XT = np.empty((M, block))
+        XT32 = np.empty((M, block))
+        for b in range(bn):
+            for j in range(M):
+                XT[j, b] = X[r0 + b, j]
+                XT32[j, b] = np.float64(np.float32(X[r0 + b, j]))
         for t in range(T):
             Q = Qt[t]
             tout = tree_output[t]
@@ -253,25 +295,55 @@ def _shap_path(X, block, order, depth, starts, Qt, qw, RH, RC, GH, GC, zf, is_le
                 d = depth[idx]
                 while cur >= d and cur > 0:
                     _pop_edge(cur, bn, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, kv,
-                              phi, r0, tout, sacc)
+                              phi, r0, tout, sacc, is_left[node_at[cur]])
                     cur -= 1
                 if d > 0:
                     p = node_at[d - 1]
                     f = feature[p]
                     featd[d] = f
-                    left = is_left[node]
-                    for b in range(bn):
-                        h = gl[d - 1, b] if left else 1.0 - gl[d - 1, b]
-                        hot[d, b] = h
-                        saved[d, b] = alive[f, b]
+                    if is_left[node]:
+                        for b in range(bn):
+                            hot[d, b] = gl[d - 1, b]
+                            saved[d, b] = alive[f, b]
+                    else:
+                        for b in range(bn):
+                            hot[d, b] = 1.0 - gl[d - 1, b]
+                            saved[d, b] = alive[f, b]
                     zc = zf[node]
+                    if children_left[node] < 0:
+                        # leaf: fused edge, leaf value and pop (no C / H stores)
+                        first = is_left[node]
+                        for kk in range(kv):
+                            k = tout if tout >= 0 else kk
+                            for b in range(bn):
+                                sacc[b] = 0.0
+                            vk = value[node, kk]
+                            for q in range(Q):
+                                rh = RH[node, q]
+                                rc = RC[node, q]
+                                gc = GC[node, q]
+                                dg = GH[node, q] - gc
+                                w = vk * qw[t, q]
+                                for b in range(bn):
+                                    a = saved[d, b]
+                                    h = hot[d, b]
+                                    fac = a * (rc + h * (rh - rc)) + (1.0 - a) * zc
+                                    hv = C[d - 1, q, b] * fac * w
+                                    sacc[b] += hv * (gc + h * dg)
+                                    if first:
+                                        Hs[d - 1, kk, q, b] = hv
+                                    else:
+                                        Hs[d - 1, kk, q, b] += hv
+                            for b in range(bn):
+                                phi[r0 + b, f, k] += saved[d, b] * sacc[b]
+                        cur = d - 1
+                        continue
                     for q in range(Q):
                         rh = RH[node, q]
                         rc = RC[node, q]
                         for b in range(bn):
                             a = saved[d, b]
-                            h = hot[d, b]
-                            fac = a * (rc + h * (rh - rc)) + (1.0 - a) * zc
+                            fac = a * (rc + hot[d, b] * (rh - rc)) + (1.0 - a) * zc
                             C[d, q, b] = C[d - 1, q, b] * fac
                     for b in range(bn):
                         alive[f, b] = saved[d, b] * hot[d, b]
@@ -283,14 +355,8 @@ def _shap_path(X, block, order, depth, starts, Qt, qw, RH, RC, GH, GC, zf, is_le
                 cur = d
                 if children_left[node] >= 0:
                     fn = feature[node]
-                    for b in range(bn):
-                        gl[d, b] = 1.0 if _go_left(node, X[r0 + b, fn], threshold, mode,
-                                                   missing, default_left, cat_offsets,
-                                                   cat_values) else 0.0
-                    for kk in range(kv):
-                        for q in range(Q):
-                            for b in range(bn):
-                                Hs[d, kk, q, b] = 0.0
+                    _route_block(node, XT[fn], XT32[fn], bn, gl[d], threshold, mode, missing,
+                                 default_left, cat_offsets, cat_values)
                 else:
                     for kk in range(kv):
                         for q in range(Q):
@@ -299,7 +365,7 @@ def _shap_path(X, block, order, depth, starts, Qt, qw, RH, RC, GH, GC, zf, is_le
                                 Hs[d, kk, q, b] = C[d, q, b] * w
             while cur > 0:
                 _pop_edge(cur, bn, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, kv,
-                          phi, r0, tout, sacc)
+                          phi, r0, tout, sacc, is_left[node_at[cur]])
                 cur -= 1
 
 
