@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Attribution
-from ..base import AttributionMixin, BaseExplainer, _is_frame
+from ..base import AttributionMixin, BaseExplainer, _is_frame, as_array
 from ._ensemble import apply_link, predict_raw, subset_outputs, zero_fractions
 
 __all__ = ["TreeShapExplainer", "parse_model"]
@@ -374,9 +374,14 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
 
     # -- explain ------------------------------------------------------------------------
 
-    def _transform_input(self, X):
+    def _transform_input(self, X, with_data=False):
         Xt = self._pre.transform(X) if self._pre is not None else X
-        return self._numeric(Xt)
+        Z = self._numeric(Xt)
+        if not with_data:
+            return Z
+        # what the attribution shows: original values (categories as labels) when the
+        # tree input is a DataFrame, else the numeric tree input
+        return Z, (as_array(Xt) if _is_frame(Xt) else Z)
 
     def _threads(self):
         import numba
@@ -430,14 +435,15 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         phi = np.concatenate(parts, axis=0) if parts else np.zeros((0, Z.shape[1], K))
         return self._sign * phi
 
-    def _explain(self, X):
-        Z = self._transform_input(X)
+    def _explain(self, X, return_numeric=False):
+        Z, data = self._transform_input(X, with_data=True)
         phi = self._phi(Z)
         base = np.tile(self.expected_value_, (Z.shape[0], 1))
         if phi.shape[2] == 1:
             phi, base = phi[:, :, 0], base[:, 0]
-        return Attribution(phi, base, Z, list(self.player_names_), list(self.output_names_),
-                           extras={"feature_perturbation": self.feature_perturbation})
+        att = Attribution(phi, base, data, list(self.player_names_), list(self.output_names_),
+                          extras={"feature_perturbation": self.feature_perturbation})
+        return (att, Z) if return_numeric else att
 
     def explain_interactions(self, X, features=None):
         """SHAP interaction values (path-dependent).
@@ -465,7 +471,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         from ._kernels import shap_interactions
 
         X = self._validate_X(X, reset=False)
-        Z = self._transform_input(X)
+        Z, data = self._transform_input(X, with_data=True)
         M = Z.shape[1]
         if features is None:
             feats = np.arange(M)
@@ -493,7 +499,8 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         base = np.tile(self.expected_value_, (Z.shape[0], 1))
         if phi.shape[2] == 1:
             phi, inter, base = phi[:, :, 0], inter[..., 0], base[:, 0]
-        return Attribution(phi, base, Z, list(self.player_names_), list(self.output_names_),
+        return Attribution(phi, base, data, list(self.player_names_),
+                           list(self.output_names_),
                            extras={"interactions": inter,
                                    "interaction_features": [self.player_names_[f]
                                                             for f in feats]})
@@ -504,9 +511,9 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
 
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        attribution = self._explain(X)
+        attribution, Z = self._explain(X, return_numeric=True)
         ref = np.nan_to_num(self.reference_)
-        return faithfulness(self.model_fn_, attribution.data, attribution, ref)
+        return faithfulness(self.model_fn_, Z, attribution, ref)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
