@@ -110,21 +110,6 @@ class _EnsembleFunction:
         return self.offset + self.sign * raw[:, self.outputs]
 
 
-def _link_derivative(link, raw):
-    if link == "logistic":
-        p = apply_link(link, raw)
-        return p * (1 - p)
-    if link == "logistic2x":
-        p = apply_link(link, raw)
-        return 2 * p * (1 - p)
-    if link == "softmax":
-        p = apply_link(link, raw)
-        return p * (1 - p)
-    if link == "exp":
-        return np.exp(raw)
-    return np.ones_like(raw)
-
-
 # ---------------------------------------------------------------------------
 # the explainer
 # ---------------------------------------------------------------------------
@@ -160,7 +145,10 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         averaged probability for forest classifiers, the prediction for regressors).
         ``"probability"`` needs ``feature_perturbation="interventional"`` for
         boosted classifiers: each (row, background) pair's attributions are rescaled
-        by ``(p(x) - p(r)) / (f(x) - f(r))`` (a linearisation that stays additive).
+        by ``(p(x) - p(r)) / (f(x) - f(r))`` (a linearisation that stays additive;
+        for a softmax output whose margin did not move, the pair's attributions are
+        projected on the joint margin change instead). For forest classifiers the
+        raw output already is the probability.
     target : class label or None
         Explain only this class. ``None``: the positive class of a binary classifier,
         every class of a multi-class one, every output of a regressor.
@@ -265,7 +253,11 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         outputs, sign, offset, probability = self._select_outputs(final, ens)
         self._outputs, self._sign, self._offset = outputs, sign, offset
         self._probability = probability
-        self._sub = subset_outputs(ens, outputs)
+        # softmax probabilities depend on every margin: compute all, then select
+        self._kernel_outputs = list(range(ens.n_outputs)) if (
+            probability and ens.link == "softmax") else outputs
+        self._select = [self._kernel_outputs.index(k) for k in outputs]
+        self._sub = subset_outputs(ens, self._kernel_outputs)
         space = "probability" if (probability or ens.raw_space == "probability") else "margin"
         self.output_names_ = [f"{space}({ens.output_names[k]})" if ens.output_names else space
                               for k in outputs]
@@ -425,15 +417,14 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                 if self._probability:
                     fx = predict_raw(ens, B)
                     px = apply_link(ens.link, fx)
-                    dx = _link_derivative(ens.link, fx)
-                    cols = self._outputs
-                    resc = (fx[:, cols], fr[:, cols], px[:, cols], pr[:, cols], dx[:, cols])
+                    cols = self._kernel_outputs
+                    resc = (fx[:, cols], fr[:, cols], px[:, cols], pr[:, cols])
                 return shap_interventional(sub, B, self.background_, sub.value,
                                            sub.tree_output, K, max_depth=depth,
                                            rescale=resc)
         parts = self._run(func, Z)
         phi = np.concatenate(parts, axis=0) if parts else np.zeros((0, Z.shape[1], K))
-        return self._sign * phi
+        return self._sign * phi[:, :, self._select]
 
     def _explain(self, X, return_numeric=False):
         Z, data = self._transform_input(X, with_data=True)

@@ -566,7 +566,7 @@ def leaf_weights(max_d):
 
 
 @njit(cache=True, parallel=True, fastmath=_FLAGS)
-def _shap_interv(X, R, tree_offsets, value, tree_output, W, max_depth, fx, fr, px, pr, dx,
+def _shap_interv(X, R, tree_offsets, value, tree_output, W, max_depth, fx, fr, px, pr,
                  rescale, children_left, children_right, feature, threshold, mode, missing,
                  default_left, cat_offsets, cat_values, phi):
     n, M = X.shape
@@ -660,16 +660,28 @@ def _shap_interv(X, R, tree_offsets, value, tree_output, W, max_depth, fx, fr, p
                     alen -= 1
                     side[alist[alen]] = 0
             for k in range(K):
-                if rescale:
-                    df = fx[i, k] - fr[r, k]
-                    if abs(df) > 1e-12 * (1.0 + abs(fx[i, k])):
-                        sc = (px[i, k] - pr[r, k]) / df
-                    else:
-                        sc = dx[i, k]
-                else:
-                    sc = 1.0
-                for m in range(M):
-                    phi[i, m, k] += tmp[m, k] * sc / nR
+                if not rescale:
+                    for m in range(M):
+                        phi[i, m, k] += tmp[m, k] / nR
+                    continue
+                df = fx[i, k] - fr[r, k]
+                dp = px[i, k] - pr[r, k]
+                if abs(df) > 1e-12 * (1.0 + abs(fx[i, k])):
+                    sc = dp / df / nR
+                    for m in range(M):
+                        phi[i, m, k] += tmp[m, k] * sc
+                elif dp != 0.0:
+                    # this output's margin did not move but its probability did (softmax):
+                    # project on the joint margin change, which still adds up to dp
+                    nrm = 0.0
+                    for j in range(K):
+                        nrm += (fx[i, j] - fr[r, j]) ** 2
+                    if nrm > 0.0:
+                        for m in range(M):
+                            s = 0.0
+                            for j in range(K):
+                                s += tmp[m, j] * (fx[i, j] - fr[r, j])
+                            phi[i, m, k] += dp * s / nrm / nR
 
 
 def shap_interventional(ens, X, R, values, tree_output, n_outputs, *, max_depth,
@@ -678,10 +690,12 @@ def shap_interventional(ens, X, R, values, tree_output, n_outputs, *, max_depth,
 
     Parameters
     ----------
-    rescale : tuple (fx, fr, px, pr, dx) or None
-        Margins and transformed outputs of the explained and background rows and
-        the link's derivative at ``fx``; each (x, r) pair's attributions are scaled
-        by ``(px - pr) / (fx - fr)`` so they add up to ``px - pr``.
+    rescale : tuple (fx, fr, px, pr) or None
+        Margins and transformed outputs of the explained and background rows, for
+        every output of ``values``; each (x, r) pair's attributions of output ``k``
+        are scaled by ``(px - pr) / (fx - fr)`` so they add up to ``px - pr``. When
+        ``fx == fr`` but ``px != pr`` (softmax), output ``k`` gets
+        ``(px - pr) * <phi_m, fx - fr> / |fx - fr|^2``, which also adds up.
 
     Returns
     -------
@@ -695,15 +709,15 @@ def shap_interventional(ens, X, R, values, tree_output, n_outputs, *, max_depth,
     W = leaf_weights(max_depth + 1)
     if rescale is None:
         z1 = np.zeros((1, n_outputs))
-        fx = fr = px = pr = dx = z1
+        fx = fr = px = pr = z1
         flag = False
     else:
-        fx, fr, px, pr, dx = (np.ascontiguousarray(a, dtype=np.float64) for a in rescale)
+        fx, fr, px, pr = (np.ascontiguousarray(a, dtype=np.float64) for a in rescale)
         flag = True
     if n:
         _shap_interv(X, R, ens.tree_offsets, np.ascontiguousarray(values, dtype=np.float64),
                      np.asarray(tree_output, dtype=np.int64), W, int(max_depth), fx, fr, px, pr,
-                     dx, flag, ens.children_left, ens.children_right, ens.feature,
+                     flag, ens.children_left, ens.children_right, ens.feature,
                      ens.threshold, ens.mode, ens.missing, ens.default_left, ens.cat_offsets,
                      ens.cat_values, phi)
     return phi
