@@ -309,6 +309,13 @@ class BaseExplainer(BaseEstimator):
         self.model_fn_ = make_model_function(
             self.model_, self.response_method, self.target, probe, template,
             getattr(self, "batch_size", None))
+        try:
+            self.model_fn_(as_array(probe) if template is not None else probe)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise TypeError(
+                f"The model {type(self.model_).__name__} cannot evaluate rows of X as given "
+                f"({type(exc).__name__}: {exc}). Check the column types it expects."
+            ) from exc
         self.output_names_ = list(self.model_fn_.output_names)
         return self.model_fn_
 
