@@ -376,3 +376,36 @@ def test_interventional_softmax_probability_additivity(frame):
     proba = apply_link("softmax", predict_raw(exp.ensemble_, _codes(df.iloc[:10])))
     np.testing.assert_allclose(att.predicted(), proba, rtol=0, atol=1e-12)
     np.testing.assert_allclose(proba, model.predict_proba(df.iloc[:10]), atol=1e-6)
+
+
+def test_path_dependent_against_shap_for_sklearn_forest():
+    shap = pytest.importorskip("shap")  # test-only comparison (double precision C++)
+    X, y = _numeric(np.random.default_rng(7), n=300, nan=0.0)
+    model = RandomForestRegressor(5, max_depth=12, random_state=0).fit(X, y)
+    ours = TreeShapExplainer(FrozenEstimator(model)).fit(X[:50]).explain(X[100:130])
+    ref = shap.TreeExplainer(model)
+    theirs = ref.shap_values(X[100:130], check_additivity=False)
+    np.testing.assert_allclose(ours.values, theirs, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ours.base_values, np.ravel(ref.expected_value)[0], atol=1e-10)
+
+
+def test_interventional_sklearn_forest_against_brute_force_on_predict():
+    import itertools
+    import math
+
+    X, y = _numeric(np.random.default_rng(7), n=300, nan=0.0)
+    model = RandomForestRegressor(5, max_depth=12, random_state=0).fit(X, y)
+    bg = X[:50]
+    att = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional")
+    vals = att.fit(bg).explain(X[100:102]).values
+    for i, x in enumerate(X[100:102]):
+        ref = np.zeros(5)
+        for S in itertools.product([0, 1], repeat=5):
+            S = np.array(S, bool)
+            for j in np.flatnonzero(~S):
+                S2 = S.copy()
+                S2[j] = True
+                w = math.factorial(S.sum()) * math.factorial(4 - S.sum()) / 120
+                ref[j] += w * (model.predict(np.where(S2, x, bg)).mean()
+                               - model.predict(np.where(S, x, bg)).mean())
+        np.testing.assert_allclose(vals[i], ref, rtol=0, atol=1e-10)
