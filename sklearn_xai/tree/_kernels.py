@@ -36,9 +36,23 @@ from fractions import Fraction
 import numpy as np
 from numba import njit, prange
 
-from ._ensemble import MISSING_NAN, MODE_CAT, MODE_LE32, MODE_LE64, _go_left, _preorder_jit
+from ._ensemble import (
+    MISSING_NAN,
+    MODE_CAT,
+    MODE_LE32,
+    MODE_LE64,
+    _go_left,
+    _preorder_jit,
+    writeable_state,
+)
 
 _FLAGS = {"contract", "reassoc", "arcp"}
+
+
+def _w(a, dtype=np.float64):
+    """C-contiguous writeable array (read-only inputs would compile a second specialisation)."""
+    a = np.ascontiguousarray(a, dtype=dtype)
+    return a if a.flags.writeable else a.copy()
 
 
 # ---------------------------------------------------------------------------
@@ -189,6 +203,9 @@ class PathTables:
         internal = ens.children_left >= 0
         is_left[ens.children_left[internal]] = True
         self.is_left = is_left
+
+    def __setstate__(self, state):
+        self.__dict__.update(writeable_state(state))
 
     @property
     def nbytes(self):
@@ -390,13 +407,13 @@ def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=12
     phi : ndarray (n, M, n_outputs)
         Cost ``O(n * nodes * Q)``.
     """
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    X = _w(X, dtype=np.float64)
     phi = np.zeros((X.shape[0], X.shape[1], n_outputs))
     if X.shape[0] == 0:
         return phi
     _shap_path(X, int(block), tables.order, tables.depth, tables.starts, tables.Qt,
                tables.qw, tables.RH, tables.RC, tables.GH, tables.GC, tables.zf,
-               tables.is_left, np.ascontiguousarray(values, dtype=np.float64),
+               tables.is_left, _w(values, dtype=np.float64),
                np.asarray(tree_output, dtype=np.int64), int(tables.max_depth.max()),
                ens.children_left, ens.children_right, ens.feature, ens.threshold, ens.mode,
                ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi)
@@ -529,7 +546,7 @@ def shap_interactions(ens, tables, X, values, tree_output, n_outputs, features=N
         diagonal = main effects, each row sums to ``phi`` of that feature. Memory
         ``n * S * M * n_outputs`` floats; cost ``O(n * nodes * Q * D)``.
     """
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    X = _w(X, dtype=np.float64)
     n, M = X.shape
     feats = np.arange(M) if features is None else np.asarray(features, dtype=np.int64)
     slot = np.full(M, -1, dtype=np.int64)
@@ -539,7 +556,7 @@ def shap_interactions(ens, tables, X, values, tree_output, n_outputs, features=N
     if n:
         _shap_inter(X, tables.order, tables.depth, tables.starts, tables.Qt, tables.qt,
                     tables.qw, tables.RH, tables.RC, tables.GH, tables.GC, tables.GA,
-                    tables.zf, tables.is_left, np.ascontiguousarray(values, dtype=np.float64),
+                    tables.zf, tables.is_left, _w(values, dtype=np.float64),
                     np.asarray(tree_output, dtype=np.int64), int(tables.max_depth.max()), slot,
                     len(feats), ens.children_left, ens.children_right, ens.feature,
                     ens.threshold, ens.mode, ens.missing, ens.default_left, ens.cat_offsets,
@@ -702,8 +719,8 @@ def shap_interventional(ens, X, R, values, tree_output, n_outputs, *, max_depth,
     phi : ndarray (n, M, n_outputs)
         Cost ``O(n * R * sum of visited nodes)``, worst case ``O(n R T L)``.
     """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    R = np.ascontiguousarray(R, dtype=np.float64)
+    X = _w(X, dtype=np.float64)
+    R = _w(R, dtype=np.float64)
     n = X.shape[0]
     phi = np.zeros((n, X.shape[1], n_outputs))
     W = leaf_weights(max_depth + 1)
@@ -712,10 +729,10 @@ def shap_interventional(ens, X, R, values, tree_output, n_outputs, *, max_depth,
         fx = fr = px = pr = z1
         flag = False
     else:
-        fx, fr, px, pr = (np.ascontiguousarray(a, dtype=np.float64) for a in rescale)
+        fx, fr, px, pr = (_w(a, dtype=np.float64) for a in rescale)
         flag = True
     if n:
-        _shap_interv(X, R, ens.tree_offsets, np.ascontiguousarray(values, dtype=np.float64),
+        _shap_interv(X, R, ens.tree_offsets, _w(values, dtype=np.float64),
                      np.asarray(tree_output, dtype=np.int64), W, int(max_depth), fx, fr, px, pr,
                      flag, ens.children_left, ens.children_right, ens.feature,
                      ens.threshold, ens.mode, ens.missing, ens.default_left, ens.cat_offsets,
