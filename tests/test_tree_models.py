@@ -409,3 +409,18 @@ def test_interventional_sklearn_forest_against_brute_force_on_predict():
                 ref[j] += w * (model.predict(np.where(S2, x, bg)).mean()
                                - model.predict(np.where(S, x, bg)).mean())
         np.testing.assert_allclose(vals[i], ref, rtol=0, atol=1e-10)
+
+
+def test_ranker_and_regressor_output_names():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(200, 4))
+    ranker = lgb.LGBMRanker(n_estimators=5, verbose=-1, min_child_samples=5)
+    ranker.fit(X, rng.integers(0, 3, 200), group=[20] * 10)
+    att = TreeShapExplainer(FrozenEstimator(ranker)).fit(X).explain(X[:5])
+    assert att.output_names == ["margin"]
+    contrib = ranker.predict(X[:5], pred_contrib=True)
+    np.testing.assert_allclose(att.values, contrib[:, :4], rtol=0, atol=1e-10)
+    reg = RandomForestRegressor(3, random_state=0).fit(X, np.c_[X[:, 0], X[:, 1]])
+    att = TreeShapExplainer(FrozenEstimator(reg)).fit(X).explain(X[:5])
+    assert att.output_names == ["margin[0]", "margin[1]"] and att.values.shape == (5, 4, 2)
+    np.testing.assert_allclose(att.predicted(), reg.predict(X[:5]), rtol=0, atol=1e-10)

@@ -259,8 +259,12 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         self._select = [self._kernel_outputs.index(k) for k in outputs]
         self._sub = subset_outputs(ens, self._kernel_outputs)
         space = "probability" if (probability or ens.raw_space == "probability") else "margin"
-        self.output_names_ = [f"{space}({ens.output_names[k]})" if ens.output_names else space
-                              for k in outputs]
+        if self._is_classifier(final, ens):
+            self.output_names_ = [f"{space}({ens.output_names[k]})" for k in outputs]
+        elif ens.n_outputs == 1:
+            self.output_names_ = [space]
+        else:
+            self.output_names_ = [f"{space}[{k}]" for k in outputs]
         self.model_fn_ = _EnsembleFunction(ens, outputs, probability, sign, offset,
                                            self.output_names_)
         if self.feature_perturbation == "tree_path_dependent":
@@ -330,9 +334,12 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             Z = np.asarray(Xt, dtype=np.float64)
         return self.ensemble_.prepare_X(Z)
 
+    @staticmethod
+    def _is_classifier(final, ens):
+        return hasattr(final, "classes_") or ens.link in ("logistic", "softmax", "logistic2x")
+
     def _select_outputs(self, final, ens):
-        is_clf = hasattr(final, "classes_") or ens.link in ("logistic", "softmax",
-                                                            "logistic2x")
+        is_clf = self._is_classifier(final, ens)
         probability = self.model_output == "probability"
         if probability:
             if not is_clf:
