@@ -16,7 +16,7 @@ from sklearn_xai.tree import TreeShapExplainer  # noqa: E402
 INSTANCES["TreeShapExplainer"] = [
     lambda: TreeShapExplainer(DecisionTreeRegressor(max_depth=3, random_state=0)),
     lambda: TreeShapExplainer(DecisionTreeRegressor(max_depth=3, random_state=0),
-                              feature_perturbation="interventional", max_background=20,
+                              feature_perturbation="interventional", max_background=500,
                               random_state=0),
 ]
 EXPECTED_FAILED["TreeShapExplainer"] = {}
