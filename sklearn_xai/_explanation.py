@@ -159,7 +159,7 @@ class Attribution:
         return ax
 
     def plot_bar(self, output=None, max_display=10, ax=None):
-        """Bar chart of mean |value| per player over the explained rows."""
+        """Bar chart of the mean ``|value|`` per player over the explained rows."""
         import matplotlib.pyplot as plt
 
         k = self._output_index(output)
@@ -312,7 +312,9 @@ class Counterfactuals:
             if not self.found[i]:
                 lines.append(f"query {i}: no counterfactual found")
                 continue
-            lines.append(f"query {i}: desired {self.desired[i]!r}")
+            desired = self.desired[i]
+            desired = desired.item() if hasattr(desired, "item") else desired
+            lines.append(f"query {i}: desired {desired!r}")
             for j, changes in enumerate(self.diff(i)):
                 lines.append(f"  cf {j}: " + ("; ".join(changes) if changes else "(no change)"))
         return "\n".join(lines)

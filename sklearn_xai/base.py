@@ -287,6 +287,8 @@ class BaseExplainer(BaseEstimator):
                 raise ValueError("X has 0 feature(s); a minimum of 1 is required.")
             for name in X.columns:
                 dtype = X[name].dtype
+                if pd.api.types.is_complex_dtype(dtype):
+                    raise ValueError(f"Complex data not supported: column {name!r} of X.")
                 if pd.api.types.is_numeric_dtype(dtype) and not isinstance(
                         dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(dtype):
                     col = X[name].to_numpy(dtype=np.float64, na_value=np.nan)
