@@ -315,8 +315,10 @@ def test_n_jobs_and_batch_size_invariance_and_pickle():
     model = RandomForestRegressor(10, random_state=0).fit(X, y)
     a = TreeShapExplainer(FrozenEstimator(model), n_jobs=1, batch_size=7).fit(X)
     b = TreeShapExplainer(FrozenEstimator(model), n_jobs=2, batch_size=1000).fit(X)
+    c = TreeShapExplainer(FrozenEstimator(model), n_jobs=2, batch_size=9).fit(X)  # joblib
     va = a.transform(X[:60])
     np.testing.assert_array_equal(va, b.transform(X[:60]))
+    np.testing.assert_array_equal(va, c.transform(X[:60]))
     again = pickle.loads(pickle.dumps(a))
     np.testing.assert_array_equal(again.transform(X[:60]), va)
     booster = xgb.train({"max_depth": 3}, xgb.DMatrix(X, y), 5)

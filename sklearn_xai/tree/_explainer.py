@@ -9,9 +9,11 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Attribution
+from .._utils import batch_slices
 from ..base import AttributionMixin, BaseExplainer, _is_frame, as_array
 from ._ensemble import apply_link, predict_raw, subset_outputs, zero_fractions
 
@@ -159,8 +161,11 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
     batch_size : int
         Rows explained per kernel call (bounds memory, notably for interactions).
     n_jobs : int or None
-        Numba threads for the kernels (``None``: numba's current setting, ``-1``:
-        all cores). Results do not depend on it.
+        ``None``: one process, the kernels use numba's current thread count (all cores
+        by default). ``1``: one thread. ``k > 1`` or ``-1``: row batches of
+        ``batch_size`` run on ``k`` joblib workers (threads by default; any joblib
+        backend set with ``joblib.parallel_config``, e.g. Dask), each kernel call on one
+        numba thread. Results do not depend on it.
     random_state : int, RandomState or None
         Seeds the background subsample only.
 
@@ -393,16 +398,34 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         return max(1, min(int(self.n_jobs), n_max))
 
     def _run(self, func, Z):
+        """Apply a kernel to row batches of ``Z``.
+
+        ``n_jobs=None`` (or 1, or a single batch): one process, the kernel's own numba
+        threads. ``n_jobs > 1``: the batches go through joblib (threads by default, or
+        any backend chosen with ``joblib.parallel_config``, e.g. Dask), each kernel call on
+        one numba thread so workers do not oversubscribe the cores.
+        """
         import numba
 
-        old = numba.get_num_threads()
-        numba.set_num_threads(self._threads())
-        try:
-            parts = [func(Z[s:s + self.batch_size]) for s in range(0, Z.shape[0],
-                                                                     self.batch_size)]
-        finally:
-            numba.set_num_threads(old)
-        return parts
+        slices = batch_slices(Z.shape[0], self.batch_size)
+        if self.n_jobs in (None, 1) or len(slices) == 1:
+            old = numba.get_num_threads()
+            numba.set_num_threads(self._threads())
+            try:
+                return [func(Z[s]) for s in slices]
+            finally:
+                numba.set_num_threads(old)
+
+        def one_batch(rows):
+            old = numba.get_num_threads()
+            numba.set_num_threads(1)  # thread-local in numba
+            try:
+                return func(Z[rows])
+            finally:
+                numba.set_num_threads(old)
+
+        return Parallel(n_jobs=self.n_jobs, prefer="threads")(
+            delayed(one_batch)(s) for s in slices)
 
     def _phi(self, Z):
         sub = self._sub

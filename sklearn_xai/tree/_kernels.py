@@ -274,7 +274,7 @@ def _pop_edge(d, b_n, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, Kv, phi,
         alive[f, b] = saved[d, b]
 
 
-@njit(cache=True, parallel=True, fastmath=_FLAGS)
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
 def _shap_path(X, block, order, depth, starts, Qt, qw, RH, RC, GH, GC, zf, is_left, value,
                tree_output, max_depth, children_left, children_right, feature, threshold,
                mode, missing, default_left, cat_offsets, cat_values, phi):
@@ -425,7 +425,7 @@ def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=12
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True, parallel=True, fastmath=_FLAGS)
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
 def _shap_inter(X, order, depth, starts, Qt, qt, qw, RH, RC, GH, GC, GA, zf, is_left, value,
                 tree_output, max_depth, slot, n_slots, children_left, children_right,
                 feature, threshold, mode, missing, default_left, cat_offsets, cat_values,
@@ -582,7 +582,7 @@ def leaf_weights(max_d):
     return W
 
 
-@njit(cache=True, parallel=True, fastmath=_FLAGS)
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
 def _shap_interv(X, R, tree_offsets, value, tree_output, W, max_depth, fx, fr, px, pr,
                  rescale, children_left, children_right, feature, threshold, mode, missing,
                  default_left, cat_offsets, cat_values, phi):
