@@ -1,0 +1,11 @@
+"""Model-agnostic Shapley values: the game, its estimators and the explainers built on them."""
+
+from ._estimators import exact_shapley, kernel_shapley, permutation_shapley
+from ._game import ImputationGame
+
+__all__ = [
+    "ImputationGame",
+    "exact_shapley",
+    "permutation_shapley",
+    "kernel_shapley",
+]

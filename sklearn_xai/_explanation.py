@@ -1,0 +1,337 @@
+"""Result objects: :class:`Attribution` (feature attributions) and :class:`Counterfactuals`."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Attribution:
+    """Feature attributions for a set of explained rows.
+
+    Shapes depend only on how many outputs are explained (one, or ``n_outputs > 1``),
+    never on the model's library.
+
+    Attributes
+    ----------
+    values : ndarray of shape (n_samples, n_players) or (n_samples, n_players, n_outputs)
+        Attribution of each player (a feature, or a feature group) to each explained output.
+        2-D exactly when one output is explained.
+    base_values : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        The value every attribution starts from (``v(empty)``: expected output under the
+        method's imputation, or the tree's cover-weighted mean).
+    data : ndarray of shape (n_samples, n_features)
+        The explained rows (object dtype when the input had non-numeric columns).
+    feature_names : list of str, length n_players
+        Names of the players (group names when features were grouped).
+    output_names : list of str, length n_outputs
+        What each output is, e.g. ``"P(>50K)"`` or ``"margin"``.
+    extras : dict
+        Method-specific additions (interaction values, cooperators, standard errors, ...),
+        documented by each explainer.
+    """
+
+    values: np.ndarray
+    base_values: np.ndarray
+    data: np.ndarray
+    feature_names: list
+    output_names: list
+    extras: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.values = np.asarray(self.values, dtype=np.float64)
+        self.base_values = np.asarray(self.base_values, dtype=np.float64)
+        if self.values.ndim not in (2, 3):
+            raise ValueError(f"values must be 2-D or 3-D, got shape {self.values.shape}.")
+        if len(self.feature_names) != self.values.shape[1]:
+            raise ValueError("feature_names must have one name per column of values.")
+        n_out = 1 if self.values.ndim == 2 else self.values.shape[2]
+        if len(self.output_names) != n_out:
+            raise ValueError("output_names must have one name per explained output.")
+
+    @property
+    def n_outputs(self):
+        return 1 if self.values.ndim == 2 else self.values.shape[2]
+
+    def __len__(self):
+        return self.values.shape[0]
+
+    def _values3d(self):
+        return self.values if self.values.ndim == 3 else self.values[:, :, None]
+
+    def _base2d(self):
+        return self.base_values if self.base_values.ndim == 2 else self.base_values[:, None]
+
+    def predicted(self):
+        """``base_values + values.sum(players)``: the output the attributions add up to.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        """
+        return self.base_values + self.values.sum(axis=1)
+
+    def additivity_gap(self, output):
+        """Largest ``|base + sum(values) - output|`` over rows and outputs.
+
+        Parameters
+        ----------
+        output : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            The model's output for the explained rows (in the explained space).
+        """
+        output = np.asarray(output, dtype=np.float64).reshape(self.predicted().shape)
+        return float(np.max(np.abs(self.predicted() - output))) if output.size else 0.0
+
+    def check_additivity(self, output, atol=1e-8):
+        """Raise ``AssertionError`` when the attributions do not add up to ``output``."""
+        gap = self.additivity_gap(output)
+        if gap > atol:
+            raise AssertionError(f"Attributions are not additive: max gap {gap:.3g} > {atol:g}.")
+
+    def to_frame(self, output=None):
+        """Attributions as a DataFrame, one row per explained row.
+
+        Parameters
+        ----------
+        output : int or str or None
+            With several outputs: ``None`` gives MultiIndex columns (output, feature);
+            an index or output name selects one output.
+
+        Returns
+        -------
+        pandas.DataFrame of shape (n_samples, n_players) or (n_samples, n_players * n_outputs)
+        """
+        import pandas as pd
+
+        if self.values.ndim == 2:
+            return pd.DataFrame(self.values, columns=list(self.feature_names))
+        if output is not None:
+            k = self._output_index(output)
+            return pd.DataFrame(self.values[:, :, k], columns=list(self.feature_names))
+        cols = pd.MultiIndex.from_product([self.output_names, self.feature_names],
+                                          names=["output", "feature"])
+        flat = np.transpose(self.values, (0, 2, 1)).reshape(len(self), -1)
+        return pd.DataFrame(flat, columns=cols)
+
+    def _output_index(self, output):
+        if output is None:
+            if self.n_outputs > 1:
+                raise ValueError(f"Choose an output among {self.output_names}.")
+            return 0
+        if isinstance(output, str):
+            if output not in self.output_names:
+                raise ValueError(f"Unknown output {output!r}; outputs are {self.output_names}.")
+            return self.output_names.index(output)
+        if not 0 <= int(output) < self.n_outputs:
+            raise ValueError(f"output index {output} out of range for {self.n_outputs} outputs.")
+        return int(output)
+
+    # ---- plots (matplotlib) -------------------------------------------------------------
+
+    def plot_waterfall(self, row=0, output=None, max_display=10, ax=None):
+        """Waterfall of one row: from the base value to the output, largest players first."""
+        import matplotlib.pyplot as plt
+
+        k = self._output_index(output)
+        vals = self._values3d()[row, :, k]
+        base = float(self._base2d()[row, k])
+        order = np.argsort(-np.abs(vals))
+        shown = order[:max_display]
+        rest = vals[order[max_display:]].sum()
+        labels = [self._label(j, row) for j in shown]
+        contrib = list(vals[shown])
+        if len(order) > max_display:
+            labels.append(f"{len(order) - max_display} other features")
+            contrib.append(rest)
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.5))
+        start = base
+        for i, (lab, c) in enumerate(zip(labels, contrib)):
+            y = len(labels) - 1 - i
+            ax.barh(y, c, left=start, color="#d62728" if c > 0 else "#1f77b4")
+            ax.text(start + c, y, f" {c:+.3g}", va="center", fontsize=8)
+            start += c
+        ax.set_yticks(range(len(labels)))
+        ax.set_yticklabels(labels[::-1])
+        ax.axvline(base, color="grey", lw=0.8, ls="--")
+        ax.set_xlabel(f"{self.output_names[k]} (base {base:.3g} -> {start:.3g})")
+        ax.set_title(f"Row {row}")
+        return ax
+
+    def plot_bar(self, output=None, max_display=10, ax=None):
+        """Bar chart of mean |value| per player over the explained rows."""
+        import matplotlib.pyplot as plt
+
+        k = self._output_index(output)
+        imp = np.abs(self._values3d()[:, :, k]).mean(axis=0)
+        order = np.argsort(-imp)[:max_display]
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 0.4 * len(order) + 1.5))
+        ax.barh(range(len(order))[::-1], imp[order], color="#1f77b4")
+        ax.set_yticks(range(len(order))[::-1])
+        ax.set_yticklabels([str(self.feature_names[j]) for j in order])
+        ax.set_xlabel(f"mean |attribution| ({self.output_names[k]})")
+        return ax
+
+    def plot_beeswarm(self, output=None, max_display=10, ax=None, random_state=0):
+        """One row of points per player: attribution on x, coloured by the feature value."""
+        import matplotlib.pyplot as plt
+
+        k = self._output_index(output)
+        vals = self._values3d()[:, :, k]
+        order = np.argsort(-np.abs(vals).mean(axis=0))[:max_display]
+        rng = np.random.default_rng(random_state)
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 0.45 * len(order) + 1.5))
+        scatter = None
+        for pos, j in enumerate(order):
+            y = len(order) - 1 - pos
+            colour = self._colour_values(j)
+            jitter = rng.uniform(-0.3, 0.3, size=vals.shape[0])
+            scatter = ax.scatter(vals[:, j], y + jitter, c=colour, cmap="coolwarm", s=8,
+                                 vmin=0.0, vmax=1.0)
+        ax.set_yticks(range(len(order))[::-1])
+        ax.set_yticklabels([str(self.feature_names[j]) for j in order])
+        ax.axvline(0, color="grey", lw=0.8)
+        ax.set_xlabel(f"attribution ({self.output_names[k]})")
+        if scatter is not None:
+            plt.colorbar(scatter, ax=ax, label="feature value (low -> high)")
+        return ax
+
+    def _label(self, j, row):
+        name = str(self.feature_names[j])
+        if self.data is not None and self.data.ndim == 2 and self.data.shape[1] == len(
+                self.feature_names):
+            return f"{name} = {self.data[row, j]}"
+        return name
+
+    def _colour_values(self, j):
+        n = self.values.shape[0]
+        if self.data is None or self.data.ndim != 2 or self.data.shape[1] != len(
+                self.feature_names):
+            return np.full(n, 0.5)
+        col = self.data[:, j]
+        try:
+            col = col.astype(np.float64)
+        except (TypeError, ValueError):
+            return np.full(n, 0.5)
+        lo, hi = np.nanpercentile(col, [5, 95]) if np.isfinite(col).any() else (0.0, 1.0)
+        if hi <= lo:
+            return np.full(n, 0.5)
+        return np.clip((col - lo) / (hi - lo), 0.0, 1.0)
+
+
+@dataclass
+class Counterfactuals:
+    """Counterfactual rows for a set of queries.
+
+    Attributes
+    ----------
+    queries : DataFrame of shape (n_queries, n_features)
+        The explained rows, in the user's feature space and dtypes.
+    counterfactuals : DataFrame of shape (n_counterfactuals, n_features + 1)
+        All counterfactual rows, in the same columns and dtypes, plus an integer column
+        ``query`` (the position of the query in ``queries``). Rows of one query are sorted
+        best first.
+    predictions : ndarray of shape (n_counterfactuals,) or (n_counterfactuals, n_outputs)
+        The model's re-predicted output (probability of the desired class, or score).
+    valid : ndarray of bool, shape (n_counterfactuals,)
+        Whether each counterfactual reaches the desired outcome (re-checked on the model).
+    costs : DataFrame of shape (n_counterfactuals, n_costs)
+        Per-row costs (distance, sparsity, plausibility score, ...), method-specific columns.
+    found : ndarray of bool, shape (n_queries,)
+        Whether at least one valid counterfactual was found for each query.
+    desired : ndarray of shape (n_queries,)
+        The desired class (or outcome) per query.
+    extras : dict
+        Method-specific extras (e.g. P2CE's ``pareto`` flags and pruning counters).
+    """
+
+    queries: object
+    counterfactuals: object
+    predictions: np.ndarray
+    valid: np.ndarray
+    costs: object
+    found: np.ndarray
+    desired: np.ndarray
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def n_queries(self):
+        return len(self.queries)
+
+    def to_frame(self):
+        """All counterfactuals with their query index, validity, prediction and costs.
+
+        Returns
+        -------
+        pandas.DataFrame of shape (n_counterfactuals, n_features + 3 + n_costs)
+        """
+        import pandas as pd
+
+        frame = self.counterfactuals.copy()
+        frame["valid"] = np.asarray(self.valid, dtype=bool)
+        pred = np.asarray(self.predictions)
+        if pred.ndim == 1:
+            frame["prediction"] = pred
+        else:
+            for k in range(pred.shape[1]):
+                frame[f"prediction_{k}"] = pred[:, k]
+        if self.costs is not None and len(self.costs.columns):
+            frame = pd.concat([frame.reset_index(drop=True),
+                               self.costs.reset_index(drop=True)], axis=1)
+        return frame
+
+    def for_query(self, i):
+        """The counterfactual rows (features only) of query ``i``."""
+        mask = np.asarray(self.counterfactuals["query"]) == i
+        return self.counterfactuals.loc[mask].drop(columns="query")
+
+    def diff(self, i):
+        """Readable changes for query ``i``: one list of ``"feature: a -> b"`` per counterfactual.
+
+        Returns
+        -------
+        list of list of str
+        """
+        query = self.queries.iloc[i]
+        out = []
+        for _, row in self.for_query(i).iterrows():
+            changes = []
+            for name in self.queries.columns:
+                a, b = query[name], row[name]
+                if not _same(a, b):
+                    changes.append(f"{name}: {_fmt(a)} -> {_fmt(b)}")
+            out.append(changes)
+        return out
+
+    def summary(self):
+        """A multi-line text with each query's counterfactuals as diffs."""
+        lines = []
+        for i in range(self.n_queries):
+            if not self.found[i]:
+                lines.append(f"query {i}: no counterfactual found")
+                continue
+            lines.append(f"query {i}: desired {self.desired[i]!r}")
+            for j, changes in enumerate(self.diff(i)):
+                lines.append(f"  cf {j}: " + ("; ".join(changes) if changes else "(no change)"))
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.summary()
+
+
+def _same(a, b):
+    try:
+        if isinstance(a, float | np.floating) or isinstance(b, float | np.floating):
+            fa, fb = float(a), float(b)
+            return (np.isnan(fa) and np.isnan(fb)) or np.isclose(fa, fb, rtol=1e-12, atol=0)
+    except (TypeError, ValueError):
+        pass
+    return a == b
+
+
+def _fmt(v):
+    if isinstance(v, float | np.floating):
+        return f"{float(v):.6g}"
+    return str(v)

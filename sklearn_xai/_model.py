@@ -1,0 +1,182 @@
+"""Model adapters: one batched ``f(X) -> (n, n_outputs)`` float64 function per explainer.
+
+`ModelFunction` turns any fitted scikit-learn-compatible model (estimator, pipeline,
+xgboost/lightgbm wrapper, skorch net, ``FrozenEstimator``) into a picklable callable that
+selects the explained outputs. Torch modules and skorch nets also get gradient access
+through :class:`sklearn_xai._torch.TorchModelFunction`.
+"""
+
+import numpy as np
+from sklearn.base import is_classifier
+
+RESPONSE_METHODS = ("auto", "predict_proba", "decision_function", "predict")
+
+
+def _has_method(model, name):
+    try:
+        return callable(getattr(model, name))
+    except AttributeError:
+        return False
+
+
+def resolve_response_method(model, response_method):
+    """The name of the model method that is explained.
+
+    ``"auto"`` picks ``predict_proba`` for classifiers that have it, then
+    ``decision_function``, then ``predict``.
+    """
+    if response_method == "auto":
+        if is_classifier(model):
+            for name in ("predict_proba", "decision_function", "predict"):
+                if _has_method(model, name):
+                    return name
+        return "predict"
+    if not _has_method(model, response_method):
+        raise ValueError(
+            f"response_method={response_method!r} was requested but the model "
+            f"{type(model).__name__} has no {response_method} method."
+        )
+    return response_method
+
+
+class ModelFunction:
+    """A picklable, batched ``f(X) -> ndarray (n_rows, n_outputs)`` of float64.
+
+    Parameters
+    ----------
+    model : fitted estimator
+    method : str
+        Name of the model method called (``predict_proba``, ``decision_function``, ``predict``).
+    output_columns : list of int or None
+        Columns of the method's 2-D output that are explained; ``None`` keeps a 1-D output
+        as one column (or all columns of a 2-D one).
+    output_names : list of str
+        One name per explained output.
+    template : pandas.DataFrame of shape (0, n_features) or None
+        When given, numpy input is rebuilt as a DataFrame with these column names and
+        dtypes before the model is called (pipelines that select columns by name need it).
+    sign : float, default=1.0
+        Multiplies the output (``-1`` explains the negative class of a binary
+        ``decision_function``).
+    batch_size : int or None
+        Rows per model call in :meth:`batched`; ``None`` calls once.
+    """
+
+    def __init__(self, model, method, output_columns, output_names, template=None, sign=1.0,
+                 batch_size=None):
+        self.model = model
+        self.method = method
+        self.output_columns = output_columns
+        self.output_names = list(output_names)
+        self.template = template
+        self.sign = float(sign)
+        self.batch_size = batch_size
+
+    @property
+    def n_outputs(self):
+        return len(self.output_names)
+
+    def to_model_input(self, X):
+        """Convert a 2-D array of explained-space rows to what the model takes."""
+        if self.template is None or hasattr(X, "iloc"):
+            return X
+        import pandas as pd
+
+        frame = pd.DataFrame(np.asarray(X), columns=self.template.columns)
+        dtypes = self.template.dtypes
+        for name in frame.columns:
+            if frame[name].dtype != dtypes[name]:
+                frame[name] = frame[name].astype(dtypes[name])
+        return frame
+
+    def _call(self, X):
+        raw = getattr(self.model, self.method)(self.to_model_input(X))
+        try:
+            out = np.asarray(raw, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"The model's {self.method} returned non-numeric values "
+                f"(dtype {np.asarray(raw).dtype}); choose a response_method with a numeric output."
+            ) from exc
+        if out.ndim == 1:
+            out = out[:, None]
+        elif out.ndim > 2:
+            out = out.reshape(out.shape[0], -1)
+        if self.output_columns is not None:
+            out = out[:, self.output_columns]
+        if self.sign != 1.0:
+            out = out * self.sign
+        return np.ascontiguousarray(out)
+
+    def __call__(self, X):
+        """Evaluate the explained outputs, in batches of ``batch_size`` rows.
+
+        Parameters
+        ----------
+        X : ndarray or DataFrame of shape (n_rows, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_outputs), float64
+        """
+        n = X.shape[0]
+        if n == 0:
+            return np.zeros((0, self.n_outputs))
+        if self.batch_size is None or n <= self.batch_size:
+            return self._call(X)
+        parts = []
+        for start in range(0, n, self.batch_size):
+            chunk = X.iloc[start:start + self.batch_size] if hasattr(X, "iloc") else X[
+                start:start + self.batch_size]
+            parts.append(self._call(chunk))
+        return np.concatenate(parts, axis=0)
+
+
+def make_model_function(model, response_method, target, X_probe, template=None, batch_size=None):
+    """Build the :class:`ModelFunction` of a fitted model.
+
+    Parameters
+    ----------
+    model : fitted estimator
+    response_method : {"auto", "predict_proba", "decision_function", "predict"}
+    target : class label or None
+        ``None`` explains every output, except for binary classifiers where it explains the
+        positive class ``classes_[1]``. A class label explains that class only.
+    X_probe : array-like of shape (n, n_features), n >= 1
+        Rows used once to discover the output width of regressors.
+    template, batch_size : see :class:`ModelFunction`.
+
+    Returns
+    -------
+    ModelFunction
+    """
+    method = resolve_response_method(model, response_method)
+    classes = getattr(model, "classes_", None) if is_classifier(model) else None
+    if classes is not None and method in ("predict_proba", "decision_function"):
+        classes = list(np.asarray(classes).tolist())
+        n_classes = len(classes)
+        prefix = "P" if method == "predict_proba" else "decision"
+        if target is not None and target not in classes:
+            raise ValueError(f"target={target!r} is not one of the model's classes {classes}.")
+        if method == "decision_function" and n_classes == 2:
+            chosen = classes[1] if target is None else target
+            sign = 1.0 if chosen == classes[1] else -1.0
+            return ModelFunction(model, method, None, [f"{prefix}({chosen})"], template, sign,
+                                 batch_size)
+        if target is not None:
+            cols = [classes.index(target)]
+        elif n_classes == 2:
+            cols = [1]
+        else:
+            cols = list(range(n_classes))
+        return ModelFunction(model, method, cols, [f"{prefix}({classes[c]})" for c in cols],
+                             template, 1.0, batch_size)
+    if target is not None:
+        raise ValueError(
+            f"target={target!r} can only be used with a classifier's predict_proba or "
+            f"decision_function; the model explains {method}."
+        )
+    probe = ModelFunction(model, method, None, ["y"], template, 1.0, None)
+    width = probe._call(X_probe).shape[1]
+    names = [method] if width == 1 else [f"{method}[{k}]" for k in range(width)]
+    return ModelFunction(model, method, None, names, template, 1.0, batch_size)

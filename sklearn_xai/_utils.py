@@ -1,0 +1,84 @@
+"""Small shared helpers: optional imports, per-row seeds and row batching."""
+
+import importlib
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+_EXTRAS = {
+    "torch": "torch",
+    "skorch": "torch",
+    "xgboost": "gbm",
+    "lightgbm": "gbm",
+    "dask": "dask",
+    "distributed": "dask",
+    "faiss": "core (faiss-cpu)",
+    "hypothesis": "test",
+}
+
+
+def import_optional(name):
+    """Import an optional dependency or raise an ImportError naming the extra.
+
+    Parameters
+    ----------
+    name : str
+        Module name, e.g. ``"torch"``.
+
+    Returns
+    -------
+    module
+    """
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        extra = _EXTRAS.get(name.split(".")[0], "all")
+        raise ImportError(
+            f"{name!r} is required for this feature but is not installed; "
+            f"install it with `pip install sklearn-xai[{extra}]`."
+        ) from exc
+
+
+def draw_base_seed(random_state):
+    """Draw one integer from ``random_state``; per-row seeds derive from it.
+
+    ``None`` gives fresh entropy, an int or ``RandomState`` gives a reproducible draw.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    return int(check_random_state(random_state).randint(0, 2**31 - 1))
+
+
+def row_generators(base_seed, row_indices):
+    """One independent ``np.random.Generator`` per explained row.
+
+    The generator of row ``i`` depends only on ``base_seed`` and ``i``, so results do
+    not depend on how rows are split into batches or workers.
+
+    Parameters
+    ----------
+    base_seed : int
+    row_indices : array-like of int, shape (n_rows,)
+        Global positions of the rows in the explained ``X``.
+
+    Returns
+    -------
+    list of numpy.random.Generator, length n_rows
+    """
+    return [
+        np.random.default_rng(np.random.SeedSequence(entropy=base_seed, spawn_key=(int(i),)))
+        for i in row_indices
+    ]
+
+
+def batch_slices(n_rows, batch_size):
+    """Contiguous slices of at most ``batch_size`` rows covering ``range(n_rows)``."""
+    batch_size = max(1, int(batch_size))
+    return [slice(start, min(start + batch_size, n_rows)) for start in range(0, n_rows, batch_size)]
+
+
+def take_rows(X, rows):
+    """Row subset of a DataFrame or an array."""
+    if hasattr(X, "iloc"):
+        return X.iloc[rows]
+    return X[rows]

@@ -1,0 +1,437 @@
+"""The explainer contract shared by every explainer of sklearn-xai.
+
+An explainer is an ordinary scikit-learn estimator: ``__init__`` stores parameters,
+``fit(X, y=None)`` learns what the method needs (and fits a clone of ``model`` unless it is a
+:class:`sklearn.frozen.FrozenEstimator`), ``explain(X)`` returns a result object,
+``transform(X)`` a 2-D array and ``score(X, y=None)`` a quality figure (higher is better).
+"""
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.exceptions import NotFittedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.utils import get_tags
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._model import RESPONSE_METHODS, make_model_function
+from ._utils import batch_slices, take_rows
+
+__all__ = ["BaseExplainer", "AttributionMixin", "RecourseMixin", "reference_row",
+           "resolve_feature_groups", "groups_from_transformer"]
+
+
+def _is_frame(X):
+    return hasattr(X, "iloc") and hasattr(X, "columns")
+
+
+def _model_allows_nan(model):
+    try:
+        return bool(get_tags(model).input_tags.allow_nan)
+    except Exception:  # models outside scikit-learn may not implement tags
+        return False
+
+
+def as_array(X):
+    """A 2-D numpy array of ``X``: float64 when every column is numeric, else object.
+
+    Parameters
+    ----------
+    X : ndarray or DataFrame of shape (n_rows, n_features)
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_features)
+    """
+    if _is_frame(X):
+        import pandas as pd
+
+        if all(pd.api.types.is_numeric_dtype(t) and not isinstance(t, pd.CategoricalDtype)
+               for t in X.dtypes):
+            return X.to_numpy(dtype=np.float64)
+        return X.to_numpy(dtype=object)
+    return np.asarray(X)
+
+
+def reference_row(X):
+    """One reference row: the mean of numeric columns, the most frequent value of the others.
+
+    Categorical columns use their mode rather than an off-manifold mean.
+
+    Parameters
+    ----------
+    X : ndarray or DataFrame of shape (n_rows, n_features)
+
+    Returns
+    -------
+    ndarray of shape (1, n_features)
+    """
+    import pandas as pd
+
+    frame = X if _is_frame(X) else pd.DataFrame(np.asarray(X))
+    values = []
+    for name in frame.columns:
+        col = frame[name]
+        if pd.api.types.is_numeric_dtype(col.dtype) and not isinstance(
+                col.dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(col.dtype):
+            values.append(float(np.nanmean(col.to_numpy(dtype=np.float64))))
+        else:
+            mode = col.mode(dropna=True)
+            values.append(mode.iloc[0] if len(mode) else col.iloc[0])
+    dtype = np.float64 if all(isinstance(v, float) for v in values) else object
+    return np.asarray(values, dtype=dtype).reshape(1, -1)
+
+
+def resolve_feature_groups(feature_groups, feature_names):
+    """Players as lists of column indices, and their names.
+
+    Parameters
+    ----------
+    feature_groups : None, list of list of (int or str), or dict name -> list
+        ``None``: one player per column. Otherwise every column must belong to exactly one
+        group; names in a list are taken from ``feature_names``.
+    feature_names : list of str, length n_features
+
+    Returns
+    -------
+    groups : list of ndarray of int
+    group_names : list of str
+    """
+    names = [str(n) for n in feature_names]
+    n_features = len(names)
+    if feature_groups is None:
+        return [np.array([j]) for j in range(n_features)], names
+    if isinstance(feature_groups, dict):
+        items = list(feature_groups.items())
+    else:
+        items = [(None, g) for g in feature_groups]
+    groups, group_names, seen = [], [], np.zeros(n_features, dtype=int)
+    for label, members in items:
+        if isinstance(members, str | Integral):
+            members = [members]
+        idx = []
+        for m in members:
+            if isinstance(m, str):
+                if m not in names:
+                    raise ValueError(f"feature_groups names an unknown feature {m!r}.")
+                idx.append(names.index(m))
+            elif isinstance(m, Integral) and 0 <= int(m) < n_features:
+                idx.append(int(m))
+            else:
+                raise ValueError(f"feature_groups entry {m!r} is not a column of X.")
+        if not idx:
+            raise ValueError("feature_groups contains an empty group.")
+        seen[idx] += 1
+        groups.append(np.asarray(idx, dtype=np.intp))
+        group_names.append(str(label) if label is not None else
+                           (names[idx[0]] if len(idx) == 1 else "+".join(names[i] for i in idx)))
+    if np.any(seen != 1):
+        bad = [names[j] for j in np.flatnonzero(seen != 1)]
+        raise ValueError(f"Every feature must be in exactly one group; check {bad}.")
+    return groups, group_names
+
+
+def groups_from_transformer(transformer):
+    """Feature groups of a fitted ``ColumnTransformer`` or ``OneHotEncoder`` output.
+
+    Output columns that came from one input column (e.g. the one-hot columns of one
+    category) form one group named after that input column.
+
+    Parameters
+    ----------
+    transformer : fitted ColumnTransformer, OneHotEncoder or Pipeline ending in one
+
+    Returns
+    -------
+    dict
+        input feature name -> list of output column indices, in output order.
+    """
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    if isinstance(transformer, Pipeline):
+        transformer = transformer.steps[-1][1]
+    if isinstance(transformer, OneHotEncoder):
+        groups, start = {}, 0
+        names = getattr(transformer, "feature_names_in_",
+                        [f"x{j}" for j in range(len(transformer.categories_))])
+        for name, cats in zip(names, transformer.categories_):
+            width = len(cats) - (0 if transformer.drop_idx_ is None or
+                                 transformer.drop_idx_[list(names).index(name)] is None else 1)
+            groups[str(name)] = list(range(start, start + width))
+            start += width
+        return groups
+    if not isinstance(transformer, ColumnTransformer):
+        raise TypeError(f"Cannot infer feature groups from {type(transformer).__name__}.")
+    groups = {}
+    for name, trans, cols in transformer.transformers_:
+        if name == "remainder" and trans == "drop":
+            continue
+        sl = transformer.output_indices_[name]
+        if sl.stop == sl.start:
+            continue
+        inner = trans.steps[-1][1] if isinstance(trans, Pipeline) else trans
+        in_names = transformer.feature_names_in_[cols] if hasattr(
+            transformer, "feature_names_in_") else [f"x{c}" for c in np.atleast_1d(cols)]
+        if isinstance(inner, OneHotEncoder):
+            sub = groups_from_transformer(inner)
+            for in_name, (_, out_cols) in zip(in_names, sub.items()):
+                groups[str(in_name)] = [sl.start + c for c in out_cols]
+        elif sl.stop - sl.start == len(in_names):
+            for k, in_name in enumerate(in_names):
+                groups[str(in_name)] = [sl.start + k]
+        else:
+            groups[str(name)] = list(range(sl.start, sl.stop))
+    return groups
+
+
+class BaseExplainer(BaseEstimator):
+    """Base class of every explainer: model handling, validation, outputs, batching.
+
+    Subclasses call :meth:`_fit_model`, :meth:`_validate_X` and :meth:`_setup_outputs` in
+    ``fit`` and use :meth:`_map_batches` to run rows in parallel batches.
+    """
+
+    _parameter_constraints: dict = {
+        "model": "no_validation",
+        "response_method": [StrOptions(set(RESPONSE_METHODS))],
+        "target": "no_validation",
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [None, Integral],
+    }
+
+    # -- model ----------------------------------------------------------------------------
+
+    def _fit_model(self, X, y=None, **fit_params):
+        """Set ``model_``: the model itself when frozen, else a fitted clone."""
+        if self.model is None:
+            raise ValueError("model is None; pass the estimator to explain.")
+        if isinstance(self.model, FrozenEstimator):
+            try:
+                check_is_fitted(self.model)
+            except NotFittedError as exc:
+                raise NotFittedError(
+                    "The FrozenEstimator wraps an unfitted model; fit it before freezing."
+                ) from exc
+            self.model_ = self.model
+            return self.model_
+        if not hasattr(self.model, "fit"):
+            raise TypeError(
+                f"model must be a scikit-learn compatible estimator with fit, got "
+                f"{type(self.model).__name__}; wrap a trained model in FrozenEstimator."
+            )
+        if y is None:
+            raise ValueError(
+                "fit(X) without y needs a trained model: wrap it in "
+                "sklearn.frozen.FrozenEstimator(model), or pass y to fit a clone of it."
+            )
+        self.model_ = clone(self.model).fit(X, y, **fit_params)
+        return self.model_
+
+    # -- input validation -----------------------------------------------------------------
+
+    def _allow_nan(self):
+        model = getattr(self, "model_", self.model)
+        return _model_allows_nan(model)
+
+    def _validate_X(self, X, *, reset, allow_nan=None):
+        """Check ``X`` and set/check ``n_features_in_`` and ``feature_names_in_``.
+
+        A DataFrame stays a DataFrame (its dtypes matter to pipelines); anything else
+        becomes a float64 array.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        reset : bool
+            True in ``fit``, False afterwards.
+        allow_nan : bool or None
+            Whether NaN may appear; ``None`` takes the model's ``allow_nan`` tag.
+
+        Returns
+        -------
+        ndarray or DataFrame of shape (n_samples, n_features)
+        """
+        if allow_nan is None:
+            allow_nan = self._allow_nan()
+        if X is None:
+            raise ValueError("X is None; pass a 2-D array or DataFrame of rows.")
+        if _is_frame(X):
+            import pandas as pd
+
+            if X.columns.duplicated().any():
+                dup = list(X.columns[X.columns.duplicated()])
+                raise ValueError(f"X has duplicated column names: {dup}.")
+            X = validate_data(self, X, reset=reset, skip_check_array=True)
+            if X.shape[0] == 0:
+                raise ValueError("Found array with 0 sample(s) (shape=(0, "
+                                 f"{X.shape[1]})) while a minimum of 1 is required.")
+            if X.shape[1] == 0:
+                raise ValueError("X has 0 feature(s); a minimum of 1 is required.")
+            for name in X.columns:
+                dtype = X[name].dtype
+                if pd.api.types.is_numeric_dtype(dtype) and not isinstance(
+                        dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(dtype):
+                    col = X[name].to_numpy(dtype=np.float64, na_value=np.nan)
+                    if np.isinf(col).any():
+                        raise ValueError(f"Input X contains infinity in column {name!r}.")
+                    if not allow_nan and np.isnan(col).any():
+                        raise ValueError(
+                            f"Input X contains NaN in column {name!r}; this model/method "
+                            f"cannot take missing values.")
+            return X
+        return validate_data(self, X, reset=reset, dtype=np.float64,
+                             ensure_all_finite="allow-nan" if allow_nan else True)
+
+    # -- outputs --------------------------------------------------------------------------
+
+    def _setup_outputs(self, X):
+        """Set ``model_fn_`` (the explained function) and ``output_names_``."""
+        template = X.iloc[:0] if _is_frame(X) else None
+        probe = take_rows(X, slice(0, 1))
+        self.model_fn_ = make_model_function(
+            self.model_, self.response_method, self.target, probe, template,
+            getattr(self, "batch_size", None))
+        self.output_names_ = list(self.model_fn_.output_names)
+        return self.model_fn_
+
+    def _feature_names(self):
+        names = getattr(self, "feature_names_in_", None)
+        if names is None:
+            return [f"x{j}" for j in range(self.n_features_in_)]
+        return [str(n) for n in names]
+
+    # -- batching -------------------------------------------------------------------------
+
+    def _map_batches(self, func, n_rows, *args):
+        """Run ``func(rows_slice, *args)`` over row batches with ``n_jobs`` workers.
+
+        Returns the list of batch results in row order.
+        """
+        slices = batch_slices(n_rows, getattr(self, "batch_size", None) or n_rows)
+        if len(slices) == 1 or self.n_jobs in (None, 1):
+            return [func(s, *args) for s in slices]
+        return Parallel(n_jobs=self.n_jobs)(delayed(func)(s, *args) for s in slices)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self._allow_nan() if self.model is not None else False
+        tags.non_deterministic = False
+        return tags
+
+
+class AttributionMixin(TransformerMixin):
+    """``explain`` / ``transform`` / ``score`` of attribution explainers.
+
+    Subclasses implement ``_explain(X) -> Attribution`` on validated ``X`` and set
+    ``player_names_`` and ``output_names_`` in ``fit``.
+    """
+
+    def explain(self, X):
+        """Attributions of the rows of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        Attribution
+            ``values`` of shape (n_samples, n_players) for one explained output, else
+            (n_samples, n_players, n_outputs).
+        """
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        return self._explain(X)
+
+    def transform(self, X):
+        """Attributions as a flat array.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_players * n_outputs)
+            Output-major: columns ``k * n_players + j`` hold player ``j`` of output ``k``.
+        """
+        values = self.explain(X).values
+        if values.ndim == 3:
+            values = np.transpose(values, (0, 2, 1)).reshape(values.shape[0], -1)
+        return values
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the :meth:`transform` columns: ``phi__<player>[__<output>]``."""
+        check_is_fitted(self)
+        players = list(self.player_names_)
+        if len(self.output_names_) == 1:
+            return np.asarray([f"phi__{p}" for p in players], dtype=object)
+        return np.asarray([f"phi__{p}__{o}" for o in self.output_names_ for p in players],
+                          dtype=object)
+
+    def score(self, X, y=None):
+        """Deletion faithfulness of the attributions on ``X`` (higher is better).
+
+        The mean over rows of the Pearson correlation between each player's attribution
+        and the drop in the explained output when that player alone is replaced by the
+        reference row learned in ``fit`` (numeric mean, categorical mode). See
+        :func:`sklearn_xai.metrics.faithfulness`.
+
+        Returns
+        -------
+        float
+        """
+        from .metrics import faithfulness
+
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        attribution = self._explain(X)
+        return faithfulness(self.model_fn_, as_array(X), attribution, self.reference_,
+                            groups=getattr(self, "groups_", None))
+
+
+class RecourseMixin(TransformerMixin):
+    """``transform`` / ``score`` of counterfactual explainers.
+
+    Subclasses implement ``_explain(X) -> Counterfactuals`` on validated ``X``.
+    """
+
+    def explain(self, X):
+        """Counterfactuals of the rows of ``X``.
+
+        Returns
+        -------
+        Counterfactuals
+        """
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        return self._explain(X)
+
+    def transform(self, X):
+        """The best counterfactual per row, NaN where none was found.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            float64 when every column is numeric, else object.
+        """
+        result = self.explain(X)
+        n = result.n_queries
+        queries = as_array(result.queries)
+        out = np.full(queries.shape, np.nan, dtype=queries.dtype if queries.dtype != object
+                      else object)
+        cfs = result.counterfactuals
+        qcol = np.asarray(cfs["query"])
+        feats = as_array(cfs.drop(columns="query"))
+        valid = np.asarray(result.valid, dtype=bool)
+        for i in range(n):
+            rows = np.flatnonzero((qcol == i) & valid)
+            if rows.size:
+                out[i] = feats[rows[0]]
+        return out
+
+    def get_feature_names_out(self, input_features=None):
+        """The input feature names (a counterfactual has the query's columns)."""
+        check_is_fitted(self)
+        return np.asarray(self._feature_names(), dtype=object)

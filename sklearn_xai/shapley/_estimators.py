@@ -1,0 +1,207 @@
+"""Shapley value estimators on a game: exact enumeration, permutation sampling, KernelSHAP.
+
+Each estimator only chooses coalitions and weights and calls ``game.value``; it works on any
+object with ``n_rows``, ``n_players`` and ``value(masks)`` (see :class:`ImputationGame`).
+Budgets are counted in coalition evaluations per explained row; one coalition evaluation
+costs ``n_imputations`` model rows in an :class:`ImputationGame`.
+"""
+
+from math import comb, factorial
+
+import numpy as np
+
+__all__ = ["exact_shapley", "permutation_shapley", "kernel_shapley", "all_masks",
+           "MAX_EXACT_PLAYERS"]
+
+MAX_EXACT_PLAYERS = 20
+
+
+def all_masks(n_players):
+    """Every coalition as a boolean mask; row ``c`` is the binary expansion of ``c``.
+
+    Returns
+    -------
+    ndarray of bool, shape (2**n_players, n_players)
+    """
+    codes = np.arange(2**n_players, dtype=np.int64)
+    return ((codes[:, None] >> np.arange(n_players)) & 1).astype(bool)
+
+
+def _shapley_weights(n_players):
+    """w[s] = s! (P - s - 1)! / P! for s = 0..P-1."""
+    P = n_players
+    return np.array([factorial(s) * factorial(P - s - 1) / factorial(P) for s in range(P)])
+
+
+def exact_shapley(game):
+    """Exact Shapley values by evaluating all ``2**P`` coalitions once.
+
+    Every coalition value is shared by all players:
+    ``phi_i = sum_S w(|S|) (v(S + i) - v(S))``.
+
+    Parameters
+    ----------
+    game : game object with ``n_players <= 20``
+
+    Returns
+    -------
+    phi : ndarray of shape (n_rows, n_players, n_outputs)
+    base : ndarray of shape (n_rows, n_outputs)
+        ``v(empty)``.
+
+    Notes
+    -----
+    Cost: ``2**P`` coalition evaluations per row.
+    """
+    P = game.n_players
+    if P > MAX_EXACT_PLAYERS:
+        raise ValueError(
+            f"Exact enumeration needs 2**{P} coalitions; it is limited to "
+            f"{MAX_EXACT_PLAYERS} players. Use a sampling estimator or feature groups.")
+    masks = all_masks(P)
+    v = game.value(masks)                                   # (n, 2^P, O)
+    sizes = masks.sum(axis=1)
+    w = np.append(_shapley_weights(P), 0.0)                 # w[P] unused (no S with i absent)
+    phi = np.empty((v.shape[0], P, v.shape[2]))
+    for i in range(P):
+        has_i = masks[:, i]
+        coef = np.where(has_i, w[np.maximum(sizes - 1, 0)], -w[sizes])
+        phi[:, i, :] = np.einsum("c,nco->no", coef, v)
+    return phi, v[:, 0, :].copy()
+
+
+def _check_generators(generators, n_rows):
+    if len(generators) != n_rows:
+        raise ValueError("Pass one random generator per explained row.")
+
+
+def permutation_shapley(game, n_evals, generators, antithetic=True):
+    """Permutation sampling with a cached prefix walk, optionally antithetic.
+
+    Each permutation walks its prefixes ``{}, {p1}, {p1, p2}, ..., all``; the empty and full
+    coalitions are evaluated once per row and shared, so a permutation costs ``P - 1``
+    coalition evaluations. With ``antithetic=True`` every permutation is paired with its
+    reverse, which makes the estimate exact for games with at most pairwise interactions.
+
+    Parameters
+    ----------
+    game : game object
+    n_evals : int
+        Coalition evaluations per row: ``n_permutations = (n_evals - 2) // (P - 1)``
+        (rounded down to an even number when antithetic, at least 2).
+    generators : list of numpy.random.Generator, one per row
+    antithetic : bool, default=True
+
+    Returns
+    -------
+    phi : ndarray of shape (n_rows, n_players, n_outputs)
+    base : ndarray of shape (n_rows, n_outputs)
+    """
+    P, n = game.n_players, game.n_rows
+    _check_generators(generators, n)
+    ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]))  # (n, 2, O)
+    if P == 1:
+        return (ends[:, 1] - ends[:, 0])[:, None, :], ends[:, 0].copy()
+    n_perm = max(1, (int(n_evals) - 2) // (P - 1))
+    if antithetic:
+        n_perm = max(2, n_perm - n_perm % 2)
+    perms = np.empty((n, n_perm, P), dtype=np.intp)
+    for r, rng in enumerate(generators):
+        if antithetic:
+            half = np.array([rng.permutation(P) for _ in range(n_perm // 2)])
+            perms[r, 0::2] = half
+            perms[r, 1::2] = half[:, ::-1]
+        else:
+            perms[r] = np.array([rng.permutation(P) for _ in range(n_perm)])
+    pos = np.argsort(perms, axis=2)                                   # position of each player
+    t = np.arange(1, P)
+    masks = pos[:, :, None, :] < t[None, None, :, None]               # (n, T, P-1, P)
+    inner = game.value(masks.reshape(n, -1, P)).reshape(n, n_perm, P - 1, -1)
+    O = inner.shape[-1]
+    V = np.empty((n, n_perm, P + 1, O))
+    V[:, :, 0] = ends[:, None, 0]
+    V[:, :, P] = ends[:, None, 1]
+    V[:, :, 1:P] = inner
+    after = np.take_along_axis(V, (pos + 1)[..., None], axis=2)       # v(prefix with i)
+    before = np.take_along_axis(V, pos[..., None], axis=2)            # v(prefix before i)
+    phi = (after - before).mean(axis=1)
+    return phi, ends[:, 0].copy()
+
+
+def _kernel_size_probs(P):
+    s = np.arange(1, P)
+    w = (P - 1) / (s * (P - s))
+    return s, w / w.sum()
+
+
+def kernel_shapley(game, n_evals, generators):
+    """KernelSHAP: paired coalition sampling and least squares with exact efficiency.
+
+    Coalition sizes are drawn from the Shapley kernel distribution ``p(s) ~ (P-1)/(s(P-s))``
+    and every sampled coalition is paired with its complement. The weighted least-squares
+    problem is solved with the efficiency constraint ``sum(phi) = v(all) - v(empty)``
+    imposed exactly (by eliminating one variable). When the budget covers every non-trivial
+    coalition (``n_evals >= 2**P``) all of them are used with their exact kernel weights,
+    which gives the exact Shapley values.
+
+    Parameters
+    ----------
+    game : game object
+    n_evals : int
+        Coalition evaluations per row, including the empty and full coalitions.
+    generators : list of numpy.random.Generator, one per row
+
+    Returns
+    -------
+    phi : ndarray of shape (n_rows, n_players, n_outputs)
+    base : ndarray of shape (n_rows, n_outputs)
+    """
+    P, n = game.n_players, game.n_rows
+    _check_generators(generators, n)
+    ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]))
+    v0, v1 = ends[:, 0], ends[:, 1]
+    if P == 1:
+        return (v1 - v0)[:, None, :], v0.copy()
+    n_sample = max(2, int(n_evals) - 2)
+    if n_sample >= 2**P - 2:
+        masks = all_masks(P)[1:-1]
+        sizes = masks.sum(axis=1)
+        weights = (P - 1) / (comb_array(P, sizes) * sizes * (P - sizes))
+        vals = game.value(masks)
+        masks = np.broadcast_to(masks, (n,) + masks.shape)
+        weights = np.broadcast_to(weights, (n, weights.size))
+    else:
+        n_pairs = n_sample // 2
+        sizes_support, probs = _kernel_size_probs(P)
+        masks = np.zeros((n, 2 * n_pairs, P), dtype=bool)
+        for r, rng in enumerate(generators):
+            sizes = rng.choice(sizes_support, size=n_pairs, p=probs)
+            for k, s in enumerate(sizes):
+                members = rng.choice(P, size=s, replace=False)
+                masks[r, 2 * k, members] = True
+            masks[r, 1::2] = ~masks[r, 0::2]
+        vals = game.value(masks)
+        weights = np.ones((n, 2 * n_pairs))
+    return _constrained_wls(masks, vals, weights, v0, v1), v0.copy()
+
+
+def comb_array(P, sizes):
+    return np.array([comb(P, int(s)) for s in sizes], dtype=np.float64)
+
+
+def _constrained_wls(masks, vals, weights, v0, v1):
+    """Solve min sum_c w_c (v_c - v0 - z_c.phi)^2 subject to sum(phi) = v1 - v0, per row."""
+    n, _, P = masks.shape
+    O = vals.shape[-1]
+    phi = np.empty((n, P, O))
+    for r in range(n):
+        Z = masks[r].astype(np.float64)
+        y = vals[r] - v0[r]                                   # (C, O)
+        delta = v1[r] - v0[r]                                 # (O,)
+        A = Z[:, :-1] - Z[:, -1:]                             # eliminate the last player
+        b = y - Z[:, -1:] * delta[None, :]
+        sw = np.sqrt(weights[r])[:, None]
+        sol, *_ = np.linalg.lstsq(A * sw, b * sw, rcond=None)
+        phi[r, :-1] = sol
+        phi[r, -1] = delta - sol.sum(axis=0)
+    return phi

@@ -1,0 +1,150 @@
+"""Cooperative games on features: the object every model-agnostic Shapley estimator calls.
+
+The game knows nothing of estimators: it evaluates coalitions (boolean masks over players)
+for many explained rows at once, in batches of model calls.
+"""
+
+import numpy as np
+
+__all__ = ["ImputationGame", "group_matrix"]
+
+
+def group_matrix(groups, n_features):
+    """Boolean membership matrix of players over columns.
+
+    Parameters
+    ----------
+    groups : list of array-like of int, length n_players
+    n_features : int
+
+    Returns
+    -------
+    ndarray of bool, shape (n_players, n_features)
+    """
+    G = np.zeros((len(groups), n_features), dtype=bool)
+    for p, cols in enumerate(groups):
+        G[p, np.asarray(cols, dtype=np.intp)] = True
+    return G
+
+
+class ImputationGame:
+    """``v(S) = mean_k f(x_S, R_k[~S])`` for every explained row ``x``.
+
+    Parameters
+    ----------
+    model_fn : callable
+        ``f(Z) -> ndarray (m, n_outputs)`` on 2-D arrays of rows.
+    X : ndarray of shape (n_rows, n_features)
+        The explained rows (object dtype allowed).
+    imputation : ndarray of shape (n_imputations, n_features) or (n_rows, n_imputations, n_features)
+        Rows that fill the features outside a coalition: one reference row, a background
+        sample shared by all rows, or per-row rows (e.g. knockoffs of each ``x``).
+    groups : list of array-like of int or None
+        Players as groups of columns; ``None`` makes each column a player.
+    batch_size : int, default=65536
+        Largest number of model rows per call of ``model_fn``.
+
+    Attributes
+    ----------
+    n_rows, n_players, n_features, n_imputations, n_outputs : int
+    n_evaluations : int
+        Coalition evaluations so far, summed over rows (each costs ``n_imputations`` model
+        rows).
+    """
+
+    def __init__(self, model_fn, X, imputation, groups=None, batch_size=65536):
+        self.model_fn = model_fn
+        self.X = np.asarray(X)
+        if self.X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got shape {self.X.shape}.")
+        imputation = np.asarray(imputation)
+        if imputation.ndim == 2:
+            imputation = imputation[None]
+            self._shared = True
+        elif imputation.ndim == 3:
+            if imputation.shape[0] != self.X.shape[0]:
+                raise ValueError("Per-row imputation must have one block per explained row.")
+            self._shared = False
+        else:
+            raise ValueError(f"imputation must be 2-D or 3-D, got shape {imputation.shape}.")
+        if imputation.shape[-1] != self.X.shape[1]:
+            raise ValueError("imputation rows must have as many columns as X.")
+        self.imputation = imputation
+        n_features = self.X.shape[1]
+        self.groups = [np.array([j]) for j in range(n_features)] if groups is None else [
+            np.asarray(g, dtype=np.intp) for g in groups]
+        self._G = group_matrix(self.groups, n_features)
+        self.batch_size = int(batch_size)
+        self.n_evaluations = 0
+        self._n_outputs = None
+
+    @property
+    def n_rows(self):
+        return self.X.shape[0]
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+    @property
+    def n_players(self):
+        return len(self.groups)
+
+    @property
+    def n_imputations(self):
+        return self.imputation.shape[1]
+
+    @property
+    def n_outputs(self):
+        if self._n_outputs is None:
+            self._n_outputs = self.value(np.ones((1, self.n_players), dtype=bool),
+                                         rows=slice(0, 1), count=False).shape[-1]
+        return self._n_outputs
+
+    def value(self, masks, rows=None, count=True):
+        """Evaluate coalitions.
+
+        Parameters
+        ----------
+        masks : ndarray of bool, shape (n_coalitions, n_players) or (n_rows, n_coalitions, n_players)
+            Shared coalitions, or one set per row (rows selected by ``rows``).
+        rows : slice or None
+            Explained rows to evaluate (default all).
+
+        Returns
+        -------
+        ndarray of shape (n_selected_rows, n_coalitions, n_outputs), float64
+        """
+        masks = np.asarray(masks, dtype=bool)
+        row_ids = np.arange(self.n_rows)[rows if rows is not None else slice(None)]
+        per_row = masks.ndim == 3
+        if per_row and masks.shape[0] != row_ids.size:
+            raise ValueError("Per-row masks must have one block per selected row.")
+        if masks.shape[-1] != self.n_players:
+            raise ValueError(f"masks must have {self.n_players} player columns.")
+        n_coal = masks.shape[-2]
+        feat_masks = masks.astype(np.uint8) @ self._G.astype(np.uint8) > 0  # (..., C, M)
+        K = self.n_imputations
+        per_row_cost = n_coal * K
+        out = None
+        rows_per_chunk = max(1, self.batch_size // max(per_row_cost, 1))
+        coal_chunk = n_coal if per_row_cost <= self.batch_size else max(1, self.batch_size // K)
+        for r0 in range(0, row_ids.size, rows_per_chunk):
+            rsel = row_ids[r0:r0 + rows_per_chunk]
+            for c0 in range(0, n_coal, coal_chunk):
+                c1 = min(n_coal, c0 + coal_chunk)
+                fm = feat_masks[r0:r0 + rsel.size, c0:c1] if per_row else np.broadcast_to(
+                    feat_masks[None, c0:c1], (rsel.size, c1 - c0, self.n_features))
+                x = self.X[rsel][:, None, None, :]                     # (r, 1, 1, M)
+                R = self.imputation[0 if self._shared else rsel]      # (K, M) or (r, K, M)
+                R = R[None, None] if self._shared else R[:, None]      # (r|1, 1, K, M)
+                hybrid = np.where(fm[:, :, None, :], x, R)             # (r, c, K, M)
+                flat = hybrid.reshape(-1, self.n_features)
+                y = np.asarray(self.model_fn(flat), dtype=np.float64)
+                y = y.reshape(rsel.size, c1 - c0, K, -1).mean(axis=2)
+                if out is None:
+                    out = np.empty((row_ids.size, n_coal, y.shape[-1]))
+                out[r0:r0 + rsel.size, c0:c1] = y
+        if count:
+            self.n_evaluations += row_ids.size * n_coal
+        return out
