@@ -89,11 +89,11 @@ class FlatIsolationForest:
             depths = np.asarray(tr.compute_node_depths(), dtype=np.float64)
             lv = depths + _apl(tr.n_node_samples) - 1.0
             leaf_vals.append(lv)
-            trees.append(dict(children_left=left, children_right=tr.children_right,
-                              feature=feat, threshold=tr.threshold, mode=MODE_LE32,
-                              missing=MISSING_NAN, default_left=True,
-                              cover=tr.n_node_samples.astype(np.float64),
-                              value=lv.reshape(-1, 1), output=0))
+            trees.append({"children_left": left, "children_right": tr.children_right,
+                              "feature": feat, "threshold": tr.threshold, "mode": MODE_LE32,
+                              "missing": MISSING_NAN, "default_left": True,
+                              "cover": tr.n_node_samples.astype(np.float64),
+                              "value": lv.reshape(-1, 1), "output": 0})
         ens = make_ensemble(trees, n_features=d, n_outputs=1, base_score=[0.0])
         self.forest = _Forest(ens, np.concatenate(leaf_vals))
         self.denominator = len(iso.estimators_) * float(_apl([iso._max_samples])[0])
@@ -252,7 +252,7 @@ def parse_tree_model(model):
     return None
 
 
-def linear_coefficients(model, Z_sample):
+def linear_coefficients(model, Z_sample, to_input=None):
     """``(w, b)`` with ``decision_function(x) == x @ w + b`` on the raw input, or None.
 
     The model is a binary linear classifier (``coef_`` of shape (1, p)), possibly the last
@@ -279,6 +279,8 @@ def linear_coefficients(model, Z_sample):
     d = Z_sample.shape[1]
 
     def pre(X):
+        if to_input is not None:
+            X = to_input(X)
         for s in steps:
             X = s.transform(X)
         return np.asarray(X, dtype=np.float64)

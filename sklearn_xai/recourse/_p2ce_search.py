@@ -70,15 +70,8 @@ def search_query(x, values, contrib, order, *, grid, objectives, predict, thresh
     """
     d = len(x)
     n_levels = len(order)
-    counters = dict(nodes_expanded=0, model_rows=0, pruned_dominance=0, pruned_budget=0,
-                    pruned_bound=0, pruned_plausibility=0, valid_outliers=0)
-    sigma = grid.sigma
-    cat = grid.categorical
-    cdf_x = np.zeros(d)
-    for j in range(d):
-        if not cat[j]:
-            cdf_x[j] = grid.cdf(j, np.array([x[j]]))[0]
-
+    counters = {"nodes_expanded": 0, "model_rows": 0, "pruned_dominance": 0, "pruned_budget": 0,
+                    "pruned_bound": 0, "pruned_plausibility": 0, "valid_outliers": 0}
     n_cand = np.array([len(v) for v in values], dtype=np.int64)
     m = int(n_cand.max())
     cand = np.zeros((d, m))
