@@ -175,8 +175,7 @@ def groups_from_transformer(transformer):
         if sl.stop == sl.start:
             continue
         inner = trans.steps[-1][1] if isinstance(trans, Pipeline) else trans
-        in_names = transformer.feature_names_in_[cols] if hasattr(
-            transformer, "feature_names_in_") else [f"x{c}" for c in np.atleast_1d(cols)]
+        in_names = _input_names(transformer, cols)
         if isinstance(inner, OneHotEncoder):
             sub = groups_from_transformer(inner)
             for in_name, (_, out_cols) in zip(in_names, sub.items()):
@@ -187,6 +186,20 @@ def groups_from_transformer(transformer):
         else:
             groups[str(name)] = list(range(sl.start, sl.stop))
     return groups
+
+
+def _input_names(column_transformer, cols):
+    all_names = getattr(column_transformer, "feature_names_in_", None)
+    if all_names is None:
+        all_names = np.asarray([f"x{j}" for j in range(column_transformer.n_features_in_)])
+    if isinstance(cols, str):
+        return [cols]
+    if callable(cols):
+        cols = cols(None)
+    idx = np.arange(len(all_names))[cols] if not (
+        len(np.atleast_1d(cols)) and isinstance(np.atleast_1d(cols)[0], str)) else None
+    return [str(c) for c in np.atleast_1d(cols)] if idx is None else [str(all_names[i])
+                                                                      for i in idx]
 
 
 class BaseExplainer(BaseEstimator):

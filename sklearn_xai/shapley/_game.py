@@ -106,7 +106,8 @@ class ImputationGame:
 
         Parameters
         ----------
-        masks : ndarray of bool, shape (n_coalitions, n_players) or (n_rows, n_coalitions, n_players)
+        masks : ndarray of bool, shape (n_coalitions, n_players) or
+                (n_rows, n_coalitions, n_players)
             Shared coalitions, or one set per row (rows selected by ``rows``).
         rows : slice or None
             Explained rows to evaluate (default all).

@@ -1,0 +1,55 @@
+"""A minimal attribution explainer on the foundation, used to test the contract itself."""
+
+import numpy as np
+from sklearn.base import _fit_context
+
+from sklearn_xai._explanation import Attribution
+from sklearn_xai._utils import draw_base_seed, row_generators
+from sklearn_xai.base import AttributionMixin, BaseExplainer, as_array, reference_row
+from sklearn_xai.shapley import ImputationGame, exact_shapley, permutation_shapley
+
+
+class ToyBaselineShapley(AttributionMixin, BaseExplainer):
+    """Baseline Shapley values against the mean reference row (exact or permutation)."""
+
+    _parameter_constraints = {**BaseExplainer._parameter_constraints,
+                              "estimator": "no_validation", "n_evals": "no_validation",
+                              "random_state": ["random_state"]}
+
+    def __init__(self, model=None, *, estimator="exact", n_evals=32, response_method="auto",
+                 target=None, batch_size=64, n_jobs=None, random_state=None):
+        self.model = model
+        self.estimator = estimator
+        self.n_evals = n_evals
+        self.response_method = response_method
+        self.target = target
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y=None):
+        X = self._validate_X(X, reset=True)
+        self._fit_model(X, y)
+        self._setup_outputs(X)
+        self.reference_ = reference_row(X)
+        self.player_names_ = self._feature_names()
+        return self
+
+    def _explain(self, X):
+        data = as_array(X)
+        seed = draw_base_seed(self.random_state)
+
+        def run(rows):
+            game = ImputationGame(self.model_fn_, data[rows], self.reference_)
+            if self.estimator == "exact":
+                return exact_shapley(game)
+            gens = row_generators(seed, range(rows.start, rows.stop))
+            return permutation_shapley(game, self.n_evals, gens)
+
+        parts = self._map_batches(run, data.shape[0])
+        phi = np.concatenate([p[0] for p in parts])
+        base = np.concatenate([p[1] for p in parts])
+        if phi.shape[2] == 1:
+            phi, base = phi[:, :, 0], base[:, 0]
+        return Attribution(phi, base, data, self.player_names_, self.output_names_)

@@ -1,0 +1,234 @@
+"""The explainer contract: model handling, outputs, validation, batching, results."""
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import ColumnTransformer
+from sklearn.datasets import make_classification, make_regression
+from sklearn.exceptions import NotFittedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+from sklearn_xai import Attribution, Counterfactuals
+from sklearn_xai._model import make_model_function
+from sklearn_xai.base import groups_from_transformer, reference_row, resolve_feature_groups
+
+from ._toy_explainer import ToyBaselineShapley
+
+
+@pytest.fixture
+def clf_data():
+    return make_classification(n_samples=80, n_features=4, n_informative=3, n_redundant=0,
+                               random_state=0)
+
+
+def test_linear_model_baseline_shapley_closed_form():
+    X, y = make_regression(n_samples=50, n_features=3, random_state=0)
+    exp = ToyBaselineShapley(LinearRegression()).fit(X, y)
+    att = exp.explain(X[:5])
+    coef = exp.model_.coef_
+    expected = (X[:5] - X.mean(axis=0)) * coef
+    np.testing.assert_allclose(att.values, expected, atol=1e-10)
+    att.check_additivity(exp.model_.predict(X[:5]), atol=1e-10)
+
+
+def test_frozen_model_used_as_is_and_survives_clone(clf_data):
+    from sklearn.base import clone
+
+    X, y = clf_data
+    model = LogisticRegression().fit(X, y)
+    exp = ToyBaselineShapley(FrozenEstimator(model))
+    cloned = clone(exp)
+    assert cloned.model.estimator is model
+    cloned.fit(X)  # y=None works for a frozen model
+    assert cloned.model_.estimator is model
+
+
+def test_unfrozen_model_without_y_is_a_clear_error(clf_data):
+    X, _ = clf_data
+    with pytest.raises(ValueError, match="FrozenEstimator"):
+        ToyBaselineShapley(LogisticRegression()).fit(X)
+
+
+def test_unfitted_frozen_model_is_a_clear_error(clf_data):
+    X, _ = clf_data
+    with pytest.raises(NotFittedError, match="unfitted model"):
+        ToyBaselineShapley(FrozenEstimator(LogisticRegression())).fit(X)
+
+
+def test_explain_before_fit(clf_data):
+    X, _ = clf_data
+    with pytest.raises(NotFittedError):
+        ToyBaselineShapley(LogisticRegression()).explain(X)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (np.zeros((0, 4)), "0 sample"),
+    (np.zeros((3, 5)), "features"),
+    (np.array([[np.nan, 0, 0, 0]]), "NaN"),
+    (np.array([[np.inf, 0, 0, 0]]), "infinity"),
+    (np.array([["a", "b", "c", "d"]], dtype=object), "could not convert|string"),
+])
+def test_bad_input_messages(clf_data, bad, match):
+    X, y = clf_data
+    exp = ToyBaselineShapley(LogisticRegression()).fit(X, y)
+    with pytest.raises(ValueError, match=match):
+        exp.explain(bad)
+
+
+def test_missing_response_method(clf_data):
+    X, y = clf_data
+    exp = ToyBaselineShapley(Ridge(), response_method="predict_proba")
+    with pytest.raises(ValueError, match="has no predict_proba"):
+        exp.fit(X, y.astype(float))
+
+
+def test_output_selection_shapes(clf_data):
+    X, y = clf_data
+    binary = ToyBaselineShapley(LogisticRegression()).fit(X, y)
+    assert binary.output_names_ == ["P(1)"]
+    assert binary.explain(X[:3]).values.shape == (3, 4)
+    assert binary.transform(X[:3]).shape == (3, 4)
+    neg = ToyBaselineShapley(LogisticRegression(), target=0).fit(X, y)
+    assert neg.output_names_ == ["P(0)"]
+    # P(0) = 1 - P(1): attributions are exact negatives
+    np.testing.assert_allclose(neg.explain(X[:3]).values, -binary.explain(X[:3]).values,
+                               atol=1e-12)
+    dec = ToyBaselineShapley(LogisticRegression(), response_method="decision_function",
+                             target=0).fit(X, y)
+    np.testing.assert_allclose(dec.model_fn_(X[:3])[:, 0], -dec.model_.decision_function(X[:3]))
+    y3 = np.arange(len(y)) % 3
+    multi = ToyBaselineShapley(LogisticRegression()).fit(X, y3)
+    att = multi.explain(X[:3])
+    assert att.values.shape == (3, 4, 3) and att.base_values.shape == (3, 3)
+    assert multi.transform(X[:3]).shape == (3, 12)
+    assert len(multi.get_feature_names_out()) == 12
+    with pytest.raises(ValueError, match="not one of the model's classes"):
+        ToyBaselineShapley(LogisticRegression(), target=7).fit(X, y)
+
+
+def test_regressor_outputs():
+    X, y = make_regression(n_samples=40, n_features=3, n_targets=2, random_state=0)
+    exp = ToyBaselineShapley(LinearRegression()).fit(X, y)
+    assert exp.output_names_ == ["predict[0]", "predict[1]"]
+    assert exp.explain(X[:2]).values.shape == (2, 3, 2)
+
+
+def test_same_seed_same_output_any_n_jobs_and_batch(clf_data):
+    X, y = clf_data
+    ref = ToyBaselineShapley(LogisticRegression(), estimator="permutation", n_evals=8,
+                             random_state=3, batch_size=80).fit(X, y).explain(X[:20]).values
+    for n_jobs, batch in [(1, 1), (2, 7), (2, 3)]:
+        other = ToyBaselineShapley(LogisticRegression(), estimator="permutation", n_evals=8,
+                                   random_state=3, batch_size=batch, n_jobs=n_jobs)
+        # the random draws are identical; only BLAS rounding of different batch shapes differs
+        np.testing.assert_allclose(other.fit(X, y).explain(X[:20]).values, ref, rtol=1e-12,
+                                   atol=1e-15)
+
+
+def test_pickle_reproduces(clf_data):
+    X, y = clf_data
+    exp = ToyBaselineShapley(LogisticRegression(), estimator="permutation",
+                             random_state=0).fit(X, y)
+    again = pickle.loads(pickle.dumps(exp))
+    np.testing.assert_array_equal(again.transform(X[:5]), exp.transform(X[:5]))
+
+
+def test_pipeline_gridsearch_and_set_output(clf_data):
+    X, y = clf_data
+    model = LogisticRegression().fit(X, y)
+    pipe = Pipeline([("explain", ToyBaselineShapley(FrozenEstimator(model))),
+                     ("clf", LogisticRegression())])
+    pipe.fit(X, y)
+    assert pipe.predict(X[:3]).shape == (3,)
+    search = GridSearchCV(ToyBaselineShapley(FrozenEstimator(model), estimator="permutation",
+                                             random_state=0),
+                          {"n_evals": [4, 16]}, cv=2)
+    search.fit(X)
+    assert set(search.cv_results_["param_n_evals"]) == {4, 16}
+    assert model.coef_ is search.best_estimator_.model_.estimator.coef_
+    exp = ToyBaselineShapley(FrozenEstimator(model)).set_output(transform="pandas").fit(X)
+    out = exp.transform(X[:2])
+    assert list(out.columns) == [f"phi__x{j}" for j in range(4)]
+
+
+def test_pandas_categorical_pipeline_keeps_dtypes():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"age": rng.normal(40, 10, 120),
+                       "colour": pd.Categorical(rng.choice(["red", "blue", "green"], 120))})
+    y = (df["age"] > 40).astype(int) ^ (df["colour"] == "red").astype(int)
+    pre = ColumnTransformer([("num", StandardScaler(), ["age"]),
+                             ("cat", OneHotEncoder(), ["colour"])])
+    pipe = make_pipeline(pre, LogisticRegression()).fit(df, y)
+    exp = ToyBaselineShapley(FrozenEstimator(pipe)).fit(df)
+    att = exp.explain(df.iloc[:4])
+    assert att.values.shape == (4, 2)
+    att.check_additivity(pipe.predict_proba(df.iloc[:4])[:, 1], atol=1e-10)
+    assert exp.reference_[0, 1] in {"red", "blue", "green"}
+    frame = att.to_frame()
+    assert list(frame.columns) == ["age", "colour"]
+    with pytest.raises(ValueError, match="feature names"):
+        exp.explain(df[["colour", "age"]].rename(columns={"age": "years"}))
+    groups = groups_from_transformer(pipe[0])
+    assert groups == {"age": [0], "colour": [1, 2, 3]}
+
+
+def test_reference_row_and_groups():
+    df = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": pd.Categorical(["x", "y", "y"])})
+    ref = reference_row(df)
+    assert ref[0, 0] == 2.0 and ref[0, 1] == "y"
+    groups, names = resolve_feature_groups([["a"], ["b"]], ["a", "b"])
+    assert names == ["a", "b"] and [g.tolist() for g in groups] == [[0], [1]]
+    with pytest.raises(ValueError, match="exactly one group"):
+        resolve_feature_groups([["a"]], ["a", "b"])
+    with pytest.raises(ValueError, match="unknown feature"):
+        resolve_feature_groups([["a"], ["zzz"]], ["a", "b"])
+
+
+def test_model_function_batches_match():
+    X, y = make_classification(n_samples=30, n_features=3, n_informative=2, n_redundant=0,
+                               random_state=0)
+    model = LogisticRegression().fit(X, y)
+    whole = make_model_function(model, "auto", None, X[:1])(X)
+    batched = make_model_function(model, "auto", None, X[:1], batch_size=7)(X)
+    np.testing.assert_array_equal(whole, batched)
+    np.testing.assert_allclose(whole[:, 0], model.predict_proba(X)[:, 1])
+
+
+def test_attribution_object_and_plots():
+    rng = np.random.default_rng(0)
+    vals = rng.normal(size=(6, 3))
+    att = Attribution(vals, np.ones(6), rng.normal(size=(6, 3)), ["a", "b", "c"], ["out"])
+    np.testing.assert_allclose(att.predicted(), 1 + vals.sum(axis=1))
+    assert att.additivity_gap(att.predicted()) == 0.0
+    with pytest.raises(AssertionError, match="not additive"):
+        att.check_additivity(att.predicted() + 1)
+    assert att.plot_waterfall(0) is not None
+    assert att.plot_bar() is not None
+    assert att.plot_beeswarm() is not None
+    multi = Attribution(rng.normal(size=(2, 3, 2)), np.zeros((2, 2)), None, ["a", "b", "c"],
+                        ["p0", "p1"])
+    assert multi.to_frame().shape == (2, 6)
+    assert multi.to_frame("p1").shape == (2, 3)
+    with pytest.raises(ValueError, match="Choose an output"):
+        multi.plot_bar()
+    with pytest.raises(ValueError, match="one name per"):
+        Attribution(vals, np.ones(6), None, ["a"], ["out"])
+
+
+def test_counterfactuals_object():
+    queries = pd.DataFrame({"age": [37, 50], "job": ["a", "b"]})
+    cfs = pd.DataFrame({"age": [45, 37], "job": ["a", "c"], "query": [0, 0]})
+    result = Counterfactuals(queries, cfs, np.array([0.7, 0.6]), np.array([True, True]),
+                             pd.DataFrame({"l0": [1, 1]}), np.array([True, False]),
+                             np.array([1, 1]))
+    assert result.diff(0) == [["age: 37 -> 45"], ["job: a -> c"]]
+    text = result.summary()
+    assert "query 1: no counterfactual found" in text
+    frame = result.to_frame()
+    assert list(frame.columns) == ["age", "job", "query", "valid", "prediction", "l0"]
