@@ -115,6 +115,11 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
 
     Notes
     -----
+    For tree ensembles and linear classifiers the search evaluates the model through its
+    flat reconstruction (checked at fit to match ``predict_proba`` within 1e-7 on up to
+    200 training rows, else not used); every returned point is re-predicted by the model
+    itself (``Counterfactuals.predictions`` and ``valid``).
+
     Cost: one model call (a batch of at most one feature's candidates) per expanded node;
     an exact tree bound costs one pruned traversal of the ensemble per child.
     """
@@ -279,6 +284,11 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         """Probability of the desired class for internal rows, shape (n,)."""
         return self.model_fn_(self._decode(Z))[:, 0]
 
+    def _predict_search(self, Z):
+        """The probability the search uses: the verified reconstruction when there is one."""
+        fast = getattr(self, "_fast_predict_", None)
+        return fast(Z) if fast is not None else self._predict(Z)
+
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None):
@@ -347,6 +357,24 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
             random_state=int(rng.integers(0, 2**31 - 1))).fit(Z)
         self._iso_ = FlatIsolationForest(self.isolation_forest_)
 
+        # the model's verified reconstruction (tree ensemble or linear): exact bound and a
+        # fast evaluator for the search; returned points are re-predicted by the model
+        self._bound_obj_ = None
+        self._fast_predict_ = None
+        self.bound_ = "none"
+        exact, kind = self._exact_bound(Z[: min(_VERIFY_ROWS, Z.shape[0])], classes)
+        if exact is not None:
+            self._fast_predict_ = exact.predict
+        if self.bound in ("auto", "exact"):
+            if exact is None and self.bound == "exact":
+                raise ValueError(
+                    f"bound='exact' needs a tree ensemble (scikit-learn, XGBoost, LightGBM) "
+                    f"or a linear classifier; {type(unwrap(self.model_)).__name__} is "
+                    "neither (or its reconstruction did not match its predictions). Use "
+                    "bound='none' (exact, slower) or bound='shap' (heuristic).")
+            if exact is not None:
+                self._bound_obj_, self.bound_ = exact, kind
+
         # feature order by mean |SHAP| on a seeded sample
         n_s = min(self.shap_samples, Z.shape[0])
         sample = Z[np.sort(rng.choice(Z.shape[0], size=n_s, replace=False))]
@@ -358,22 +386,9 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         searchable = [j for j in range(d) if not immutable[j]]
         searchable.sort(key=lambda j: (-self.feature_importances_[j], j))
         self.feature_order_ = np.asarray(searchable, dtype=np.int64)
-
-        self._bound_obj_ = None
-        self.bound_ = "none"
-        verify = Z[: min(_VERIFY_ROWS, Z.shape[0])]
-        if self.bound in ("auto", "exact"):
-            obj, kind = self._exact_bound(verify, classes)
-            if obj is None and self.bound == "exact":
-                raise ValueError(
-                    f"bound='exact' needs a tree ensemble (scikit-learn, XGBoost, LightGBM) "
-                    f"or a linear classifier; {type(unwrap(self.model_)).__name__} is "
-                    "neither (or its reconstruction did not match its predictions). Use "
-                    "bound='none' (exact, slower) or bound='shap' (heuristic).")
-            if obj is not None:
-                self._bound_obj_, self.bound_ = obj, kind
-        elif self.bound == "shap":
+        if self.bound == "shap":
             self._bound_obj_, self.bound_ = ShapBound(self._phi_max_), "shap"
+
         return self
 
     def _shap(self, rows, row_ids):
@@ -381,7 +396,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         from ..shapley._game import ImputationGame
 
         def f(Zs):
-            return self._predict(np.asarray(Zs, dtype=np.float64))[:, None]
+            return self._predict_search(np.asarray(Zs, dtype=np.float64))[:, None]
 
         game = ImputationGame(f, rows, self._shap_background_)
         P = rows.shape[1]
@@ -427,7 +442,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         deadline = None if self.time_limit is None else time.perf_counter() + self.time_limit
         t0 = time.perf_counter()
         res = search_query(x, values, contrib, order, grid=self.grid_,
-                           objectives=self._objectives_, predict=self._predict,
+                           objectives=self._objectives_, predict=self._predict_search,
                            threshold=self.threshold, max_changes=self.max_changes,
                            iso=self._iso_, plausibility=self.plausibility,
                            bound=self._bound_obj_, phi_x=phi_x, deadline=deadline)

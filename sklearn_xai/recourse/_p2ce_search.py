@@ -140,9 +140,15 @@ def search_query(x, values, contrib, order, *, grid, objectives, predict, thresh
         if need.any():
             fP[need] = predict(P[need])
             counters["model_rows"] += int(need.sum())
-        inl = np.ones(len(vals), dtype=bool)
-        if plausibility:
-            inl[~dom] = iso.is_inlier(P[~dom])
+        inl_cache = {}
+
+        def inlier(i):
+            if not plausibility:
+                return True
+            if i not in inl_cache:
+                inl_cache[i] = bool(iso.is_inlier(P[i : i + 1])[0])
+            return inl_cache[i]
+
         is_open = is_open_base.copy()
         is_open[list(order[: t + 1])] = False
         blocked = []
@@ -156,7 +162,7 @@ def search_query(x, values, contrib, order, *, grid, objectives, predict, thresh
                 continue
             fv = fP[i]
             if fv >= threshold:
-                if inl[i]:
+                if inlier(i):
                     add_solution(P[i], C[i], fv)
                     blocked.append(cv)
                     continue
@@ -173,7 +179,7 @@ def search_query(x, values, contrib, order, *, grid, objectives, predict, thresh
                 if ub < threshold:
                     counters["pruned_bound"] += 1
                     continue
-            if plausibility and not inl[i]:
+            if plausibility and not inlier(i):
                 possible, _ = iso.may_have_inlier(P[i], is_open, cand, n_cand)
                 if not possible:
                     counters["pruned_plausibility"] += 1
