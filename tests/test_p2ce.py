@@ -107,6 +107,8 @@ MODELS = {
     "forest": lambda: RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0),
     "logistic": lambda: make_pipeline(StandardScaler(), LogisticRegression()),
     "mlp": lambda: MLPClassifier(hidden_layer_sizes=(8,), max_iter=300, random_state=0),
+    "lightgbm": lambda: pytest.importorskip("lightgbm").LGBMClassifier(
+        n_estimators=15, num_leaves=7, min_child_samples=5, verbose=-1, random_state=0),
 }
 
 
@@ -120,9 +122,10 @@ def test_front_equals_enumeration(data, name, plausibility):
     expl = P2CERecourse(FrozenEstimator(model), grid_step=0.25, max_changes=2,
                         plausibility=plausibility, contamination=0.15, n_estimators=25,
                         random_state=0, shap_samples=20).fit(X)
-    expected_bound = {"gbm": "tree", "forest": "tree", "logistic": "linear", "mlp": "none"}
+    expected_bound = {"gbm": "tree", "forest": "tree", "logistic": "linear", "mlp": "none",
+                      "lightgbm": "tree"}
     assert expl.bound_ == expected_bound[name]
-    queries = X[model.predict(X) == 0][:4]
+    queries = X[model.predict(X) == 0][:6]
     res = expl.explain(queries)
     n_nonempty = 0
     for i, x in enumerate(queries):
