@@ -435,3 +435,62 @@ def preorder(ens, t):
     depths = np.empty(size, dtype=np.int64)
     k = _preorder_jit(ens.children_left, ens.children_right, ens.tree_offsets[t], nodes, depths)
     return nodes[:k], depths[:k]
+
+
+def subset_outputs(ens, outputs):
+    """A FlatEnsemble that keeps only ``outputs`` (list of output indices), in that order.
+
+    Trees of other outputs are dropped and vector leaves keep only those columns.
+    """
+    outputs = [int(k) for k in outputs]
+    pos = {k: i for i, k in enumerate(outputs)}
+    keep = [t for t in range(ens.n_trees)
+            if ens.tree_output[t] < 0 or int(ens.tree_output[t]) in pos]
+    lo = ens.tree_offsets[:-1][keep]
+    hi = ens.tree_offsets[1:][keep]
+    sizes = hi - lo
+    idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)]) if keep else \
+        np.zeros(0, dtype=np.int64)
+    new_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    shift = np.repeat(new_offsets[:-1] - lo, sizes)
+
+    def remap(ch):
+        c = ch[idx]
+        return np.where(c >= 0, c + shift, -1)
+
+    seg_lo = ens.cat_offsets[idx]
+    seg_hi = ens.cat_offsets[idx + 1]
+    cat_vals = [ens.cat_values[a:b] for a, b in zip(seg_lo, seg_hi, strict=True)]
+    cat_off = np.concatenate([[0], np.cumsum(seg_hi - seg_lo)]).astype(np.int64)
+    vector = ens.tree_output < 0
+    if np.any(vector[keep]):
+        value = ens.value[idx][:, outputs]
+    else:
+        value = ens.value[idx][:, :1]
+    tree_output = np.asarray([-1 if ens.tree_output[t] < 0 else pos[int(ens.tree_output[t])]
+                              for t in keep], dtype=np.int64)
+    return FlatEnsemble(
+        tree_offsets=new_offsets,
+        children_left=remap(ens.children_left),
+        children_right=remap(ens.children_right),
+        feature=ens.feature[idx],
+        threshold=ens.threshold[idx],
+        mode=ens.mode[idx],
+        missing=ens.missing[idx],
+        default_left=ens.default_left[idx],
+        cat_offsets=cat_off,
+        cat_values=np.concatenate(cat_vals).astype(np.int64) if cat_vals else
+        np.zeros(0, dtype=np.int64),
+        cover=ens.cover[idx],
+        value=np.ascontiguousarray(value),
+        tree_output=tree_output,
+        base_score=ens.base_score[outputs],
+        n_features=ens.n_features,
+        n_outputs=len(outputs),
+        link=ens.link,
+        output_names=[ens.output_names[k] for k in outputs],
+        feature_names=ens.feature_names,
+        missing_value=ens.missing_value,
+        model_name=ens.model_name,
+        raw_space=ens.raw_space,
+    ).validate()

@@ -129,7 +129,10 @@ def parse_sklearn(model):
         return _parse_gb(model), None
     if isinstance(model, HistGradientBoostingClassifier | HistGradientBoostingRegressor):
         return _parse_hgb(model)
-    raise TypeError(f"{name} is not a supported scikit-learn tree model")
+    raise TypeError(
+        f"TreeShapExplainer cannot explain {name}: it is not a supported scikit-learn tree "
+        "model (DecisionTree*, RandomForest*, ExtraTrees*, GradientBoosting*, "
+        "HistGradientBoosting*).")
 
 
 def _link_from_loss(loss):
