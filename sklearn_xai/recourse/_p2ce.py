@@ -92,9 +92,12 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         Seconds per query; a query that runs out stops with a warning, and its front
         may be partial (``extras["complete"]``).
     shap_samples : int, default=100
-        Training rows (seeded sample) whose mean ``|SHAP|`` orders the search levels; the
-        first 20 of them are the SHAP background, each row gets 10 antithetic
-        permutations (:func:`sklearn_xai.shapley._estimators.permutation_shapley`).
+        Training rows (seeded sample) whose mean ``|SHAP|`` orders the search levels. For a
+        tree ensemble: path-dependent TreeSHAP of the margin
+        (:class:`~sklearn_xai.TreeShapExplainer`); otherwise (and for the ``"shap"``
+        bound's ``phi^max``) permutation SHAP of the desired-class probability with the
+        first 20 sample rows as background and 10 antithetic permutations per row
+        (:func:`sklearn_xai.shapley._estimators.permutation_shapley`).
     random_state : int, RandomState or None, default=None
         Seeds the isolation forest and the SHAP sample.
     n_jobs : int or None, default=None
@@ -109,7 +112,9 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
     feature_order_ : ndarray of int
         Searched features, in level order (decreasing mean ``|SHAP|``).
     feature_importances_ : ndarray of shape (n_features,)
-        Mean ``|SHAP|`` of the desired-class probability.
+        Mean ``|SHAP|`` on the sample (see ``shap_samples``).
+    importance_method_ : str
+        ``"tree_shap"`` or ``"permutation_shap"``.
     bound_ : str
         ``"tree"``, ``"linear"``, ``"shap"`` or ``"none"``.
 
@@ -380,9 +385,14 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         sample = Z[np.sort(rng.choice(Z.shape[0], size=n_s, replace=False))]
         self._shap_background_ = sample[: min(_SHAP_BACKGROUND, n_s)]
         self._shap_base_seed_ = base_seed
-        phi = self._shap(sample, np.arange(n_s) + 1_000_000)
-        self.feature_importances_ = np.abs(phi).mean(axis=0)
-        self._phi_max_ = phi.max(axis=0)
+        imp = self._tree_importances(sample, classes) if kind == "tree" else None
+        self.importance_method_ = "tree_shap" if imp is not None else "permutation_shap"
+        if imp is None or self.bound == "shap":
+            phi = self._shap(sample, np.arange(n_s) + 1_000_000)
+            self._phi_max_ = phi.max(axis=0)
+            if imp is None:
+                imp = np.abs(phi).mean(axis=0)
+        self.feature_importances_ = imp
         searchable = [j for j in range(d) if not immutable[j]]
         searchable.sort(key=lambda j: (-self.feature_importances_[j], j))
         self.feature_order_ = np.asarray(searchable, dtype=np.int64)
@@ -390,6 +400,25 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
             self._bound_obj_, self.bound_ = ShapBound(self._phi_max_), "shap"
 
         return self
+
+    def _tree_importances(self, sample, classes):
+        """Mean |path-dependent TreeSHAP| (margin) of the sample, or None if unavailable."""
+        from sklearn.frozen import FrozenEstimator
+
+        from ..tree import TreeShapExplainer
+
+        try:
+            rows = self.model_fn_.to_model_input(self._decode(sample))
+            expl = TreeShapExplainer(FrozenEstimator(unwrap(self.model_))).fit(rows)
+            values = np.asarray(expl.explain(rows).values, dtype=np.float64)
+        except (TypeError, ValueError, ImportError):
+            return None
+        if values.ndim == 3:
+            k = classes.index(self.desired_class)
+            values = values[:, :, k] if values.shape[2] == len(classes) else values.mean(2)
+        if values.shape[1] != sample.shape[1]:
+            return None
+        return np.abs(values).mean(axis=0)
 
     def _shap(self, rows, row_ids):
         from ..shapley._estimators import permutation_shapley
