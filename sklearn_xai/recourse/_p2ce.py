@@ -5,9 +5,11 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.base import _fit_context
 from sklearn.ensemble import IsolationForest
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Counterfactuals
@@ -483,7 +485,14 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
 
         Z = self._encode(X)
         n = Z.shape[0]
-        parts = self._map_batches(self._explain_rows, n, Z)
+        n_workers = 1 if self.n_jobs in (None, 1) else effective_n_jobs(self.n_jobs)
+        if n_workers > 1 and n > 1:
+            bounds = np.linspace(0, n, min(n, n_workers) + 1).astype(int)
+            slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+            parts = Parallel(n_jobs=self.n_jobs)(
+                delayed(self._explain_rows)(sl, Z) for sl in slices)
+        else:
+            parts = [self._explain_rows(slice(0, n), Z)]
         results = [r for p in parts for r in p]
         rows, qidx, pro, cost_rows = [], [], [], []
         for i, res in enumerate(results):
