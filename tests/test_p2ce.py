@@ -215,7 +215,7 @@ def test_isolation_forest_and_tree_bound_match_oracles(data):
         # tree bound: sum over trees of each tree's largest output over the completions
         raw = gbm._raw_predict_init(P[:1])[0, 0] + sum(
             gbm.learning_rate * est[0].predict(P).max() for est in gbm.estimators_)
-        ub = tb.upper(x, is_open, cand, n_cand, 0.0)
+        ub = tb.upper(x, is_open, cand, n_cand, 0.5, exact=True)
         assert ub == pytest.approx(1 / (1 + np.exp(-raw)), abs=1e-8)
         assert ub >= gbm.predict_proba(P)[:, 1].max()
 

@@ -110,14 +110,15 @@ def forest_sum_points(X, tree_offsets, children_left, children_right, feature, t
 @njit(cache=True)
 def forest_max_reach(tree_offsets, children_left, children_right, feature, threshold, mode,
                      missing, default_left, cat_offsets, cat_values, leaf_value, sub_max,
-                     root_suffix, is_open, point, cand, n_cand, cutoff, max_depth):
+                     root_suffix, is_open, point, cand, n_cand, cutoff, stop_above, max_depth):
     """Sum over trees of the largest leaf value reachable by some completion.
 
     Parameters
     ----------
     is_open : bool (d,)
     point : float64 (d,)
-        Values of the fixed features (open entries are ignored).
+        Values of the fixed features; the open entries hold one admissible completion
+        (used for the lower bound of ``stop_above``).
     cand : float64 (d, m)
         Candidate values of every open feature, ``n_cand[j]`` used.
     root_suffix : float64 (T + 1,)
@@ -126,13 +127,18 @@ def forest_max_reach(tree_offsets, children_left, children_right, feature, thres
         Early exit: as soon as the running sum plus ``root_suffix`` of the remaining trees
         falls below ``cutoff``, that (still valid) upper bound is returned. Pass ``-inf``
         for the exact sum.
+    stop_above : float
+        Early exit the other way: as soon as the running sum plus the leaf values that
+        ``point`` itself reaches in the remaining trees (a lower bound) is at least
+        ``stop_above``, that lower bound is returned. Pass ``inf`` for the exact sum.
     max_depth : int
         Largest tree depth (sizes the explicit stack).
 
     Returns
     -------
     float
-        The exact reachable maximum, or an upper bound of it that is below ``cutoff``.
+        The exact reachable maximum, or an upper bound of it that is below ``cutoff``, or a
+        lower bound of it that is at least ``stop_above``.
     """
     d = len(is_open)
     m = cand.shape[1]
@@ -145,6 +151,19 @@ def forest_max_reach(tree_offsets, children_left, children_right, feature, thres
     f_gl = np.empty((depth, m), dtype=np.bool_)
     total = 0.0
     T = len(tree_offsets) - 1
+    low_suffix = np.zeros(T + 1)
+    if stop_above < np.inf:
+        for t in range(T - 1, -1, -1):
+            node = tree_offsets[t]
+            while children_left[node] >= 0:
+                if _go_left(node, point[feature[node]], threshold, mode, missing,
+                            default_left, cat_offsets, cat_values):
+                    node = children_left[node]
+                else:
+                    node = children_right[node]
+            low_suffix[t] = low_suffix[t + 1] + leaf_value[node]
+        if low_suffix[0] >= stop_above:
+            return low_suffix[0]
     for t in range(T):
         best = -np.inf
         root = tree_offsets[t]
@@ -220,4 +239,6 @@ def forest_max_reach(tree_offsets, children_left, children_right, feature, thres
         total += best
         if total + root_suffix[t + 1] < cutoff:
             return total + root_suffix[t + 1]
+        if total + low_suffix[t + 1] >= stop_above:
+            return total + low_suffix[t + 1]
     return total

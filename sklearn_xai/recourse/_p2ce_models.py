@@ -61,11 +61,12 @@ class _Forest:
         X = np.ascontiguousarray(X, dtype=np.float64)
         return forest_sum_points(X, e.tree_offsets, *e.arrays(), self.leaf_value)
 
-    def max_reach(self, point, is_open, cand, n_cand, cutoff=-np.inf):
+    def max_reach(self, point, is_open, cand, n_cand, cutoff=-np.inf, stop_above=np.inf):
+        """Exact reachable sum, or a value on the same side of the cut-offs (see kernel)."""
         e = self.ens
         return forest_max_reach(e.tree_offsets, *e.arrays(), self.leaf_value, self.sub_max,
                                 self.root_suffix, is_open, point, cand, n_cand,
-                                float(cutoff), self.max_depth)
+                                float(cutoff), float(stop_above), self.max_depth)
 
 
 class FlatIsolationForest:
@@ -126,7 +127,11 @@ class FlatIsolationForest:
         score_bound : float
             Upper bound of ``score_samples`` over the completions.
         """
-        H = self.forest.max_reach(point, is_open, cand, n_cand, self.cutoff)
+        # exits early either way: below cutoff (certainly an outlier) or at/above the
+        # exact inlier boundary (certainly possible); the returned score is then a bound
+        # on the correct side of offset_
+        H = self.forest.max_reach(point, is_open, cand, n_cand, self.cutoff,
+                                  self.cutoff + 2e-7)
         s = float(self._score(np.array([H]))[0])
         return s >= self.offset_, s
 
@@ -170,8 +175,12 @@ class TreeBound:
     def predict(self, Z):
         return self._to_prob(self.base + self.forest.sum_points(Z))
 
-    def upper(self, point, is_open, cand, n_cand, threshold, **_):
-        m = self.forest.max_reach(point, is_open, cand, n_cand, self._cutoff(threshold))
+    def upper(self, point, is_open, cand, n_cand, threshold, exact=False, **_):
+        """Upper bound of the probability; with ``exact=False`` it may stop early at a
+        value that is only guaranteed to fall on the same side of ``threshold``."""
+        c = self._cutoff(threshold)
+        m = self.forest.max_reach(point, is_open, cand, n_cand, -np.inf if exact else c,
+                                  np.inf if exact else c + 2 * _BOUND_SLACK)
         return float(self._to_prob(self.base + m + _BOUND_SLACK))
 
 
