@@ -210,6 +210,19 @@ def test_isolation_forest_and_tree_bound_match_oracles(data):
             per_tree.append((depth + apl).max())
         assert flat.forest.max_reach(x, is_open, cand, n_cand) == pytest.approx(
             sum(per_tree), rel=1e-12)
+        # the packed interval kernel gives the same exact maximum
+        from sklearn_xai.recourse._p2ce_kernels import iso_max_reach
+
+        sv, n_sv = flat.prepare(cand, n_cand)
+        H_packed = iso_max_reach(flat.roots, flat.packed, flat.forest.sub_max,
+                                 flat.forest.root_suffix, is_open,
+                                 x.astype(np.float32).astype(float), sv, n_sv, -np.inf,
+                                 np.inf, flat.forest.max_depth)
+        assert H_packed == pytest.approx(sum(per_tree), rel=1e-12)
+        # and may_have_inlier agrees with the exact decision
+        possible, _ = flat.may_have_inlier(x, is_open, (sv, n_sv))
+        exact_best = flat._score(np.array([sum(per_tree)]))[0]
+        assert possible == (exact_best >= flat.offset_)
         # the bound is at least every completion's mean path length
         assert flat.forest.max_reach(x, is_open, cand, n_cand) >= flat.forest.sum_points(P).max()
         # tree bound: sum over trees of each tree's largest output over the completions

@@ -242,3 +242,139 @@ def forest_max_reach(tree_offsets, children_left, children_right, feature, thres
         if total + low_suffix[t + 1] >= stop_above:
             return total + low_suffix[t + 1]
     return total
+
+
+# ----------------------------------------------------------------------------------------
+# Isolation forests: numeric float32 splits only, so a compact node layout (one 32-byte
+# row per node: threshold or leaf value, feature, left, right) and intervals of sorted
+# candidates replace the general routing. Values are compared as float32(x) <= threshold,
+# like scikit-learn's trees; callers pass values already rounded to float32.
+# ----------------------------------------------------------------------------------------
+@njit(cache=True)
+def iso_sum_points(X, roots, packed):
+    """Sum over trees (in order, from 0.0) of the reached leaf value, shape (n,)."""
+    n = X.shape[0]
+    out = np.zeros(n)
+    for i in range(n):
+        s = 0.0
+        for t in range(len(roots)):
+            node = roots[t]
+            while packed[node, 2] >= 0:
+                if X[i, np.int64(packed[node, 1])] <= packed[node, 0]:
+                    node = np.int64(packed[node, 2])
+                else:
+                    node = np.int64(packed[node, 3])
+            s += packed[node, 0]
+        out[i] = s
+    return out
+
+
+@njit(cache=True)
+def _count_le(sv, lo, hi, thr):
+    """Number of sv[lo:hi] (sorted ascending) that are <= thr, as an index lo + k."""
+    a = lo
+    b = hi
+    while a < b:
+        mid = (a + b) // 2
+        if sv[mid] <= thr:
+            a = mid + 1
+        else:
+            b = mid
+    return a
+
+
+@njit(cache=True)
+def iso_max_reach(roots, packed, sub_max, root_suffix, is_open, point, sv, n_sv, cutoff,
+                  stop_above, max_depth):
+    """:func:`forest_max_reach` for a packed numeric forest.
+
+    ``sv[j, :n_sv[j]]`` are the open feature's candidates (float32-rounded), sorted
+    ascending; the set still allowed on the path is an interval of them.
+    """
+    d = len(is_open)
+    lo = np.zeros(d, dtype=np.int64)
+    hi = n_sv.copy()
+    depth = max_depth + 2
+    f_node = np.empty(depth, dtype=np.int64)
+    f_phase = np.empty(depth, dtype=np.int64)
+    f_first = np.empty(depth, dtype=np.int64)
+    f_lo = np.empty(depth, dtype=np.int64)
+    f_hi = np.empty(depth, dtype=np.int64)
+    f_k = np.empty(depth, dtype=np.int64)
+    T = len(roots)
+    low_suffix = np.zeros(T + 1)
+    if stop_above < np.inf:
+        for t in range(T - 1, -1, -1):
+            node = roots[t]
+            while packed[node, 2] >= 0:
+                if point[np.int64(packed[node, 1])] <= packed[node, 0]:
+                    node = np.int64(packed[node, 2])
+                else:
+                    node = np.int64(packed[node, 3])
+            low_suffix[t] = low_suffix[t + 1] + packed[node, 0]
+        if low_suffix[0] >= stop_above:
+            return low_suffix[0]
+    total = 0.0
+    for t in range(T):
+        best = -np.inf
+        top = 0
+        f_node[0] = roots[t]
+        f_phase[0] = 0
+        while top >= 0:
+            node = f_node[top]
+            phase = f_phase[top]
+            if phase == 0:
+                if sub_max[node] <= best:
+                    top -= 1
+                    continue
+                if packed[node, 2] < 0:
+                    best = packed[node, 0]
+                    top -= 1
+                    continue
+                left = np.int64(packed[node, 2])
+                right = np.int64(packed[node, 3])
+                j = np.int64(packed[node, 1])
+                thr = packed[node, 0]
+                if not is_open[j]:
+                    f_node[top] = left if point[j] <= thr else right
+                    continue
+                k = _count_le(sv[j], lo[j], hi[j], thr)
+                if k == lo[j]:
+                    f_node[top] = right
+                    continue
+                if k == hi[j]:
+                    f_node[top] = left
+                    continue
+                f_lo[top] = lo[j]
+                f_hi[top] = hi[j]
+                f_k[top] = k
+                f_first[top] = 0 if sub_max[left] >= sub_max[right] else 1
+                f_phase[top] = 1
+                phase = 1
+            if phase == 1 or phase == 2:
+                side = f_first[top] if phase == 1 else 1 - f_first[top]
+                child = np.int64(packed[node, 2 + side])
+                f_phase[top] = phase + 1
+                if sub_max[child] <= best:
+                    continue
+                j = np.int64(packed[node, 1])
+                if side == 0:
+                    lo[j] = f_lo[top]
+                    hi[j] = f_k[top]
+                else:
+                    lo[j] = f_k[top]
+                    hi[j] = f_hi[top]
+                top += 1
+                f_node[top] = child
+                f_phase[top] = 0
+                continue
+            j = np.int64(packed[node, 1])
+            lo[j] = f_lo[top]
+            hi[j] = f_hi[top]
+            top -= 1
+        total += best
+        if total + root_suffix[t + 1] < cutoff:
+            return total + root_suffix[t + 1]
+        if total + low_suffix[t + 1] >= stop_above:
+            return total + low_suffix[t + 1]
+    return total

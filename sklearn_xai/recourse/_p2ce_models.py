@@ -25,6 +25,8 @@ from ..tree._ensemble import MISSING_NAN, MODE_LE32, make_ensemble
 from ._p2ce_kernels import (
     forest_max_reach,
     forest_sum_points,
+    iso_max_reach,
+    iso_sum_points,
     subtree_max,
     tree_depth,
 )
@@ -97,6 +99,13 @@ class FlatIsolationForest:
                               "value": lv.reshape(-1, 1), "output": 0})
         ens = make_ensemble(trees, n_features=d, n_outputs=1, base_score=[0.0])
         self.forest = _Forest(ens, np.concatenate(leaf_vals))
+        # compact layout for the numeric-only kernels (one row per node)
+        leaf = ens.children_left < 0
+        self.packed = np.ascontiguousarray(np.column_stack([
+            np.where(leaf, self.forest.leaf_value, ens.threshold),
+            ens.feature.astype(np.float64), ens.children_left.astype(np.float64),
+            ens.children_right.astype(np.float64)]))
+        self.roots = np.ascontiguousarray(ens.tree_offsets[:-1])
         self.denominator = len(iso.estimators_) * float(_apl([iso._max_samples])[0])
         self.offset_ = float(iso.offset_)
         # mean path-length sum a point needs to be an inlier: -2**(-H/den) >= offset
@@ -113,25 +122,45 @@ class FlatIsolationForest:
 
     def score_samples(self, X):
         """scikit-learn's ``score_samples`` (higher = more normal), shape (n,)."""
-        return self._score(self.forest.sum_points(X))
+        X32 = np.ascontiguousarray(np.asarray(X, dtype=np.float32), dtype=np.float64)
+        return self._score(iso_sum_points(X32, self.roots, self.packed))
+
+    def prepare(self, cand, n_cand):
+        """Sorted float32-rounded candidates per feature for :meth:`may_have_inlier`."""
+        d, m = cand.shape
+        sv = np.zeros((d, m))
+        n_sv = np.zeros(d, dtype=np.int64)
+        for j in range(d):
+            u = np.unique(cand[j, : n_cand[j]].astype(np.float32).astype(np.float64))
+            sv[j, : len(u)] = u
+            n_sv[j] = len(u)
+        return sv, n_sv
 
     def is_inlier(self, X):
         return self.score_samples(X) >= self.offset_
 
-    def may_have_inlier(self, point, is_open, cand, n_cand):
+    def may_have_inlier(self, point, is_open, prepared):
         """False only when every completion of the partial point is an outlier.
+
+        Parameters
+        ----------
+        point : ndarray (d,)
+        is_open : ndarray of bool (d,)
+        prepared : tuple
+            :meth:`prepare` of the query's candidates.
 
         Returns
         -------
         possible : bool
         score_bound : float
-            Upper bound of ``score_samples`` over the completions.
+            ``score_samples`` of the largest reachable path-length sum, or of a value on
+            the same side of the inlier boundary (the kernel exits early both ways).
         """
-        # exits early either way: below cutoff (certainly an outlier) or at/above the
-        # exact inlier boundary (certainly possible); the returned score is then a bound
-        # on the correct side of offset_
-        H = self.forest.max_reach(point, is_open, cand, n_cand, self.cutoff,
-                                  self.cutoff + 2e-7)
+        sv, n_sv = prepared
+        p32 = np.asarray(point, dtype=np.float32).astype(np.float64)
+        H = iso_max_reach(self.roots, self.packed, self.forest.sub_max,
+                          self.forest.root_suffix, is_open, p32, sv, n_sv, self.cutoff,
+                          self.cutoff + 2e-7, self.forest.max_depth)
         s = float(self._score(np.array([H]))[0])
         return s >= self.offset_, s
 

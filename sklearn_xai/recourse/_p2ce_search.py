@@ -77,6 +77,7 @@ def search_query(x, values, contrib, order, *, grid, objectives, predict, thresh
     cand = np.zeros((d, m))
     for j in range(d):
         cand[j, : n_cand[j]] = values[j]
+    iso_prepared = iso.prepare(cand, n_cand) if plausibility else None
     # per-feature cost parts of the query's own value are 0; keep running parts per node
     F = np.zeros((0, len(objectives)))
     front_pts, front_f = [], []
@@ -180,7 +181,7 @@ def search_query(x, values, contrib, order, *, grid, objectives, predict, thresh
                     counters["pruned_bound"] += 1
                     continue
             if plausibility and not inlier(i):
-                possible, _ = iso.may_have_inlier(P[i], is_open, cand, n_cand)
+                possible, _ = iso.may_have_inlier(P[i], is_open, iso_prepared)
                 if not possible:
                     counters["pruned_plausibility"] += 1
                     continue
