@@ -378,3 +378,21 @@ def iso_max_reach(roots, packed, sub_max, root_suffix, is_open, point, sv, n_sv,
         if total + low_suffix[t + 1] >= stop_above:
             return total + low_suffix[t + 1]
     return total
+
+
+@njit(cache=True)
+def weakly_dominated(F, C):
+    """Row ``i`` of ``C`` is weakly dominated by some row of ``F`` (all <=), shape (n,)."""
+    n, k = C.shape
+    out = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        for r in range(F.shape[0]):
+            ok = True
+            for c in range(k):
+                if F[r, c] > C[i, c]:
+                    ok = False
+                    break
+            if ok:
+                out[i] = True
+                break
+    return out

@@ -71,6 +71,63 @@ class _Forest:
                                 float(cutoff), float(stop_above), self.max_depth)
 
 
+def _packable(ens):
+    """``"le64"``/``"le32"`` when every split is numeric ``<=`` in one precision and no
+    split treats 0 as missing (so a compact numeric layout routes finite values exactly)."""
+    from ..tree._ensemble import MISSING_ZERO, MODE_LE64
+
+    internal = ens.children_left >= 0
+    modes = np.unique(ens.mode[internal])
+    if np.any(ens.missing[internal] == MISSING_ZERO) or len(modes) > 1:
+        return None
+    if len(modes) == 0 or modes[0] == MODE_LE64:
+        return "le64"
+    if modes[0] == MODE_LE32:
+        return "le32"
+    return None
+
+
+class _PackedForest:
+    """A numeric ``<=`` forest in one (n_nodes, 4) array: threshold or leaf value,
+    feature, left, right; inputs rounded to float32 first for ``"le32"`` splits."""
+
+    def __init__(self, forest, precision):
+        ens = forest.ens
+        leaf = ens.children_left < 0
+        self.forest = forest
+        self.cast32 = precision == "le32"
+        self.packed = np.ascontiguousarray(np.column_stack([
+            np.where(leaf, forest.leaf_value, ens.threshold), ens.feature.astype(np.float64),
+            ens.children_left.astype(np.float64), ens.children_right.astype(np.float64)]))
+        self.roots = np.ascontiguousarray(ens.tree_offsets[:-1])
+
+    def _cast(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        if self.cast32:
+            X = X.astype(np.float32).astype(np.float64)
+        return np.ascontiguousarray(X)
+
+    def sum_points(self, X):
+        return iso_sum_points(self._cast(X), self.roots, self.packed)
+
+    def prepare(self, cand, n_cand):
+        d, m = cand.shape
+        sv = np.zeros((d, m))
+        n_sv = np.zeros(d, dtype=np.int64)
+        for j in range(d):
+            u = np.unique(self._cast(cand[j, : n_cand[j]]))
+            sv[j, : len(u)] = u
+            n_sv[j] = len(u)
+        return sv, n_sv
+
+    def max_reach(self, point, is_open, prepared, cutoff=-np.inf, stop_above=np.inf):
+        sv, n_sv = prepared
+        f = self.forest
+        return iso_max_reach(self.roots, self.packed, f.sub_max, f.root_suffix, is_open,
+                             self._cast(point), sv, n_sv, float(cutoff), float(stop_above),
+                             f.max_depth)
+
+
 class FlatIsolationForest:
     """A fitted :class:`~sklearn.ensemble.IsolationForest` as a flat forest.
 
@@ -100,12 +157,8 @@ class FlatIsolationForest:
         ens = make_ensemble(trees, n_features=d, n_outputs=1, base_score=[0.0])
         self.forest = _Forest(ens, np.concatenate(leaf_vals))
         # compact layout for the numeric-only kernels (one row per node)
-        leaf = ens.children_left < 0
-        self.packed = np.ascontiguousarray(np.column_stack([
-            np.where(leaf, self.forest.leaf_value, ens.threshold),
-            ens.feature.astype(np.float64), ens.children_left.astype(np.float64),
-            ens.children_right.astype(np.float64)]))
-        self.roots = np.ascontiguousarray(ens.tree_offsets[:-1])
+        self.fast = _PackedForest(self.forest, "le32")
+        self.packed, self.roots = self.fast.packed, self.fast.roots
         self.denominator = len(iso.estimators_) * float(_apl([iso._max_samples])[0])
         self.offset_ = float(iso.offset_)
         # mean path-length sum a point needs to be an inlier: -2**(-H/den) >= offset
@@ -122,19 +175,11 @@ class FlatIsolationForest:
 
     def score_samples(self, X):
         """scikit-learn's ``score_samples`` (higher = more normal), shape (n,)."""
-        X32 = np.ascontiguousarray(np.asarray(X, dtype=np.float32), dtype=np.float64)
-        return self._score(iso_sum_points(X32, self.roots, self.packed))
+        return self._score(self.fast.sum_points(X))
 
     def prepare(self, cand, n_cand):
         """Sorted float32-rounded candidates per feature for :meth:`may_have_inlier`."""
-        d, m = cand.shape
-        sv = np.zeros((d, m))
-        n_sv = np.zeros(d, dtype=np.int64)
-        for j in range(d):
-            u = np.unique(cand[j, : n_cand[j]].astype(np.float32).astype(np.float64))
-            sv[j, : len(u)] = u
-            n_sv[j] = len(u)
-        return sv, n_sv
+        return self.fast.prepare(cand, n_cand)
 
     def is_inlier(self, X):
         return self.score_samples(X) >= self.offset_
@@ -156,11 +201,7 @@ class FlatIsolationForest:
             ``score_samples`` of the largest reachable path-length sum, or of a value on
             the same side of the inlier boundary (the kernel exits early both ways).
         """
-        sv, n_sv = prepared
-        p32 = np.asarray(point, dtype=np.float32).astype(np.float64)
-        H = iso_max_reach(self.roots, self.packed, self.forest.sub_max,
-                          self.forest.root_suffix, is_open, p32, sv, n_sv, self.cutoff,
-                          self.cutoff + 2e-7, self.forest.max_depth)
+        H = self.fast.max_reach(point, is_open, prepared, self.cutoff, self.cutoff + 2e-7)
         s = float(self._score(np.array([H]))[0])
         return s >= self.offset_, s
 
@@ -190,6 +231,8 @@ class TreeBound:
         self.base = self.sign * float(ens.base_score[0 if ens.value.shape[1] == 1 else column])
         self.link = link
         self.forest = _Forest(ens, self.sign * vals)
+        precision = _packable(ens)
+        self.fast = _PackedForest(self.forest, precision) if precision else None
 
     def _to_prob(self, m):
         return expit(m) if self.link == "logistic" else m
@@ -202,14 +245,23 @@ class TreeBound:
         return t - self.base - _BOUND_SLACK
 
     def predict(self, Z):
-        return self._to_prob(self.base + self.forest.sum_points(Z))
+        forest = self.fast if self.fast is not None else self.forest
+        return self._to_prob(self.base + forest.sum_points(Z))
 
-    def upper(self, point, is_open, cand, n_cand, threshold, exact=False, **_):
+    def prepare(self, cand, n_cand):
+        return self.fast.prepare(cand, n_cand) if self.fast is not None else None
+
+    def upper(self, point, is_open, cand, n_cand, threshold, exact=False, prepared=None, **_):
         """Upper bound of the probability; with ``exact=False`` it may stop early at a
         value that is only guaranteed to fall on the same side of ``threshold``."""
         c = self._cutoff(threshold)
-        m = self.forest.max_reach(point, is_open, cand, n_cand, -np.inf if exact else c,
-                                  np.inf if exact else c + 2 * _BOUND_SLACK)
+        lo, hi = (-np.inf, np.inf) if exact else (c, c + 2 * _BOUND_SLACK)
+        if self.fast is not None:
+            if prepared is None:
+                prepared = self.fast.prepare(cand, n_cand)
+            m = self.fast.max_reach(point, is_open, prepared, lo, hi)
+        else:
+            m = self.forest.max_reach(point, is_open, cand, n_cand, lo, hi)
         return float(self._to_prob(self.base + m + _BOUND_SLACK))
 
 
@@ -250,7 +302,7 @@ class ShapBound:
         self.phi_max = np.asarray(phi_max, dtype=np.float64)
         self.order = np.argsort(-self.phi_max, kind="stable")
 
-    def upper(self, point, is_open, cand, n_cand, threshold, *, f_value, phi_x, budget):
+    def upper(self, point, is_open, cand, n_cand, threshold, *, f_value, phi_x, budget, **_):
         if budget <= 0:
             return f_value
         T = [j for j in self.order if is_open[j]][:budget]

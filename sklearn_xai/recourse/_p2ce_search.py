@@ -31,6 +31,7 @@ import time
 import numpy as np
 
 from ._p2ce_grid import costs_from_parts
+from ._p2ce_kernels import weakly_dominated
 
 
 class QueryResult:
@@ -45,10 +46,10 @@ class QueryResult:
 
 
 def _weakly_dominated(F, c):
-    if F.shape[0] == 0:
-        return np.zeros(np.atleast_2d(c).shape[0], dtype=bool)
     c = np.atleast_2d(c)
-    return np.any(np.all(F[None, :, :] <= c[:, None, :], axis=2), axis=1)
+    if F.shape[0] == 0:
+        return np.zeros(c.shape[0], dtype=bool)
+    return weakly_dominated(F, np.ascontiguousarray(c, dtype=np.float64))
 
 
 def search_query(x, values, contrib, order, *, grid, objectives, predict, threshold,
@@ -78,6 +79,7 @@ def search_query(x, values, contrib, order, *, grid, objectives, predict, thresh
     for j in range(d):
         cand[j, : n_cand[j]] = values[j]
     iso_prepared = iso.prepare(cand, n_cand) if plausibility else None
+    bound_prepared = bound.prepare(cand, n_cand) if hasattr(bound, "prepare") else None
     # per-feature cost parts of the query's own value are 0; keep running parts per node
     F = np.zeros((0, len(objectives)))
     front_pts, front_f = [], []
@@ -176,7 +178,8 @@ def search_query(x, values, contrib, order, *, grid, objectives, predict, thresh
                 continue
             if bound is not None:
                 ub = bound.upper(P[i], is_open, cand, n_cand, threshold, f_value=fv,
-                                 phi_x=phi_x, budget=max_changes - c2)
+                                 phi_x=phi_x, budget=max_changes - c2,
+                                 prepared=bound_prepared)
                 if ub < threshold:
                     counters["pruned_bound"] += 1
                     continue
