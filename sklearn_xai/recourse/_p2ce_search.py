@@ -117,13 +117,15 @@ def search_query(x, values, contrib, order, *, grid, objectives, predict, thresh
     heap = []
     counter = 0
     if n_levels:
-        heap.append((-f_root, 0, x.copy(), 0, 0, zero_parts))
+        heap.append((-f_root, 0, x.copy(), 0, 0, zero_parts, root_cost))
+    # covers[j][i, k]: candidate i's cost parts are all >= candidate k's, so blocking k
+    # blocks i (computed once per feature)
+    covers = {}
     while heap:
         if deadline is not None and time.perf_counter() > deadline:
             complete = False
             break
-        neg_f, _, s, t, c, sparts = heapq.heappop(heap)
-        s_cost = costs_from_parts(objectives, *(p[None, :] for p in sparts))
+        neg_f, _, s, t, c, sparts, s_cost = heapq.heappop(heap)
         if _weakly_dominated(F, s_cost)[0]:
             counters["pruned_dominance"] += 1
             continue
@@ -131,6 +133,9 @@ def search_query(x, values, contrib, order, *, grid, objectives, predict, thresh
         j = order[t]
         vals = values[j]
         cj = contrib[j]
+        if j not in covers:
+            covers[j] = np.all(cj[:, None, :] >= cj[None, :, :], axis=2)
+        cov = covers[j]
         P = np.repeat(s[None, :], len(vals), axis=0)
         P[:, j] = vals
         parts = parts_of(P, sparts, j, cj)
@@ -154,20 +159,21 @@ def search_query(x, values, contrib, order, *, grid, objectives, predict, thresh
 
         is_open = is_open_base.copy()
         is_open[list(order[: t + 1])] = False
-        blocked = []
+        blocked = np.zeros(len(vals), dtype=bool)
+        any_blocked = False
         for i in range(len(vals)):
             cv = cj[i]
-            if any(np.all(cv >= b) for b in blocked):
+            if any_blocked and (cov[i] & blocked).any():
                 continue
             if dom[i] or _weakly_dominated(F, C[i])[0]:
                 counters["pruned_dominance"] += 1
-                blocked.append(cv)
+                blocked[i] = any_blocked = True
                 continue
             fv = fP[i]
             if fv >= threshold:
                 if inlier(i):
                     add_solution(P[i], C[i], fv)
-                    blocked.append(cv)
+                    blocked[i] = any_blocked = True
                     continue
                 counters["valid_outliers"] += 1
             if t + 1 >= n_levels:
@@ -190,7 +196,8 @@ def search_query(x, values, contrib, order, *, grid, objectives, predict, thresh
                     continue
             counter += 1
             child_parts = tuple(p[i].copy() for p in parts)
-            heapq.heappush(heap, (-fv, -counter, P[i].copy(), t + 1, c2, child_parts))
+            heapq.heappush(heap, (-fv, -counter, P[i].copy(), t + 1, c2, child_parts,
+                                  C[i].copy()))
     if front_pts:
         pts = np.vstack(front_pts)
         pro = np.asarray(front_f)
