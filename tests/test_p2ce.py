@@ -380,3 +380,21 @@ def test_shap_bound_is_labelled_heuristic(data):
     res = e.explain(q)
     assert res.extras["bound"] == "shap"
     assert np.all(res.valid) and np.all(res.costs["inlier"])
+
+
+@pytest.mark.parametrize("name", ["gbm", "logistic"])
+def test_desired_first_class_matches_enumeration(data, name):
+    X, y = data
+    model = MODELS[name]().fit(X, y)
+    expl = P2CERecourse(FrozenEstimator(model), desired_class=0, threshold=0.6,
+                        grid_step=0.25, max_changes=2, contamination=0.1, n_estimators=20,
+                        random_state=0, shap_samples=15).fit(X)
+    assert expl.bound_ in ("tree", "linear")
+    queries = X[model.predict_proba(X)[:, 0] < 0.6][:4]
+    res = expl.explain(queries)
+    assert np.all(model.predict_proba(
+        res.counterfactuals.drop(columns="query").to_numpy(float))[:, 0] >= 0.6)
+    for i, x in enumerate(queries):
+        front, _ = _brute_front(expl, X, x)
+        _, C = _returned(expl, res, i)
+        assert {tuple(np.round(c, 9)) for c in C} == front
