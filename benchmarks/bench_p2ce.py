@@ -154,7 +154,7 @@ def _area2d_union(points, ref):
     return area
 
 
-def run_cell(ds, model_name, X, y, immut, n, time_limit, seed=0):
+def run_cell(ds, model_name, X, y, immut, n, time_limit, seed=0, contamination=0.05):
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, random_state=seed, stratify=y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -169,7 +169,8 @@ def run_cell(ds, model_name, X, y, immut, n, time_limit, seed=0):
     for method, plaus in (("P2CE", True), ("MAPOCAM-style", False)):
         t0 = time.perf_counter()
         expl = P2CERecourse(FrozenEstimator(model), max_changes=3, immutable_features=immut,
-                            plausibility=plaus, time_limit=time_limit, random_state=seed)
+                            plausibility=plaus, time_limit=time_limit, random_state=seed,
+                            contamination=contamination)
         expl.fit(Xtr)
         fit_s = time.perf_counter() - t0
         with warnings.catch_warnings():
@@ -209,6 +210,9 @@ def main():
     ap.add_argument("--models", default="lgbm,mlp,lr")
     ap.add_argument("--time-limit", type=float, default=None,
                     help="seconds per individual (default: none; --quick uses 30)")
+    ap.add_argument("--contamination", type=float, default=0.05,
+                    help="contamination of the search's isolation forest (the judge "
+                         "forest always uses 0.05)")
     args = ap.parse_args()
     n = 5 if args.quick else args.n
     tl = args.time_limit if args.time_limit is not None else (30.0 if args.quick else None)
@@ -216,7 +220,8 @@ def main():
     for ds in args.datasets.split(","):
         X, y, immut = DATASETS[ds]()
         for mname in args.models.split(","):
-            n_q, res = run_cell(ds, mname, X, y, immut, n, tl)
+            n_q, res = run_cell(ds, mname, X, y, immut, n, tl,
+                                contamination=args.contamination)
             for method, r in res.items():
                 rows.append({"dataset": ds, "model": mname, "method": method, "n": n_q, **r})
                 print(f"{ds:7s} {mname:5s} {method:14s} bound={r['bound']:6s} "
