@@ -287,6 +287,8 @@ class BaseExplainer(BaseEstimator):
                 raise ValueError("X has 0 feature(s); a minimum of 1 is required.")
             for name in X.columns:
                 dtype = X[name].dtype
+                if pd.api.types.is_complex_dtype(dtype):
+                    raise ValueError(f"Complex data not supported: column {name!r} of X.")
                 if pd.api.types.is_numeric_dtype(dtype) and not isinstance(
                         dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(dtype):
                     col = X[name].to_numpy(dtype=np.float64, na_value=np.nan)
@@ -309,6 +311,13 @@ class BaseExplainer(BaseEstimator):
         self.model_fn_ = make_model_function(
             self.model_, self.response_method, self.target, probe, template,
             getattr(self, "batch_size", None))
+        try:
+            self.model_fn_(as_array(probe) if template is not None else probe)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise TypeError(
+                f"The model {type(self.model_).__name__} cannot evaluate rows of X as given "
+                f"({type(exc).__name__}: {exc}). Check the column types it expects."
+            ) from exc
         self.output_names_ = list(self.model_fn_.output_names)
         return self.model_fn_
 

@@ -8,6 +8,47 @@ pattern): every entry must say why the check does not apply.
 INSTANCES = {}
 EXPECTED_FAILED = {}
 
+# --- ShearExplainer (issue 4) ---------------------------------------------------------------
+
+
+def _shear_linear():
+    from sklearn.linear_model import LinearRegression
+
+    from sklearn_xai import ShearExplainer
+
+    return ShearExplainer(LinearRegression(), n_evals=8, random_state=0)
+
+
+def _shear_tree_random():
+    from sklearn.tree import DecisionTreeRegressor
+
+    from sklearn_xai import ShearExplainer
+
+    return ShearExplainer(DecisionTreeRegressor(max_depth=3, random_state=0), n_evals=4,
+                          cooperators="random", efficiency="redistribute", random_state=0)
+
+
+INSTANCES["ShearExplainer"] = [_shear_linear, _shear_tree_random]
+EXPECTED_FAILED["ShearExplainer"] = {}
+# --- end ShearExplainer ----------------------------------------------------------------------
+# --- MaceRecourse (branch mace) ---------------------------------------------------------
+def _mace_instances():
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_xai.recourse import MaceRecourse
+
+    return [
+        lambda: MaceRecourse(
+            LogisticRegression(), n_counterfactuals=1, refine=False, neighbors="exact",
+            random_state=0,
+        )
+    ]
+
+
+INSTANCES["MaceRecourse"] = _mace_instances()
+EXPECTED_FAILED["MaceRecourse"] = {}
+# --- end MaceRecourse -------------------------------------------------------------------
+
 # --- TreeShapExplainer (branch tree) ---------------------------------------------------
 from sklearn.tree import DecisionTreeRegressor  # noqa: E402
 

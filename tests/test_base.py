@@ -232,3 +232,32 @@ def test_counterfactuals_object():
     assert "query 1: no counterfactual found" in text
     frame = result.to_frame()
     assert list(frame.columns) == ["age", "job", "query", "valid", "prediction", "l0"]
+
+
+def test_object_columns_the_model_cannot_take():
+    df = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": ["x", "y", "x", "y"]})
+    model = LogisticRegression().fit(np.array([[1.0, 0], [2, 1], [3, 0], [4, 1]]), [0, 1, 0, 1])
+    with pytest.raises(TypeError, match="cannot evaluate rows of X"):
+        ToyBaselineShapley(FrozenEstimator(model)).fit(df)
+
+
+def test_hypothesis_bad_shapes_raise_clear_errors():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    X, y = make_classification(n_samples=40, n_features=3, n_informative=2, n_redundant=0,
+                               random_state=0)
+    exp = ToyBaselineShapley(LogisticRegression()).fit(X, y)
+
+    @given(st.integers(0, 6), st.integers(0, 6), st.sampled_from([0.0, np.nan, np.inf, -np.inf]))
+    def run(n_rows, n_cols, fill):
+        bad = np.full((n_rows, n_cols), fill)
+        if n_cols == 3 and n_rows > 0 and np.isfinite(fill):
+            assert exp.explain(bad).values.shape == (n_rows, 3)
+            return
+        with pytest.raises(ValueError) as info:
+            exp.explain(bad)
+        assert any(word in str(info.value) for word in
+                   ("sample", "feature", "NaN", "infinity", "2D", "dimension"))
+
+    run()

@@ -106,9 +106,9 @@ class ImputationGame:
 
         Parameters
         ----------
-        masks : ndarray of bool, shape (n_coalitions, n_players) or
-                (n_rows, n_coalitions, n_players)
-            Shared coalitions, or one set per row (rows selected by ``rows``).
+        masks : ndarray of bool
+            Shape (n_coalitions, n_players): coalitions shared by all rows; or shape
+            (n_rows, n_coalitions, n_players): one set per row (rows selected by ``rows``).
         rows : slice or None
             Explained rows to evaluate (default all).
 
