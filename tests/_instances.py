@@ -8,6 +8,30 @@ pattern): every entry must say why the check does not apply.
 INSTANCES = {}
 EXPECTED_FAILED = {}
 
+# --- TreeShapExplainer (branch tree) ---------------------------------------------------
+
+
+def _treeshap_path():
+    from sklearn.tree import DecisionTreeRegressor
+
+    from sklearn_xai.tree import TreeShapExplainer
+
+    return TreeShapExplainer(DecisionTreeRegressor(max_depth=3, random_state=0))
+
+
+def _treeshap_interventional():
+    from sklearn.tree import DecisionTreeRegressor
+
+    from sklearn_xai.tree import TreeShapExplainer
+
+    return TreeShapExplainer(DecisionTreeRegressor(max_depth=3, random_state=0),
+                             feature_perturbation="interventional", max_background=500,
+                             random_state=0)
+
+
+INSTANCES["TreeShapExplainer"] = [_treeshap_path, _treeshap_interventional]
+EXPECTED_FAILED["TreeShapExplainer"] = {}
+# --- end TreeShapExplainer ---------------------------------------------------------------
 # --- ShearExplainer (issue 4) ---------------------------------------------------------------
 
 
@@ -48,20 +72,6 @@ def _mace_instances():
 INSTANCES["MaceRecourse"] = _mace_instances()
 EXPECTED_FAILED["MaceRecourse"] = {}
 # --- end MaceRecourse -------------------------------------------------------------------
-
-# --- TreeShapExplainer (branch tree) ---------------------------------------------------
-from sklearn.tree import DecisionTreeRegressor  # noqa: E402
-
-from sklearn_xai.tree import TreeShapExplainer  # noqa: E402
-
-INSTANCES["TreeShapExplainer"] = [
-    lambda: TreeShapExplainer(DecisionTreeRegressor(max_depth=3, random_state=0)),
-    lambda: TreeShapExplainer(DecisionTreeRegressor(max_depth=3, random_state=0),
-                              feature_perturbation="interventional", max_background=20,
-                              random_state=0),
-]
-EXPECTED_FAILED["TreeShapExplainer"] = {}
-# --- end TreeShapExplainer ---------------------------------------------------------------
 
 # --- P2CERecourse (branch p2ce) ---------------------------------------------------------
 def _p2ce_instance():

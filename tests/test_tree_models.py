@@ -22,7 +22,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from sklearn_xai.tree import TreeShapExplainer, parse_model, predict_raw
-from sklearn_xai.tree._ensemble import apply
+from sklearn_xai.tree._ensemble import apply, apply_link
 
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
@@ -122,7 +122,7 @@ def test_hgb_native_categorical_and_unknown(frame):
 ])
 def test_xgboost_routing(frame, params):
     df, y, _, _ = frame
-    model = xgb.XGBClassifier(enable_categorical=True, **params).fit(df, y)
+    model = xgb.XGBClassifier(enable_categorical=True, n_jobs=1, **params).fit(df, y)
     ens, _ = parse_model(model)
     dm = xgb.DMatrix(df, enable_categorical=True, missing=model.missing)
     leaves = model.get_booster().predict(dm, pred_leaf=True)
@@ -183,7 +183,7 @@ def test_lightgbm_pred_contrib_binary_and_multiclass(frame):
 
 def test_xgboost_pred_contribs_multiclass(frame):
     df, _, y3, _ = frame
-    model = xgb.XGBClassifier(n_estimators=15, max_depth=5, enable_categorical=True)
+    model = xgb.XGBClassifier(n_estimators=15, max_depth=5, enable_categorical=True, n_jobs=1)
     model.fit(df, y3)
     exp = TreeShapExplainer(FrozenEstimator(model)).fit(df)
     att = exp.explain(df.iloc[:60])
@@ -296,7 +296,7 @@ def test_pipeline_is_explained_in_transformed_space():
 
 def test_interactions_rows_sum_to_values(frame):
     df, _, y3, _ = frame
-    model = xgb.XGBClassifier(n_estimators=8, max_depth=4, enable_categorical=True)
+    model = xgb.XGBClassifier(n_estimators=8, max_depth=4, enable_categorical=True, n_jobs=1)
     model.fit(df, y3)
     exp = TreeShapExplainer(FrozenEstimator(model)).fit(df)
     att = exp.explain_interactions(df.iloc[:10])
@@ -352,3 +352,75 @@ def test_errors(frame):
     exp = TreeShapExplainer(FrozenEstimator(reg)).fit(X)
     with pytest.raises(ValueError, match="features"):
         exp.explain(X[:, :3])
+
+
+def test_hgb_categorical_through_the_explainer(frame):
+    df, _, y3, _ = frame
+    model = HistGradientBoostingClassifier(max_iter=10, categorical_features="from_dtype")
+    exp = TreeShapExplainer(model).fit(df, y3)
+    att = exp.explain(df.iloc[:30])
+    assert att.values.shape == (30, 4, 3)
+    assert att.data[1, 1] == df.iloc[1, 1]  # categories shown as labels
+    np.testing.assert_allclose(att.predicted(), exp.model_._raw_predict(df.iloc[:30]),
+                               rtol=0, atol=1e-10)
+
+
+def test_interventional_softmax_probability_additivity(frame):
+    df, _, y3, _ = frame
+    model = xgb.XGBClassifier(n_estimators=5, max_depth=3, enable_categorical=True, n_jobs=1)
+    model.fit(df, y3)
+    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
+                            model_output="probability").fit(df.iloc[:25])
+    att = exp.explain(df.iloc[:10])
+    assert att.output_names == ["probability(0)", "probability(1)", "probability(2)"]
+    proba = apply_link("softmax", predict_raw(exp.ensemble_, _codes(df.iloc[:10])))
+    np.testing.assert_allclose(att.predicted(), proba, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(proba, model.predict_proba(df.iloc[:10]), atol=1e-6)
+
+
+def test_path_dependent_against_shap_for_sklearn_forest():
+    shap = pytest.importorskip("shap")  # test-only comparison (double precision C++)
+    X, y = _numeric(np.random.default_rng(7), n=300, nan=0.0)
+    model = RandomForestRegressor(5, max_depth=12, random_state=0).fit(X, y)
+    ours = TreeShapExplainer(FrozenEstimator(model)).fit(X[:50]).explain(X[100:130])
+    ref = shap.TreeExplainer(model)
+    theirs = ref.shap_values(X[100:130], check_additivity=False)
+    np.testing.assert_allclose(ours.values, theirs, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ours.base_values, np.ravel(ref.expected_value)[0], atol=1e-10)
+
+
+def test_interventional_sklearn_forest_against_brute_force_on_predict():
+    import itertools
+    import math
+
+    X, y = _numeric(np.random.default_rng(7), n=300, nan=0.0)
+    model = RandomForestRegressor(5, max_depth=12, random_state=0).fit(X, y)
+    bg = X[:50]
+    att = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional")
+    vals = att.fit(bg).explain(X[100:102]).values
+    for i, x in enumerate(X[100:102]):
+        ref = np.zeros(5)
+        for S in itertools.product([0, 1], repeat=5):
+            S = np.array(S, bool)
+            for j in np.flatnonzero(~S):
+                S2 = S.copy()
+                S2[j] = True
+                w = math.factorial(S.sum()) * math.factorial(4 - S.sum()) / 120
+                ref[j] += w * (model.predict(np.where(S2, x, bg)).mean()
+                               - model.predict(np.where(S, x, bg)).mean())
+        np.testing.assert_allclose(vals[i], ref, rtol=0, atol=1e-10)
+
+
+def test_ranker_and_regressor_output_names():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(200, 4))
+    ranker = lgb.LGBMRanker(n_estimators=5, verbose=-1, min_child_samples=5)
+    ranker.fit(X, rng.integers(0, 3, 200), group=[20] * 10)
+    att = TreeShapExplainer(FrozenEstimator(ranker)).fit(X).explain(X[:5])
+    assert att.output_names == ["margin"]
+    contrib = ranker.predict(X[:5], pred_contrib=True)
+    np.testing.assert_allclose(att.values, contrib[:, :4], rtol=0, atol=1e-10)
+    reg = RandomForestRegressor(3, random_state=0).fit(X, np.c_[X[:, 0], X[:, 1]])
+    att = TreeShapExplainer(FrozenEstimator(reg)).fit(X).explain(X[:5])
+    assert att.output_names == ["margin[0]", "margin[1]"] and att.values.shape == (5, 4, 2)
+    np.testing.assert_allclose(att.predicted(), reg.predict(X[:5]), rtol=0, atol=1e-10)

@@ -68,6 +68,18 @@ root is node ``tree_offsets[t]``. Children indices are global too.
 ``raw_space`` : str
     What the margin is: ``'margin'`` (log-odds / logits / regression value) or
     ``'probability'`` (forest classifiers average probabilities).
+
+Helpers
+-------
+``goes_left(ens, nodes, values)`` (vectorised routing of one value per node),
+``apply(ens, X)`` (global leaf per row and tree), ``predict_raw(ens, X)``
+(margins), ``apply_link(link, raw)``, ``zero_fractions(ens)``, ``preorder(ens, t)``,
+``subset_outputs(ens, outputs)`` and ``make_ensemble(trees, ...)`` (what the parsers
+call). Parsers: ``_parse_sklearn.parse_sklearn``, ``_parse_xgboost.parse_xgboost``,
+``_parse_lightgbm.parse_lightgbm`` or ``sklearn_xai.tree.parse_model`` (any of them,
+Pipelines' last step); each returns ``(ens, input_transform)`` where
+``input_transform`` (or None) maps model inputs to the ensemble's numeric columns
+(HistGradientBoosting's categorical encoding).
 """
 
 from dataclasses import dataclass, field
@@ -116,6 +128,9 @@ class FlatEnsemble:
     def n_trees(self):
         return len(self.tree_offsets) - 1
 
+    def __setstate__(self, state):
+        self.__dict__.update(writeable_state(state))
+
     @property
     def n_nodes(self):
         return len(self.feature)
@@ -155,11 +170,23 @@ class FlatEnsemble:
     def prepare_X(self, X):
         """``X`` as C-contiguous float64 with ``missing_value`` entries set to NaN."""
         X = np.ascontiguousarray(X, dtype=np.float64)
+        if not X.flags.writeable:  # one numba specialisation: writeable C arrays only
+            X = X.copy()
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must be 2-D with {self.n_features} columns, got shape {X.shape}")
         if not np.isnan(self.missing_value):
             X = np.where(X == self.missing_value, np.nan, X)
         return X
+
+
+def writeable_state(state):
+    """Copy read-only arrays of an unpickled state (e.g. joblib memory maps).
+
+    The numba kernels are compiled for writeable arrays; a read-only array would
+    trigger a second compilation.
+    """
+    return {k: (v.copy() if isinstance(v, np.ndarray) and not v.flags.writeable else v)
+            for k, v in state.items()}
 
 
 @njit(cache=True, inline="always")
@@ -226,8 +253,8 @@ def goes_left(ens, node_indices, x_values):
     nodes, xs = np.broadcast_arrays(np.asarray(node_indices, dtype=np.int64),
                                     np.asarray(x_values, dtype=np.float64))
     shape = nodes.shape
-    nodes = np.ascontiguousarray(nodes.ravel())
-    xs = np.ascontiguousarray(xs.ravel())
+    nodes = np.array(nodes.ravel(), dtype=np.int64, order="C")
+    xs = np.array(xs.ravel(), dtype=np.float64, order="C")
     if not np.isnan(ens.missing_value):
         xs = np.where(xs == ens.missing_value, np.nan, xs)
     return _goes_left_many(nodes, xs, *ens.arrays()).reshape(shape)

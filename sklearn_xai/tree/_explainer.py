@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Attribution
-from ..base import AttributionMixin, BaseExplainer, _is_frame
+from ..base import AttributionMixin, BaseExplainer, _is_frame, as_array
 from ._ensemble import apply_link, predict_raw, subset_outputs, zero_fractions
 
 __all__ = ["TreeShapExplainer", "parse_model"]
@@ -110,21 +110,6 @@ class _EnsembleFunction:
         return self.offset + self.sign * raw[:, self.outputs]
 
 
-def _link_derivative(link, raw):
-    if link == "logistic":
-        p = apply_link(link, raw)
-        return p * (1 - p)
-    if link == "logistic2x":
-        p = apply_link(link, raw)
-        return 2 * p * (1 - p)
-    if link == "softmax":
-        p = apply_link(link, raw)
-        return p * (1 - p)
-    if link == "exp":
-        return np.exp(raw)
-    return np.ones_like(raw)
-
-
 # ---------------------------------------------------------------------------
 # the explainer
 # ---------------------------------------------------------------------------
@@ -160,7 +145,10 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         averaged probability for forest classifiers, the prediction for regressors).
         ``"probability"`` needs ``feature_perturbation="interventional"`` for
         boosted classifiers: each (row, background) pair's attributions are rescaled
-        by ``(p(x) - p(r)) / (f(x) - f(r))`` (a linearisation that stays additive).
+        by ``(p(x) - p(r)) / (f(x) - f(r))`` (a linearisation that stays additive;
+        for a softmax output whose margin did not move, the pair's attributions are
+        projected on the joint margin change instead). For forest classifiers the
+        raw output already is the probability.
     target : class label or None
         Explain only this class. ``None``: the positive class of a binary classifier,
         every class of a multi-class one, every output of a regressor.
@@ -265,10 +253,18 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         outputs, sign, offset, probability = self._select_outputs(final, ens)
         self._outputs, self._sign, self._offset = outputs, sign, offset
         self._probability = probability
-        self._sub = subset_outputs(ens, outputs)
+        # softmax probabilities depend on every margin: compute all, then select
+        self._kernel_outputs = list(range(ens.n_outputs)) if (
+            probability and ens.link == "softmax") else outputs
+        self._select = [self._kernel_outputs.index(k) for k in outputs]
+        self._sub = subset_outputs(ens, self._kernel_outputs)
         space = "probability" if (probability or ens.raw_space == "probability") else "margin"
-        self.output_names_ = [f"{space}({ens.output_names[k]})" if ens.output_names else space
-                              for k in outputs]
+        if self._is_classifier(final, ens):
+            self.output_names_ = [f"{space}({ens.output_names[k]})" for k in outputs]
+        elif ens.n_outputs == 1:
+            self.output_names_ = [space]
+        else:
+            self.output_names_ = [f"{space}[{k}]" for k in outputs]
         self.model_fn_ = _EnsembleFunction(ens, outputs, probability, sign, offset,
                                            self.output_names_)
         if self.feature_perturbation == "tree_path_dependent":
@@ -338,9 +334,12 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             Z = np.asarray(Xt, dtype=np.float64)
         return self.ensemble_.prepare_X(Z)
 
+    @staticmethod
+    def _is_classifier(final, ens):
+        return hasattr(final, "classes_") or ens.link in ("logistic", "softmax", "logistic2x")
+
     def _select_outputs(self, final, ens):
-        is_clf = hasattr(final, "classes_") or ens.link in ("logistic", "softmax",
-                                                            "logistic2x")
+        is_clf = self._is_classifier(final, ens)
         probability = self.model_output == "probability"
         if probability:
             if not is_clf:
@@ -374,9 +373,14 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
 
     # -- explain ------------------------------------------------------------------------
 
-    def _transform_input(self, X):
+    def _transform_input(self, X, with_data=False):
         Xt = self._pre.transform(X) if self._pre is not None else X
-        return self._numeric(Xt)
+        Z = self._numeric(Xt)
+        if not with_data:
+            return Z
+        # what the attribution shows: original values (categories as labels) when the
+        # tree input is a DataFrame, else the numeric tree input
+        return Z, (as_array(Xt) if _is_frame(Xt) else Z)
 
     def _threads(self):
         import numba
@@ -420,24 +424,24 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                 if self._probability:
                     fx = predict_raw(ens, B)
                     px = apply_link(ens.link, fx)
-                    dx = _link_derivative(ens.link, fx)
-                    cols = self._outputs
-                    resc = (fx[:, cols], fr[:, cols], px[:, cols], pr[:, cols], dx[:, cols])
+                    cols = self._kernel_outputs
+                    resc = (fx[:, cols], fr[:, cols], px[:, cols], pr[:, cols])
                 return shap_interventional(sub, B, self.background_, sub.value,
                                            sub.tree_output, K, max_depth=depth,
                                            rescale=resc)
         parts = self._run(func, Z)
         phi = np.concatenate(parts, axis=0) if parts else np.zeros((0, Z.shape[1], K))
-        return self._sign * phi
+        return self._sign * phi[:, :, self._select]
 
-    def _explain(self, X):
-        Z = self._transform_input(X)
+    def _explain(self, X, return_numeric=False):
+        Z, data = self._transform_input(X, with_data=True)
         phi = self._phi(Z)
         base = np.tile(self.expected_value_, (Z.shape[0], 1))
         if phi.shape[2] == 1:
             phi, base = phi[:, :, 0], base[:, 0]
-        return Attribution(phi, base, Z, list(self.player_names_), list(self.output_names_),
-                           extras={"feature_perturbation": self.feature_perturbation})
+        att = Attribution(phi, base, data, list(self.player_names_), list(self.output_names_),
+                          extras={"feature_perturbation": self.feature_perturbation})
+        return (att, Z) if return_numeric else att
 
     def explain_interactions(self, X, features=None):
         """SHAP interaction values (path-dependent).
@@ -465,7 +469,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         from ._kernels import shap_interactions
 
         X = self._validate_X(X, reset=False)
-        Z = self._transform_input(X)
+        Z, data = self._transform_input(X, with_data=True)
         M = Z.shape[1]
         if features is None:
             feats = np.arange(M)
@@ -493,7 +497,8 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         base = np.tile(self.expected_value_, (Z.shape[0], 1))
         if phi.shape[2] == 1:
             phi, inter, base = phi[:, :, 0], inter[..., 0], base[:, 0]
-        return Attribution(phi, base, Z, list(self.player_names_), list(self.output_names_),
+        return Attribution(phi, base, data, list(self.player_names_),
+                           list(self.output_names_),
                            extras={"interactions": inter,
                                    "interaction_features": [self.player_names_[f]
                                                             for f in feats]})
@@ -504,9 +509,9 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
 
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        attribution = self._explain(X)
+        attribution, Z = self._explain(X, return_numeric=True)
         ref = np.nan_to_num(self.reference_)
-        return faithfulness(self.model_fn_, attribution.data, attribution, ref)
+        return faithfulness(self.model_fn_, Z, attribution, ref)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

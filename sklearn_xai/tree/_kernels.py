@@ -36,9 +36,23 @@ from fractions import Fraction
 import numpy as np
 from numba import njit, prange
 
-from ._ensemble import _go_left, _preorder_jit
+from ._ensemble import (
+    MISSING_NAN,
+    MODE_CAT,
+    MODE_LE32,
+    MODE_LE64,
+    _go_left,
+    _preorder_jit,
+    writeable_state,
+)
 
 _FLAGS = {"contract", "reassoc", "arcp"}
+
+
+def _w(a, dtype=np.float64):
+    """C-contiguous writeable array (read-only inputs would compile a second specialisation)."""
+    a = np.ascontiguousarray(a, dtype=dtype)
+    return a if a.flags.writeable else a.copy()
 
 
 # ---------------------------------------------------------------------------
@@ -190,6 +204,9 @@ class PathTables:
         is_left[ens.children_left[internal]] = True
         self.is_left = is_left
 
+    def __setstate__(self, state):
+        self.__dict__.update(writeable_state(state))
+
     @property
     def nbytes(self):
         return sum(a.nbytes for a in (self.RH, self.RC, self.GH, self.GC, self.GA))
@@ -201,8 +218,37 @@ class PathTables:
 
 
 @njit(cache=True, inline="always")
+def _route_block(node, xr, xr32, bn, gl, threshold, mode, missing, default_left, cat_offsets,
+                 cat_values):
+    """``gl[b] = 1.0`` where row ``b`` goes left at ``node`` (vectorisable per mode)."""
+    m = mode[node]
+    if missing[node] == MISSING_NAN and m != MODE_CAT:
+        t = threshold[node]
+        dl = 1.0 if default_left[node] else 0.0
+        if m == MODE_LE64:
+            for b in range(bn):
+                x = xr[b]
+                g = 1.0 if x <= t else 0.0
+                gl[b] = dl if np.isnan(x) else g
+        elif m == MODE_LE32:
+            for b in range(bn):
+                x = xr32[b]
+                g = 1.0 if x <= t else 0.0
+                gl[b] = dl if np.isnan(x) else g
+        else:
+            for b in range(bn):
+                x = xr32[b]
+                g = 1.0 if x < t else 0.0
+                gl[b] = dl if np.isnan(x) else g
+    else:
+        for b in range(bn):
+            gl[b] = 1.0 if _go_left(node, xr[b], threshold, mode, missing, default_left,
+                                    cat_offsets, cat_values) else 0.0
+
+
+@njit(cache=True, inline="always")
 def _pop_edge(d, b_n, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, Kv, phi, rows0,
-              tree_out, sacc):
+              tree_out, sacc, first):
     node = node_at[d]
     f = featd[d]
     for kk in range(Kv):
@@ -212,9 +258,16 @@ def _pop_edge(d, b_n, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, Kv, phi,
         for q in range(Q):
             gc = GC[node, q]
             dg = GH[node, q] - gc
-            for b in range(b_n):
-                sacc[b] += Hs[d, kk, q, b] * (gc + hot[d, b] * dg)
-                Hs[d - 1, kk, q, b] += Hs[d, kk, q, b]
+            if first:
+                for b in range(b_n):
+                    hv = Hs[d, kk, q, b]
+                    sacc[b] += hv * (gc + hot[d, b] * dg)
+                    Hs[d - 1, kk, q, b] = hv
+            else:
+                for b in range(b_n):
+                    hv = Hs[d, kk, q, b]
+                    sacc[b] += hv * (gc + hot[d, b] * dg)
+                    Hs[d - 1, kk, q, b] += hv
         for b in range(b_n):
             phi[rows0 + b, f, k] += saved[d, b] * sacc[b]
     for b in range(b_n):
@@ -243,6 +296,12 @@ def _shap_path(X, block, order, depth, starts, Qt, qw, RH, RC, GH, GC, zf, is_le
         node_at = np.zeros(Dm, dtype=np.int64)
         featd = np.zeros(Dm, dtype=np.int64)
         sacc = np.zeros(block)
+        XT = np.empty((M, block))
+        XT32 = np.empty((M, block))
+        for b in range(bn):
+            for j in range(M):
+                XT[j, b] = X[r0 + b, j]
+                XT32[j, b] = np.float64(np.float32(X[r0 + b, j]))
         for t in range(T):
             Q = Qt[t]
             tout = tree_output[t]
@@ -253,25 +312,55 @@ def _shap_path(X, block, order, depth, starts, Qt, qw, RH, RC, GH, GC, zf, is_le
                 d = depth[idx]
                 while cur >= d and cur > 0:
                     _pop_edge(cur, bn, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, kv,
-                              phi, r0, tout, sacc)
+                              phi, r0, tout, sacc, is_left[node_at[cur]])
                     cur -= 1
                 if d > 0:
                     p = node_at[d - 1]
                     f = feature[p]
                     featd[d] = f
-                    left = is_left[node]
-                    for b in range(bn):
-                        h = gl[d - 1, b] if left else 1.0 - gl[d - 1, b]
-                        hot[d, b] = h
-                        saved[d, b] = alive[f, b]
+                    if is_left[node]:
+                        for b in range(bn):
+                            hot[d, b] = gl[d - 1, b]
+                            saved[d, b] = alive[f, b]
+                    else:
+                        for b in range(bn):
+                            hot[d, b] = 1.0 - gl[d - 1, b]
+                            saved[d, b] = alive[f, b]
                     zc = zf[node]
+                    if children_left[node] < 0:
+                        # leaf: fused edge, leaf value and pop (no C / H stores)
+                        first = is_left[node]
+                        for kk in range(kv):
+                            k = tout if tout >= 0 else kk
+                            for b in range(bn):
+                                sacc[b] = 0.0
+                            vk = value[node, kk]
+                            for q in range(Q):
+                                rh = RH[node, q]
+                                rc = RC[node, q]
+                                gc = GC[node, q]
+                                dg = GH[node, q] - gc
+                                w = vk * qw[t, q]
+                                for b in range(bn):
+                                    a = saved[d, b]
+                                    h = hot[d, b]
+                                    fac = a * (rc + h * (rh - rc)) + (1.0 - a) * zc
+                                    hv = C[d - 1, q, b] * fac * w
+                                    sacc[b] += hv * (gc + h * dg)
+                                    if first:
+                                        Hs[d - 1, kk, q, b] = hv
+                                    else:
+                                        Hs[d - 1, kk, q, b] += hv
+                            for b in range(bn):
+                                phi[r0 + b, f, k] += saved[d, b] * sacc[b]
+                        cur = d - 1
+                        continue
                     for q in range(Q):
                         rh = RH[node, q]
                         rc = RC[node, q]
                         for b in range(bn):
                             a = saved[d, b]
-                            h = hot[d, b]
-                            fac = a * (rc + h * (rh - rc)) + (1.0 - a) * zc
+                            fac = a * (rc + hot[d, b] * (rh - rc)) + (1.0 - a) * zc
                             C[d, q, b] = C[d - 1, q, b] * fac
                     for b in range(bn):
                         alive[f, b] = saved[d, b] * hot[d, b]
@@ -283,14 +372,8 @@ def _shap_path(X, block, order, depth, starts, Qt, qw, RH, RC, GH, GC, zf, is_le
                 cur = d
                 if children_left[node] >= 0:
                     fn = feature[node]
-                    for b in range(bn):
-                        gl[d, b] = 1.0 if _go_left(node, X[r0 + b, fn], threshold, mode,
-                                                   missing, default_left, cat_offsets,
-                                                   cat_values) else 0.0
-                    for kk in range(kv):
-                        for q in range(Q):
-                            for b in range(bn):
-                                Hs[d, kk, q, b] = 0.0
+                    _route_block(node, XT[fn], XT32[fn], bn, gl[d], threshold, mode, missing,
+                                 default_left, cat_offsets, cat_values)
                 else:
                     for kk in range(kv):
                         for q in range(Q):
@@ -299,7 +382,7 @@ def _shap_path(X, block, order, depth, starts, Qt, qw, RH, RC, GH, GC, zf, is_le
                                 Hs[d, kk, q, b] = C[d, q, b] * w
             while cur > 0:
                 _pop_edge(cur, bn, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, kv,
-                          phi, r0, tout, sacc)
+                          phi, r0, tout, sacc, is_left[node_at[cur]])
                 cur -= 1
 
 
@@ -324,13 +407,13 @@ def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=12
     phi : ndarray (n, M, n_outputs)
         Cost ``O(n * nodes * Q)``.
     """
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    X = _w(X, dtype=np.float64)
     phi = np.zeros((X.shape[0], X.shape[1], n_outputs))
     if X.shape[0] == 0:
         return phi
     _shap_path(X, int(block), tables.order, tables.depth, tables.starts, tables.Qt,
                tables.qw, tables.RH, tables.RC, tables.GH, tables.GC, tables.zf,
-               tables.is_left, np.ascontiguousarray(values, dtype=np.float64),
+               tables.is_left, _w(values, dtype=np.float64),
                np.asarray(tree_output, dtype=np.int64), int(tables.max_depth.max()),
                ens.children_left, ens.children_right, ens.feature, ens.threshold, ens.mode,
                ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi)
@@ -463,7 +546,7 @@ def shap_interactions(ens, tables, X, values, tree_output, n_outputs, features=N
         diagonal = main effects, each row sums to ``phi`` of that feature. Memory
         ``n * S * M * n_outputs`` floats; cost ``O(n * nodes * Q * D)``.
     """
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    X = _w(X, dtype=np.float64)
     n, M = X.shape
     feats = np.arange(M) if features is None else np.asarray(features, dtype=np.int64)
     slot = np.full(M, -1, dtype=np.int64)
@@ -473,7 +556,7 @@ def shap_interactions(ens, tables, X, values, tree_output, n_outputs, features=N
     if n:
         _shap_inter(X, tables.order, tables.depth, tables.starts, tables.Qt, tables.qt,
                     tables.qw, tables.RH, tables.RC, tables.GH, tables.GC, tables.GA,
-                    tables.zf, tables.is_left, np.ascontiguousarray(values, dtype=np.float64),
+                    tables.zf, tables.is_left, _w(values, dtype=np.float64),
                     np.asarray(tree_output, dtype=np.int64), int(tables.max_depth.max()), slot,
                     len(feats), ens.children_left, ens.children_right, ens.feature,
                     ens.threshold, ens.mode, ens.missing, ens.default_left, ens.cat_offsets,
@@ -500,7 +583,7 @@ def leaf_weights(max_d):
 
 
 @njit(cache=True, parallel=True, fastmath=_FLAGS)
-def _shap_interv(X, R, tree_offsets, value, tree_output, W, max_depth, fx, fr, px, pr, dx,
+def _shap_interv(X, R, tree_offsets, value, tree_output, W, max_depth, fx, fr, px, pr,
                  rescale, children_left, children_right, feature, threshold, mode, missing,
                  default_left, cat_offsets, cat_values, phi):
     n, M = X.shape
@@ -594,16 +677,28 @@ def _shap_interv(X, R, tree_offsets, value, tree_output, W, max_depth, fx, fr, p
                     alen -= 1
                     side[alist[alen]] = 0
             for k in range(K):
-                if rescale:
-                    df = fx[i, k] - fr[r, k]
-                    if abs(df) > 1e-12 * (1.0 + abs(fx[i, k])):
-                        sc = (px[i, k] - pr[r, k]) / df
-                    else:
-                        sc = dx[i, k]
-                else:
-                    sc = 1.0
-                for m in range(M):
-                    phi[i, m, k] += tmp[m, k] * sc / nR
+                if not rescale:
+                    for m in range(M):
+                        phi[i, m, k] += tmp[m, k] / nR
+                    continue
+                df = fx[i, k] - fr[r, k]
+                dp = px[i, k] - pr[r, k]
+                if abs(df) > 1e-12 * (1.0 + abs(fx[i, k])):
+                    sc = dp / df / nR
+                    for m in range(M):
+                        phi[i, m, k] += tmp[m, k] * sc
+                elif dp != 0.0:
+                    # this output's margin did not move but its probability did (softmax):
+                    # project on the joint margin change, which still adds up to dp
+                    nrm = 0.0
+                    for j in range(K):
+                        nrm += (fx[i, j] - fr[r, j]) ** 2
+                    if nrm > 0.0:
+                        for m in range(M):
+                            s = 0.0
+                            for j in range(K):
+                                s += tmp[m, j] * (fx[i, j] - fr[r, j])
+                            phi[i, m, k] += dp * s / nrm / nR
 
 
 def shap_interventional(ens, X, R, values, tree_output, n_outputs, *, max_depth,
@@ -612,32 +707,34 @@ def shap_interventional(ens, X, R, values, tree_output, n_outputs, *, max_depth,
 
     Parameters
     ----------
-    rescale : tuple (fx, fr, px, pr, dx) or None
-        Margins and transformed outputs of the explained and background rows and
-        the link's derivative at ``fx``; each (x, r) pair's attributions are scaled
-        by ``(px - pr) / (fx - fr)`` so they add up to ``px - pr``.
+    rescale : tuple (fx, fr, px, pr) or None
+        Margins and transformed outputs of the explained and background rows, for
+        every output of ``values``; each (x, r) pair's attributions of output ``k``
+        are scaled by ``(px - pr) / (fx - fr)`` so they add up to ``px - pr``. When
+        ``fx == fr`` but ``px != pr`` (softmax), output ``k`` gets
+        ``(px - pr) * <phi_m, fx - fr> / |fx - fr|^2``, which also adds up.
 
     Returns
     -------
     phi : ndarray (n, M, n_outputs)
         Cost ``O(n * R * sum of visited nodes)``, worst case ``O(n R T L)``.
     """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    R = np.ascontiguousarray(R, dtype=np.float64)
+    X = _w(X, dtype=np.float64)
+    R = _w(R, dtype=np.float64)
     n = X.shape[0]
     phi = np.zeros((n, X.shape[1], n_outputs))
     W = leaf_weights(max_depth + 1)
     if rescale is None:
         z1 = np.zeros((1, n_outputs))
-        fx = fr = px = pr = dx = z1
+        fx = fr = px = pr = z1
         flag = False
     else:
-        fx, fr, px, pr, dx = (np.ascontiguousarray(a, dtype=np.float64) for a in rescale)
+        fx, fr, px, pr = (_w(a, dtype=np.float64) for a in rescale)
         flag = True
     if n:
-        _shap_interv(X, R, ens.tree_offsets, np.ascontiguousarray(values, dtype=np.float64),
+        _shap_interv(X, R, ens.tree_offsets, _w(values, dtype=np.float64),
                      np.asarray(tree_output, dtype=np.int64), W, int(max_depth), fx, fr, px, pr,
-                     dx, flag, ens.children_left, ens.children_right, ens.feature,
+                     flag, ens.children_left, ens.children_right, ens.feature,
                      ens.threshold, ens.mode, ens.missing, ens.default_left, ens.cat_offsets,
                      ens.cat_values, phi)
     return phi
