@@ -109,6 +109,8 @@ MODELS = {
     "mlp": lambda: MLPClassifier(hidden_layer_sizes=(8,), max_iter=300, random_state=0),
     "lightgbm": lambda: pytest.importorskip("lightgbm").LGBMClassifier(
         n_estimators=15, num_leaves=7, min_child_samples=5, verbose=-1, random_state=0),
+    "xgboost": lambda: pytest.importorskip("xgboost").XGBClassifier(
+        n_estimators=15, max_depth=3, n_jobs=1, random_state=0),
 }
 
 
@@ -123,7 +125,7 @@ def test_front_equals_enumeration(data, name, plausibility):
                         plausibility=plausibility, contamination=0.15, n_estimators=25,
                         random_state=0, shap_samples=20).fit(X)
     expected_bound = {"gbm": "tree", "forest": "tree", "logistic": "linear", "mlp": "none",
-                      "lightgbm": "tree"}
+                      "lightgbm": "tree", "xgboost": "tree"}
     assert expl.bound_ == expected_bound[name]
     queries = X[model.predict(X) == 0][:6]
     res = expl.explain(queries)
