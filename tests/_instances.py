@@ -21,3 +21,26 @@ INSTANCES["TreeShapExplainer"] = [
 ]
 EXPECTED_FAILED["TreeShapExplainer"] = {}
 # --- end TreeShapExplainer ---------------------------------------------------------------
+# --- ShearExplainer (issue 4) ---------------------------------------------------------------
+
+
+def _shear_linear():
+    from sklearn.linear_model import LinearRegression
+
+    from sklearn_xai import ShearExplainer
+
+    return ShearExplainer(LinearRegression(), n_evals=8, random_state=0)
+
+
+def _shear_tree_random():
+    from sklearn.tree import DecisionTreeRegressor
+
+    from sklearn_xai import ShearExplainer
+
+    return ShearExplainer(DecisionTreeRegressor(max_depth=3, random_state=0), n_evals=4,
+                          cooperators="random", efficiency="redistribute", random_state=0)
+
+
+INSTANCES["ShearExplainer"] = [_shear_linear, _shear_tree_random]
+EXPECTED_FAILED["ShearExplainer"] = {}
+# --- end ShearExplainer ----------------------------------------------------------------------

@@ -3,9 +3,14 @@
 from ._estimators import exact_shapley, kernel_shapley, permutation_shapley
 from ._game import ImputationGame
 
+# SHEAR (issue 4)
+from ._shear import ShearExplainer
+
 __all__ = [
     "ImputationGame",
     "exact_shapley",
     "permutation_shapley",
     "kernel_shapley",
+    # SHEAR (issue 4)
+    "ShearExplainer",
 ]
