@@ -5,6 +5,8 @@ from ._game import ImputationGame
 
 # SHEAR (issue 4)
 from ._shear import ShearExplainer
+# knockoff imputation (KnockoffSHAP, KnockoffSAGE)
+from ._knockoff import KnockoffSAGE, KnockoffSHAP  # noqa: E402
 
 __all__ = [
     "ImputationGame",
@@ -13,4 +15,6 @@ __all__ = [
     "kernel_shapley",
     # SHEAR (issue 4)
     "ShearExplainer",
+    "KnockoffSHAP",
+    "KnockoffSAGE",
 ]
