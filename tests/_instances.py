@@ -44,3 +44,20 @@ def _shear_tree_random():
 INSTANCES["ShearExplainer"] = [_shear_linear, _shear_tree_random]
 EXPECTED_FAILED["ShearExplainer"] = {}
 # --- end ShearExplainer ----------------------------------------------------------------------
+# --- MaceRecourse (branch mace) ---------------------------------------------------------
+def _mace_instances():
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_xai.recourse import MaceRecourse
+
+    return [
+        lambda: MaceRecourse(
+            LogisticRegression(), n_counterfactuals=1, refine=False, neighbors="exact",
+            random_state=0,
+        )
+    ]
+
+
+INSTANCES["MaceRecourse"] = _mace_instances()
+EXPECTED_FAILED["MaceRecourse"] = {}
+# --- end MaceRecourse -------------------------------------------------------------------

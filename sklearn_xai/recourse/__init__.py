@@ -1,0 +1,3 @@
+"""Counterfactual recourse explainers."""
+
+from ._mace import MaceRecourse  # noqa: F401
