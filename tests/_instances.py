@@ -61,3 +61,17 @@ def _mace_instances():
 INSTANCES["MaceRecourse"] = _mace_instances()
 EXPECTED_FAILED["MaceRecourse"] = {}
 # --- end MaceRecourse -------------------------------------------------------------------
+
+# --- P2CERecourse (branch p2ce) ---------------------------------------------------------
+def _p2ce_instance():
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_xai.recourse import P2CERecourse
+
+    return P2CERecourse(LogisticRegression(), grid_step=0.25, max_changes=2, n_estimators=5,
+                        shap_samples=5, random_state=0)
+
+
+INSTANCES["P2CERecourse"] = [_p2ce_instance]
+EXPECTED_FAILED["P2CERecourse"] = {}
+# --- end P2CERecourse -------------------------------------------------------------------
