@@ -3,10 +3,11 @@
 from ._estimators import exact_shapley, kernel_shapley, permutation_shapley
 from ._game import ImputationGame
 
-# SHEAR (issue 4)
-from ._shear import ShearExplainer
 # knockoff imputation (KnockoffSHAP, KnockoffSAGE)
 from ._knockoff import KnockoffSAGE, KnockoffSHAP  # noqa: E402
+
+# SHEAR (issue 4)
+from ._shear import ShearExplainer
 
 __all__ = [
     "ImputationGame",
