@@ -19,7 +19,7 @@ class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line on stderr (status 2)."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(2, f"{_PROG}: error: {message} (see {self.prog} --help)\n")
 
 
 def _add_common(p, *, report):
@@ -66,6 +66,10 @@ def _add_common(p, *, report):
     p.add_argument("--gbm", choices=("hgb", "lightgbm"), default="hgb",
                    help="the default model: scikit-learn HistGradientBoostingClassifier "
                         "(hgb, default) or LightGBM")
+    p.add_argument("--threads", type=_positive_int, default=1, metavar="N",
+                   help="OpenMP/BLAS threads of the models (threadpoolctl; default: 1, as "
+                        "more threads often run slower on a shared machine; results do not "
+                        "depend on it)")
     p.add_argument("--seed", type=int, default=0,
                    help="random_state of the default model and every seeded explainer")
     p.add_argument("--traceback", action="store_true",
@@ -118,6 +122,7 @@ def _run(args):
         Progress,
         ReportError,
         build_report,
+        check_explain_args,
         explain_matrix,
     )
 
@@ -135,6 +140,7 @@ def _run(args):
         missing = [c for c in workload.immutable if c not in workload.X.columns]
         if missing:
             raise ReportError(f"--immutable {missing[0]!r} is not a feature of the data")
+        workload.facts.append(("model threads (OpenMP/BLAS, --threads)", str(args.threads)))
         _describe(workload, progress)
         kwargs = {"explainers": names} if explicit else {}
         out = build_report(workload, args.out, progress, n_rows=args.rows,
@@ -145,9 +151,7 @@ def _run(args):
         sys.stderr.write(f"total {time.perf_counter() - t0:.1f} s\n")
         print(f"wrote {out.resolve()}")
         return 0
-    if args.explainer not in EXPLAINERS:
-        raise ReportError(f"unknown explainer {args.explainer!r}; choose from "
-                          f"{', '.join(EXPLAINERS)}")
+    check_explain_args(args.explainer, args.out)
     workload = _workload(args, progress)
     _describe(workload, progress)
     n_rows = args.rows if args.rows is not None or args.data is not None else 100
@@ -171,7 +175,11 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return _run(args)
+        import sklearn.ensemble  # noqa: F401  (loads the OpenMP runtime, so the limit holds)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=args.threads):
+            return _run(args)
     except ReportError as exc:
         if args.traceback:
             raise

@@ -340,9 +340,15 @@ def _model_columns(model):
 
 
 def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb"):
-    """Load the user's model and data (or train the default model on the user's data)."""
-    with progress.step(f"read {data_path}"):
-        frame = read_table(data_path)
+    """Load the user's model and data (or train the default model on the user's data).
+
+    Every check runs before anything is printed, so that a bad input gives exactly one
+    line on stderr.
+    """
+    timings = []
+    t0 = time.perf_counter()
+    frame = read_table(data_path)
+    timings.append((f"read {data_path}", time.perf_counter() - t0))
     y = None
     if target is not None:
         if target not in frame.columns:
@@ -369,20 +375,24 @@ def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb")
         numeric = [c for c in frame.columns if c not in categorical]
         frame = frame[categorical + numeric]
         model, name = _gbm_pipeline(categorical, numeric, gbm, seed)
-        with progress.step(f"train {name} on {len(frame)} rows"):
-            try:
-                model.fit(frame, y)
-            except Exception as exc:
-                raise ReportError(f"cannot train the default model on {data_path}: "
-                                  f"{_one_line(exc)}") from exc
+        t0 = time.perf_counter()
+        try:
+            model.fit(frame, y)
+        except Exception as exc:
+            raise ReportError(f"cannot train the default model on {data_path}: "
+                              f"{_one_line(exc)}") from exc
+        timings.append((f"train {name} on {len(frame)} rows", time.perf_counter() - t0))
         model_desc = (f"Pipeline(OrdinalEncoder -> {name}), trained here on {len(frame)} "
                       f"rows of {Path(data_path).name} to predict {target!r}")
     else:
-        with progress.step(f"load {model_path}"):
-            model = load_model(model_path)
+        t0 = time.perf_counter()
+        model = load_model(model_path)
+        timings.append((f"load {model_path}", time.perf_counter() - t0))
         frame = _match_columns(model, frame, model_path, data_path, notes)
         model_desc = f"{_model_name(model)} loaded from {Path(model_path).name}"
     _check_predicts(model, frame, model_path, data_path)
+    for step, seconds in timings:
+        progress.record(step, seconds)
     data_desc = f"{Path(data_path).name}: {frame.shape[0]} rows, {frame.shape[1]} features"
     if target is not None:
         data_desc += f", target {target!r}"
@@ -535,9 +545,37 @@ def explain_rows(name, model, X, rows, progress, *, seed, immutable=None, time_l
                                    time_limit=time_limit)
     parts = _run_chunks(name, explainer, rows, progress,
                         f"{_LABELS[name]} on {len(rows)} rows")
-    if name in ATTRIBUTION_EXPLAINERS:
-        return _concat_attributions(parts)
-    return parts
+    if name not in ATTRIBUTION_EXPLAINERS:
+        return parts
+    att = _concat_attributions(parts)
+    names = [str(f) for f in att.feature_names]
+    if name == "tree" and all(f in rows.columns for f in names):
+        # a Pipeline's encoded columns keep the user's names: show the user's values
+        att.data = rows[names].to_numpy(dtype=object)
+    if name != "tree":
+        try:  # the model's own output in the explained space (SHEAR need not add up to it)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                att.extras["model_output"] = np.asarray(explainer.model_fn_(rows),
+                                                        dtype=np.float64)
+        except Exception:  # only shown when available
+            pass
+    return att
+
+
+def check_explain_args(explainer, out):
+    """Check the explainer and output file of ``explain`` (before any work is done)."""
+    if explainer not in ATTRIBUTION_EXPLAINERS:
+        if explainer not in EXPLAINERS:
+            raise ReportError(f"unknown explainer {explainer!r}; choose from "
+                              f"{', '.join(ATTRIBUTION_EXPLAINERS)}")
+        raise ReportError(f"explain writes attributions: --explainer must be one of "
+                          f"{', '.join(ATTRIBUTION_EXPLAINERS)}, not {explainer!r}")
+    out = Path(out)
+    suffix = out.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise ReportError(f"--out {out}: expected a .csv or .parquet file name")
+    return out, suffix
 
 
 def explain_matrix(workload, explainer, out, progress, *, n_rows=None, n_background=None,
@@ -549,13 +587,7 @@ def explain_matrix(workload, explainer, out, progress, *, n_rows=None, n_backgro
     The explainer is fitted on the first ``n_background`` rows of ``workload.X``
     (``None``: all).
     """
-    if explainer not in ATTRIBUTION_EXPLAINERS:
-        raise ReportError(f"explain writes attributions: --explainer must be one of "
-                          f"{', '.join(ATTRIBUTION_EXPLAINERS)}, not {explainer!r}")
-    out = Path(out)
-    suffix = out.suffix.lower()
-    if suffix not in (".csv", ".parquet", ".pq"):
-        raise ReportError(f"--out {out}: expected a .csv or .parquet file name")
+    out, suffix = check_explain_args(explainer, out)
     rows = workload.rows if n_rows is None else workload.rows.iloc[:n_rows]
     X = workload.X if n_background is None else workload.X.iloc[:n_background]
     att = explain_rows(explainer, workload.model, X, rows, progress, seed=seed)
@@ -648,7 +680,7 @@ def _waterfall_section(att, positions):
 
     figs = []
     for i, pos in enumerate(positions):
-        fig, ax = plt.subplots(figsize=(6.5, 4.5))
+        fig, ax = plt.subplots(figsize=(5.8, 4.2))
         att.plot_waterfall(row=i, ax=ax, max_display=8)
         ax.set_title(f"row {pos}")
         figs.append(_png(fig))
@@ -666,8 +698,13 @@ def _comparison_section(atts, positions):
         return _section("attribution-comparison", _note("No attribution explainer was run."))
     out = ["<p>The same rows explained by each method. Units differ: each column explains "
            "its own output, named in the header (TreeSHAP explains the model's raw margin, "
-           "SHEAR and knockoff SHAP the predicted probability), so compare signs and ranks; "
-           "a feature missing from one method's space shows as a dash.</p>"]
+           "SHEAR and knockoff SHAP the predicted probability), so compare signs and ranks "
+           "(in brackets); a feature missing from one method's space shows as a dash. "
+           "TreeSHAP's values add up exactly to the model's output. SHEAR compares the row "
+           "with one reference row (column means, most frequent categories): a feature at "
+           "its reference value gets 0, and its values are estimates that need not add up "
+           "to the model's output (both are shown). Knockoff SHAP replaces absent features "
+           "by knockoff copies of the row.</p>"]
     for i, pos in enumerate(positions):
         order_src = atts[names[0]]
         feats = list(order_src.feature_names)
@@ -694,12 +731,20 @@ def _comparison_section(atts, positions):
                 else:
                     cells.append("-")
             body.append(cells)
-        sums = ["base value -> output", ""]
+        sums = ["base value -> base + sum", ""]
+        model_out = ["model output", ""]
         for n in names:
             a = atts[n]
             b = float(a._base2d()[i, 0])
             sums.append(f"{b:.4f} -> {b + a._values3d()[i, :, 0].sum():.4f}")
-        body.append(sums)
+            mo = a.extras.get("model_output")
+            if n == "tree":
+                model_out.append("= base + sum (exact)")
+            elif mo is not None:
+                model_out.append(f"{float(np.reshape(mo, (len(a), -1))[i, 0]):.4f}")
+            else:
+                model_out.append("")
+        body += [sums, model_out]
         out.append(f"<h3>row {pos}</h3>" + _table(header, body, "num"))
     return _section("attribution-comparison", "".join(out))
 
@@ -1042,7 +1087,7 @@ def _summary_section(workload, explainers, n_rows, n_global, rejected, n_backgro
         ("seed (random_state of every seeded explainer)", str(seed)),
         ("versions", _versions()),
     ]
-    inner = _table(["", ""], facts)
+    inner = _table(["", "value"], facts)
     inner += "".join(_note(n) for n in workload.notes)
     return _section("summary", inner)
 

@@ -1,6 +1,7 @@
 """The command line: ``python -m sklearn_xai report`` / ``explain``, its errors, and the
 report opened in a real browser (headless Chromium)."""
 
+import html
 import os
 import re
 import shutil
@@ -106,7 +107,7 @@ def user_report(files, tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "report.html"
     argv = ["report", "--model", files["model_path"], "--data", files["data_path"],
             "--target", "approved", "--rows", "2", "--global-rows", "60", "--out", out,
-            "--seed", "3"]
+            "--seed", "3", "--time-limit", "3"]
     import io
     from contextlib import redirect_stderr, redirect_stdout
 
@@ -144,12 +145,16 @@ def test_report_treeshap_adds_up_to_the_model_margin(files, user_report):
     model, frame = files["model"], files["frame"]
     margin = model.decision_function(frame[FEATURES].iloc[:2])
     section = text[text.index('id="attribution-comparison"'):text.index('id="counterfactuals"')]
-    outputs = re.findall(r"<td>base value -&gt; output</td><td></td><td>"
+    outputs = re.findall(r"<td>base value -&gt; base \+ sum</td><td></td><td>"
                          r"(-?\d+\.\d+) -&gt; (-?\d+\.\d+)</td>", section)
     assert len(outputs) == 2
     np.testing.assert_allclose([float(o[1]) for o in outputs], margin, atol=1e-4)
-    # and the SHEAR column is there, in probability units
+    # the SHEAR column is in probability units, beside the model's own probability
     assert "SHEAR (P(1))" in section
+    shown = re.findall(r"<td>model output</td><td></td><td>= base \+ sum \(exact\)</td>"
+                       r"<td>(\d+\.\d+)</td>", section)
+    proba = model.predict_proba(frame[FEATURES].iloc[:2])[:, 1]
+    np.testing.assert_allclose([float(v) for v in shown], proba, atol=1e-4)
 
 
 def test_report_counterfactuals_flip_the_model(files, user_report):
@@ -170,9 +175,9 @@ def test_report_counterfactuals_flip_the_model(files, user_report):
         for diff, p in re.findall(r"<code>(.*?)</code> <span class=\"tag\">valid, "
                                   r"p=([\d.]+)</span>", block):
             row = X.iloc[[pos]].copy()
-            for change in diff.split("; "):
+            for change in html.unescape(diff).split("; "):
                 name, values = change.split(": ", 1)
-                new = values.split(" -&gt; ")[1]
+                new = values.split(" -> ")[1]
                 row[name] = new if name == "colour" else float(new)
             proba = model.predict_proba(row)[0, 1]
             if abs(proba - 0.5) > 1e-3:  # diffs print 6 significant digits
