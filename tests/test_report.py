@@ -196,10 +196,41 @@ def test_report_explainer_subset_and_skips(files, tmp_path, capsys):
     assert code == 0, err
     text = out.read_text(encoding="utf-8")
     _check_html(text)
-    assert "SHEAR: not requested" not in text  # only attribution rows with a column
+    section = text[text.index('id="attribution-comparison"'):text.index('id="counterfactuals"')]
+    assert "TreeSHAP (margin(1)) [rank]" in section and "SHEAR (" not in section
     assert "MACE: not requested (--explainer)" in text
     assert "P2CE: not requested (--explainer)" in text
     assert "P2CE on" not in err and "MACE on" not in err
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_report_on_gbm_library_model(library, files, tmp_path, capsys):
+    """XGBoost and LightGBM models saved with joblib; TreeSHAP adds up to their margin."""
+    lib = pytest.importorskip(library)
+    frame = files["frame"]
+    num = ["age", "income", "debt", "years"]
+    if library == "xgboost":
+        model = lib.XGBClassifier(n_estimators=15, max_depth=3, random_state=0)
+    else:
+        model = lib.LGBMClassifier(n_estimators=15, num_leaves=7, random_state=0, verbose=-1)
+    model.fit(frame[num], frame["approved"])
+    joblib.dump(model, tmp_path / "m.joblib")
+    frame[num + ["approved"]].to_csv(tmp_path / "d.csv", index=False)
+    out = tmp_path / "r.html"
+    code, stdout, err = _run(["report", "--model", tmp_path / "m.joblib", "--data",
+                              tmp_path / "d.csv", "--target", "approved", "--explainer",
+                              "tree", "--explainer", "p2ce", "--rows", "2", "--global-rows",
+                              "30", "--out", out], capsys)
+    assert code == 0, err
+    text = out.read_text(encoding="utf-8")
+    _check_html(text)
+    assert f"{type(model).__name__} loaded from m.joblib" in text
+    outputs = re.findall(r"<td>base value -&gt; base \+ sum</td><td></td><td>"
+                         r"(-?\d+\.\d+) -&gt; (-?\d+\.\d+)</td>", text)
+    margin = model.predict(frame[num].iloc[:2], output_margin=True) if library == "xgboost" \
+        else model.predict(frame[num].iloc[:2], raw_score=True)
+    np.testing.assert_allclose([float(o[1]) for o in outputs], margin, atol=1e-4)
+    assert "<h4>P2CE" in text and "MACE: not requested" in text
 
 
 # ------------------------------------------------------------------------------------------
@@ -244,6 +275,20 @@ def test_explain_parquet_shear(files, tmp_path, capsys):
     assert list(got.columns) == ["base_value"] + FEATURES
     np.testing.assert_allclose(got[FEATURES].to_numpy(), ref.values, atol=1e-12)
     np.testing.assert_allclose(got["base_value"], ref.base_values, atol=1e-12)
+
+
+def test_explain_knockoff_is_efficient(files, tmp_path, capsys):
+    """Knockoff SHAP (exact for 5 players): base + sum = P(approved) for every row."""
+    out = tmp_path / "ko.csv"
+    code, stdout, err = _run(["explain", "--model", files["model_path"], "--data",
+                              files["data_path"], "--target", "approved", "--rows", "3",
+                              "--explainer", "knockoff", "--out", out], capsys)
+    assert code == 0, err
+    got = pd.read_csv(out, index_col="row")
+    assert list(got.columns) == ["base_value"] + FEATURES
+    proba = files["model"].predict_proba(files["frame"][FEATURES].iloc[:3])[:, 1]
+    np.testing.assert_allclose(got.to_numpy().sum(axis=1), proba, atol=1e-9)
+    assert not np.allclose(got[FEATURES].to_numpy(), 0)
 
 
 # ------------------------------------------------------------------------------------------
