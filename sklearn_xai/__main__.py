@@ -111,9 +111,9 @@ def _workload(args, progress):
     if args.data is None:
         if args.target is not None:
             raise ReportError("--target needs --data")
-        return default_workload(progress, seed=args.seed, gbm=args.gbm)
+        return default_workload(progress, seed=args.seed, gbm=args.gbm, threads=args.threads)
     return user_workload(args.model, args.data, args.target, progress, seed=args.seed,
-                         gbm=args.gbm)
+                         gbm=args.gbm, threads=args.threads)
 
 
 def _run(args):

@@ -196,7 +196,7 @@ class Workload:
     immutable: list = field(default_factory=list)
 
 
-def _gbm_pipeline(categorical, numeric, gbm, random_state):
+def _gbm_pipeline(categorical, numeric, gbm, random_state, threads=None):
     """Ordinal-encode the categorical columns in front of a gradient-boosting classifier."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
@@ -214,8 +214,9 @@ def _gbm_pipeline(categorical, numeric, gbm, random_state):
             raise ReportError("--gbm lightgbm needs LightGBM: pip install "
                               "'sklearn-xai[gbm]'") from exc
         # the ordinal codes are split on as numbers (LightGBM sees a plain array)
+        # LightGBM sets its own thread count (threadpoolctl's limit does not reach it)
         clf = LGBMClassifier(n_estimators=100, num_leaves=31, learning_rate=0.1,
-                             random_state=random_state, verbose=-1)
+                             random_state=random_state, n_jobs=threads, verbose=-1)
         name = "LGBMClassifier (LightGBM, ordinal codes as numbers)"
     else:
         from sklearn.ensemble import HistGradientBoostingClassifier
@@ -227,7 +228,7 @@ def _gbm_pipeline(categorical, numeric, gbm, random_state):
     return Pipeline([("encode", encoder), ("gbm", clf)]), name
 
 
-def default_workload(progress, *, seed=0, gbm="hgb", n_background=None):
+def default_workload(progress, *, seed=0, gbm="hgb", threads=None):
     """Train the default model on the bundled Adult data.
 
     Rows with a missing value are dropped first (P2CE and the knockoff sampler need
@@ -257,7 +258,7 @@ def default_workload(progress, *, seed=0, gbm="hgb", n_background=None):
     numeric = [c for c in X.columns if c not in categorical]
     X = X[categorical + numeric]
     X_test = X_test[categorical + numeric]
-    model, name = _gbm_pipeline(categorical, numeric, gbm, seed)
+    model, name = _gbm_pipeline(categorical, numeric, gbm, seed, threads)
     with progress.step(f"train {name} on {len(X)} rows"):
         model.fit(X, y)
     acc = float(model.score(X_test, y_test))
@@ -339,7 +340,7 @@ def _model_columns(model):
     return (None if names is None else [str(n) for n in names]), width
 
 
-def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb"):
+def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb", threads=None):
     """Load the user's model and data (or train the default model on the user's data).
 
     Every check runs before anything is printed, so that a bad input gives exactly one
@@ -374,7 +375,7 @@ def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb")
         categorical = list(frame.select_dtypes("category").columns)
         numeric = [c for c in frame.columns if c not in categorical]
         frame = frame[categorical + numeric]
-        model, name = _gbm_pipeline(categorical, numeric, gbm, seed)
+        model, name = _gbm_pipeline(categorical, numeric, gbm, seed, threads)
         t0 = time.perf_counter()
         try:
             model.fit(frame, y)
