@@ -59,6 +59,16 @@ def _model():
                          random_state=0))])
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """One OpenMP thread, as the command uses by default: on a shared machine, HGB's
+    threads otherwise make every small predict call slow."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        yield
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("user")
@@ -210,9 +220,10 @@ def test_report_on_gbm_library_model(library, files, tmp_path, capsys):
     frame = files["frame"]
     num = ["age", "income", "debt", "years"]
     if library == "xgboost":
-        model = lib.XGBClassifier(n_estimators=15, max_depth=3, random_state=0)
+        model = lib.XGBClassifier(n_estimators=15, max_depth=3, random_state=0, n_jobs=1)
     else:
-        model = lib.LGBMClassifier(n_estimators=15, num_leaves=7, random_state=0, verbose=-1)
+        model = lib.LGBMClassifier(n_estimators=15, num_leaves=7, random_state=0, n_jobs=1,
+                                   verbose=-1)
     model.fit(frame[num], frame["approved"])
     joblib.dump(model, tmp_path / "m.joblib")
     frame[num + ["approved"]].to_csv(tmp_path / "d.csv", index=False)
