@@ -996,7 +996,7 @@ def build_report(workload, out, progress, *, explainers=DEFAULT_EXPLAINERS, n_ro
             n = max(n_global, n_rows)
             return explain_rows("tree", model, X, rows.iloc[:n], progress, seed=seed)
 
-        global_att = attempt("tree", run_tree)
+        global_att = _one_output(attempt("tree", run_tree))
         if global_att is not None:
             atts["tree"] = _subset_attribution(global_att, n_rows)
     for name in ("shear", "knockoff"):
@@ -1004,7 +1004,7 @@ def build_report(workload, out, progress, *, explainers=DEFAULT_EXPLAINERS, n_ro
             res = attempt(name, lambda name=name: explain_rows(name, model, X, detail,
                                                                progress, seed=seed))
             if res is not None:
-                atts[name] = res
+                atts[name] = _one_output(res)
 
     recourse, rejected, desired = {}, [], None
     wanted = [n for n in RECOURSE_EXPLAINERS if n in explainers]
@@ -1064,6 +1064,23 @@ def build_report(workload, out, progress, *, explainers=DEFAULT_EXPLAINERS, n_ro
         except OSError as exc:
             raise ReportError(f"cannot write {out}: {_one_line(exc)}") from exc
     return out
+
+
+def _one_output(att):
+    """With several explained outputs (multi-class), keep the last one: the class the
+    counterfactuals aim for. The report names the output it shows."""
+    if att is None or att.n_outputs == 1:
+        return att
+    from sklearn_xai._explanation import Attribution
+
+    k = att.n_outputs - 1
+    extras = {}
+    mo = att.extras.get("model_output")
+    if mo is not None:
+        extras["model_output"] = np.reshape(mo, (len(att), -1))[:, k]
+    return Attribution(values=att.values[:, :, k], base_values=att.base_values[:, k],
+                       data=att.data, feature_names=list(att.feature_names),
+                       output_names=[att.output_names[k]], extras=extras)
 
 
 def _subset_attribution(att, n):

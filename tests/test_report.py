@@ -244,6 +244,41 @@ def test_report_on_gbm_library_model(library, files, tmp_path, capsys):
     assert "<h4>P2CE" in text and "MACE: not requested" in text
 
 
+def test_report_multiclass_and_regressor(tmp_path, capsys):
+    """A 3-class forest shows its last class (the counterfactuals' target); a regressor
+    gets attributions and a note instead of counterfactuals."""
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(150, 4)), columns=list("abcd"))
+    y3 = np.digitize(X["a"] + X["b"], [-0.7, 0.7])
+    rf = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(X, y3)
+    gbr = GradientBoostingRegressor(n_estimators=10, random_state=0).fit(X, 2 * X["a"] + X["c"])
+    for name, model in (("rf", rf), ("gbr", gbr)):
+        joblib.dump(model, tmp_path / f"{name}.joblib")
+    X.to_csv(tmp_path / "X.csv", index=False)
+    for name, model in (("rf", rf), ("gbr", gbr)):
+        out = tmp_path / f"{name}.html"
+        argv = ["report", "--model", tmp_path / f"{name}.joblib", "--data", tmp_path / "X.csv",
+                "--rows", "2", "--global-rows", "20", "--time-limit", "2", "--out", out]
+        if name == "gbr":
+            argv += ["--explainer", "tree", "--explainer", "shear"]
+        code, _, err = _run(argv, capsys)
+        assert code == 0, err
+        text = out.read_text(encoding="utf-8")
+        _check_html(text)
+        outputs = re.findall(r"<td>base value -&gt; base \+ sum</td><td></td><td>"
+                             r"(-?\d+\.\d+) -&gt; (-?\d+\.\d+)</td>", text)
+        expected = (rf.predict_proba(X.iloc[:2])[:, 2] if name == "rf"
+                    else gbr.predict(X.iloc[:2]))
+        np.testing.assert_allclose([float(o[1]) for o in outputs], expected, atol=1e-4)
+        if name == "rf":
+            assert "does not predict as class 2" in text and "<h4>MACE" in text
+        else:
+            assert "MACE: not requested (--explainer)" in text
+            assert "No counterfactual explainer was run." in text
+
+
 # ------------------------------------------------------------------------------------------
 # explain: the attribution matrix
 # ------------------------------------------------------------------------------------------
