@@ -213,6 +213,18 @@ def test_report_explainer_subset_and_skips(files, tmp_path, capsys):
     assert "P2CE on" not in err and "MACE on" not in err
 
 
+def test_report_trains_the_default_model_on_user_data(files, tmp_path, capsys):
+    out = tmp_path / "r.html"
+    code, _, err = _run(["report", "--data", files["data_path"], "--target", "approved",
+                         "--explainer", "tree", "--rows", "1", "--global-rows", "10",
+                         "--out", out], capsys)
+    assert code == 0, err
+    text = out.read_text(encoding="utf-8")
+    _check_html(text)
+    assert "HistGradientBoostingClassifier (scikit-learn)), trained here on 300 rows" in text
+    assert re.search(r"\[\s*\d+\.\d\d s\] train HistGradientBoostingClassifier", err)
+
+
 @pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
 def test_report_on_gbm_library_model(library, files, tmp_path, capsys):
     """XGBoost and LightGBM models saved with joblib; TreeSHAP adds up to their margin."""
