@@ -878,15 +878,21 @@ def _pareto_section(results, X, positions):
             d = np.array([p[2] for p in pts])
             jitter = (0.08 if name == "mace" else -0.08)
             ax.scatter(nc + jitter, d, c=[colours(int(v) % 10) for v in q],
-                       marker=markers[name], s=45, label=_LABELS[name])
+                       marker=markers[name], s=45)
         summary.append([_LABELS[name], len(pts),
                         sum(bool(_locate(results[name], k)[0].found[_locate(results[name],
                                                                             k)[1]])
                             for k in range(len(positions)))])
     ax.set_xlabel("number of changed features")
     ax.set_ylabel("distance (numeric change / training std; 1 per categorical change)")
-    ax.set_title("Counterfactual costs (colour: rejected row; lower-left is better)")
-    ax.legend()
+    ax.set_title("Counterfactual costs (lower-left is better)")
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color="black", marker=markers[n], linestyle="", label=_LABELS[n])
+               for n in RECOURSE_EXPLAINERS if n in results]
+    handles += [Line2D([], [], color=colours(k % 10), marker="s", linestyle="",
+                       label=f"row {pos}") for k, pos in enumerate(positions)]
+    ax.legend(handles=handles, fontsize=8, loc="best")
     text = ("<p>Every counterfactual of both methods on the same two costs, computed here "
             "the same way for both. P2CE returns the Pareto front of its own objectives "
             "(largest scaled change, number of changes, mean scaled change); MACE returns a "
