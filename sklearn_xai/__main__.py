@@ -36,7 +36,8 @@ def _add_common(p, *, report):
     if report:
         p.add_argument("--explainer", action="append", metavar="NAME",
                        help=f"one of {', '.join(EXPLAINERS)}; repeat for several "
-                            "(default: tree, shear, mace, p2ce)")
+                            "(default: tree, shear, mace, p2ce; knockoff is slow on mixed "
+                            "data: about 100 s on Adult with --background 1000)")
         p.add_argument("--rows", type=_positive_int, default=3, metavar="N",
                        help="rows explained in detail and rejected rows given "
                             "counterfactuals (default: 3)")

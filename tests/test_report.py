@@ -532,7 +532,7 @@ def test_report_in_headless_chromium(user_report):
     shot = ARTIFACTS / "report_chromium.png"
     if shot.exists():
         shot.unlink()
-    proc = _chrome(binary, f"--screenshot={shot}", "--window-size=1200,2400", url)
+    proc = _chrome(binary, f"--screenshot={shot}", "--window-size=1200,6000", url)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
