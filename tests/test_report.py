@@ -536,3 +536,16 @@ def test_report_in_headless_chromium(user_report):
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+def test_chromium_lookup_skips_with_a_reason_when_missing(monkeypatch):
+    """Without a Chromium binary and outside CI, the browser test skips and says why."""
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(os.path, "exists", lambda path: False)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="Chromium is not installed"):
+        _chromium()
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(pytest.skip.Exception, match="needs root and apt-get"):
+        _chromium()
