@@ -30,6 +30,16 @@ def _treeshap_interventional():
 
 
 INSTANCES["TreeShapExplainer"] = [_treeshap_path, _treeshap_interventional]
+from sklearn.tree import DecisionTreeRegressor  # noqa: E402
+
+from sklearn_xai.tree import TreeShapExplainer  # noqa: E402
+
+INSTANCES["TreeShapExplainer"] = [
+    lambda: TreeShapExplainer(DecisionTreeRegressor(max_depth=3, random_state=0)),
+    lambda: TreeShapExplainer(DecisionTreeRegressor(max_depth=3, random_state=0),
+                              feature_perturbation="interventional", max_background=20,
+                              random_state=0),
+]
 EXPECTED_FAILED["TreeShapExplainer"] = {}
 # --- end TreeShapExplainer ---------------------------------------------------------------
 # --- ShearExplainer (issue 4) ---------------------------------------------------------------

@@ -3,6 +3,9 @@
 from ._estimators import exact_shapley, kernel_shapley, permutation_shapley
 from ._game import ImputationGame
 
+# knockoff imputation (KnockoffSHAP, KnockoffSAGE)
+from ._knockoff import KnockoffSAGE, KnockoffSHAP  # noqa: E402
+
 # SHEAR (issue 4)
 from ._shear import ShearExplainer
 
@@ -13,4 +16,6 @@ __all__ = [
     "kernel_shapley",
     # SHEAR (issue 4)
     "ShearExplainer",
+    "KnockoffSHAP",
+    "KnockoffSAGE",
 ]

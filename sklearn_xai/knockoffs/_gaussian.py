@@ -1,0 +1,228 @@
+"""Gaussian model-X knockoffs (Candes, Fan, Janson & Lv 2018)."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from scipy import linalg
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.covariance import ledoit_wolf
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._base import _draw_base_seed, _row_generators
+from ._smatrix import solve_s
+
+
+class GaussianKnockoffs(BaseEstimator):
+    """Model-X knockoffs for data modelled as multivariate Gaussian.
+
+    ``fit`` estimates the mean ``mu`` and covariance ``Sigma`` of ``X`` and solves for
+    the knockoff diagonal ``s`` on the correlation scale; ``D = diag(s_j Sigma_jj)``.
+    ``sample`` draws, for each given row ``x`` (new rows are allowed),
+
+    ``X~ | X = x  ~  N(x - D Sigma^-1 (x - mu),  2 D - D Sigma^-1 D)``,
+
+    so that ``(X, X~)`` is jointly Gaussian with covariance
+    ``[[Sigma, Sigma - D], [Sigma - D, Sigma]]`` and swapping any subset of columns
+    between ``X`` and ``X~`` leaves the joint distribution unchanged.
+
+    Parameters
+    ----------
+    method : {"mvr", "sdp", "equicorrelated"}, default="mvr"
+        How ``s`` is chosen. ``"mvr"`` minimises reconstructability
+        ``Tr((2C - diag s)^-1) + sum 1/s_j`` by coordinate descent; ``"sdp"`` maximises
+        ``sum s_j`` subject to ``s_j <= 1`` and ``diag(s) <= 2C`` (log-barrier
+        interior point); ``"equicorrelated"`` uses ``s_j = min(1, 2 lambda_min(C))``.
+        Smaller ``s_j`` means knockoffs closer to the original column: in knockoff
+        imputation, attributions of strongly correlated features shrink.
+    shrinkage : {"ledoit_wolf"} or None, default="ledoit_wolf"
+        Covariance estimator: Ledoit-Wolf shrinkage, or the plain (maximum
+        likelihood) sample covariance, which must then be positive definite.
+    max_iter : int, default=100
+        Maximum iterations of the ``s`` solver (sweeps for MVR, Newton steps per
+        barrier stage for SDP).
+    tol : float, default=1e-8
+        Relative convergence tolerance of the ``s`` solver.
+    support : {"observed"} or None, default=None
+        ``"observed"`` rounds every knockoff value to the nearest value that column
+        took in ``fit``, so binary and integer columns get values a real row can have
+        (a model or detector can otherwise tell knockoffs apart by their non-integer
+        values). Rounding makes the knockoffs only approximately exchangeable; for
+        data with many categorical columns prefer
+        :class:`~sklearn_xai.knockoffs.SequentialKnockoffs`. ``None`` keeps the
+        Gaussian draws.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,)
+    covariance_ : ndarray of shape (n_features, n_features)
+    s_ : ndarray of shape (n_features,)
+        Knockoff diagonal on the correlation scale; 0 for constant columns, whose
+        knockoff is the row's own value.
+    constant_ : ndarray of bool, shape (n_features,)
+        Columns constant in ``fit`` (left out of the covariance model).
+    knockoff_covariance_ : ndarray of shape (n_features, n_features)
+        ``2 D - D Sigma^-1 D``, the conditional covariance of a knockoff.
+    n_iter_ : int
+        Iterations the ``s`` solver ran.
+    support_values_ : list of ndarray or None
+        Sorted values of each column seen in ``fit`` (``support="observed"`` only).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Defined when ``X`` has string column names.
+
+    Notes
+    -----
+    ``fit`` costs ``O(n p^2)`` for the covariance plus ``O(p^3)`` per solver
+    iteration; ``sample`` costs ``O(n K p^2)`` for ``K`` knockoffs per row.
+    """
+
+    _parameter_constraints: dict = {
+        "method": [StrOptions({"mvr", "sdp", "equicorrelated"})],
+        "shrinkage": [StrOptions({"ledoit_wolf"}), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "support": [StrOptions({"observed"}), None],
+    }
+
+    def __init__(self, method="mvr", shrinkage="ledoit_wolf", max_iter=100, tol=1e-8,
+                 support=None):
+        self.method = method
+        self.shrinkage = shrinkage
+        self.max_iter = max_iter
+        self.tol = tol
+        self.support = support
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Estimate mean and covariance of ``X`` and solve for ``s``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Numeric data, at least 2 rows.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : GaussianKnockoffs
+        """
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        mean = X.mean(axis=0)
+        p = X.shape[1]
+        constant = np.ptp(X, axis=0) == 0
+        vary = np.flatnonzero(~constant)
+        if vary.size == 0:
+            raise ValueError("Every column of X is constant; there is nothing to model.")
+        Xv = X[:, vary]
+        if self.shrinkage == "ledoit_wolf":
+            cov_v, _ = ledoit_wolf(Xv, assume_centered=False)
+        else:
+            cov_v = np.cov(Xv, rowvar=False, bias=True).reshape(vary.size, vary.size)
+        scale = np.sqrt(np.diag(cov_v))
+        C = cov_v / np.outer(scale, scale)
+        C = (C + C.T) / 2.0
+        s_v, n_iter = solve_s(C, self.method, max_iter=self.max_iter, tol=self.tol)
+        cov = np.zeros((p, p))
+        cov[np.ix_(vary, vary)] = cov_v
+        s = np.zeros(p)
+        s[vary] = s_v
+        self.mean_ = mean
+        self.covariance_ = cov
+        self.constant_ = constant
+        self.s_ = s
+        self.n_iter_ = n_iter
+        self.support_values_ = (
+            [np.unique(X[:, j]) for j in range(X.shape[1])] if self.support == "observed"
+            else None
+        )
+        self._set_sampling_matrices()
+        return self
+
+    def _set_sampling_matrices(self):
+        vary = np.flatnonzero(~self.constant_)
+        p = self.covariance_.shape[0]
+        cov = self.covariance_[np.ix_(vary, vary)]
+        d = self.s_[vary] * np.diag(cov)
+        chol = linalg.cho_factor(cov, lower=True)
+        Sinv_D = linalg.cho_solve(chol, np.diag(d))  # Sigma^-1 D
+        # knockoff mean (row form): x - (x - mu) @ Sigma^-1 D; constant columns: s = 0
+        self._shift = np.zeros((p, p))
+        self._shift[np.ix_(vary, vary)] = Sinv_D
+        Vv = 2.0 * np.diag(d) - np.diag(d) @ Sinv_D
+        V = np.zeros((p, p))
+        V[np.ix_(vary, vary)] = (Vv + Vv.T) / 2.0
+        self.knockoff_covariance_ = V
+        w, Q = linalg.eigh(V[np.ix_(vary, vary)])
+        w = np.clip(w, 0.0, None)
+        self._root = np.zeros((p, p))  # z @ root has covariance V
+        self._root[np.ix_(vary, vary)] = (Q * np.sqrt(w)).T
+
+    def score(self, X, y=None):
+        """Mean Gaussian log-likelihood of the rows of ``X`` under the fitted model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        score : float
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        vary = np.flatnonzero(~self.constant_)
+        chol = linalg.cho_factor(self.covariance_[np.ix_(vary, vary)], lower=True)
+        R = (X - self.mean_)[:, vary]
+        maha = np.einsum("ij,ij->i", R, linalg.cho_solve(chol, R.T).T)
+        logdet = 2.0 * np.sum(np.log(np.diag(chol[0])))
+        p = vary.size
+        return float(np.mean(-0.5 * (maha + logdet + p * np.log(2.0 * np.pi))))
+
+    def sample(self, X, n_knockoffs=1, random_state=None):
+        """Draw knockoffs of the rows of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to draw knockoffs for; need not be the training rows.
+        n_knockoffs : int, default=1
+            Independent knockoffs per row.
+        random_state : int, RandomState instance or None, default=None
+            One integer is drawn from it; row ``i`` then uses its own generator seeded
+            by that integer and ``i``, so a row's knockoffs do not depend on which other
+            rows are sampled in the same call.
+
+        Returns
+        -------
+        X_tilde : ndarray of shape (n_samples, n_knockoffs, n_features)
+        """
+        check_is_fitted(self)
+        if not isinstance(n_knockoffs, Integral) or n_knockoffs < 1:
+            raise ValueError(f"n_knockoffs must be a positive integer, got {n_knockoffs!r}.")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return self._sample_seeded(X, n_knockoffs, _draw_base_seed(random_state), None)
+
+    def _sample_seeded(self, X, n_knockoffs, base_seed, row_indices):
+        """Knockoffs of validated rows; row ``i`` uses the generator of
+        ``(base_seed, row_indices[i])`` (default ``0..n-1``)."""
+        X = np.asarray(X, dtype=np.float64)
+        n, p = X.shape
+        if row_indices is None:
+            row_indices = range(n)
+        mean = X - (X - self.mean_) @ self._shift
+        Z = np.empty((n, n_knockoffs, p))
+        for i, rng in enumerate(_row_generators(base_seed, row_indices)):
+            Z[i] = rng.standard_normal((n_knockoffs, p))
+        out = mean[:, None, :] + Z @ self._root
+        if self.support_values_ is not None:
+            for j, values in enumerate(self.support_values_):
+                col = out[:, :, j]
+                k = np.clip(np.searchsorted(values, col), 1, max(len(values) - 1, 1))
+                lo = values[k - 1]
+                hi = values[np.minimum(k, len(values) - 1)]
+                out[:, :, j] = np.where(np.abs(col - lo) <= np.abs(hi - col), lo, hi)
+        return out

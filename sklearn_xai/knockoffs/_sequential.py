@@ -1,0 +1,372 @@
+"""Sequential knockoffs for mixed numeric / categorical data (Kormaksson et al. 2021)."""
+
+import warnings
+from numbers import Integral
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.linear_model import LassoCV, LogisticRegressionCV
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
+
+from ._base import _draw_base_seed, _row_generators
+
+
+def _as_frame(X):
+    if isinstance(X, pd.DataFrame):
+        return X
+    arr = np.asarray(X)
+    if arr.ndim != 2:
+        raise ValueError(f"Expected a 2-D array, got an array of shape {arr.shape}.")
+    return pd.DataFrame(arr)
+
+
+class SequentialKnockoffs(BaseEstimator):
+    """Knockoffs for mixed-type data, one column at a time.
+
+    ``fit`` draws a random column order. For each column ``j`` in that order it fits a
+    model of ``X_j`` on all other original columns and on the knockoff columns drawn
+    so far (one-hot encoded categories, standardised numbers):
+
+    * numeric ``X_j``: a cross-validated lasso (``LassoCV``); a knockoff is the
+      prediction plus Gaussian noise with the residual standard deviation
+      ``sqrt(RSS / (n - nnz - 1))``;
+    * categorical ``X_j``: a cross-validated multinomial logistic regression
+      (``LogisticRegressionCV``, L2 penalty); a knockoff is drawn from the predicted
+      class probabilities, so it is always a level seen in training.
+
+    The training rows' own knockoffs are drawn while fitting (they feed the later
+    columns' models); ``sample`` then applies the fitted models to new rows.
+
+    Edge cases, handled rather than crashed on: a constant column's knockoff is its
+    constant; categorical levels seen fewer than ``cv`` times are pooled into one
+    class for the model and, when that class is drawn, one of the pooled levels is
+    drawn in proportion to its training frequency; a categorical column with a single
+    model class is drawn from its training frequencies.
+
+    Parameters
+    ----------
+    categorical_features : array-like of int, str or bool, or None, default=None
+        Categorical columns, as indices, names or a boolean mask. ``None``: the
+        columns of a DataFrame whose dtype is not numeric (object, category, string,
+        bool); for an array, no column.
+    cv : int, default=5
+        Cross-validation folds of each column's model.
+    Cs : int, default=10
+        Number of inverse regularisation strengths tried by each logistic model.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the column order, the cross-validation of nothing (folds are
+        deterministic) and the training rows' knockoffs drawn during ``fit``.
+
+    Attributes
+    ----------
+    order_ : ndarray of shape (n_features,)
+        Column order of the sequential construction.
+    categorical_ : ndarray of bool, shape (n_features,)
+    levels_ : list
+        Per column: the sorted training levels (categorical) or None.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Defined when ``X`` is a DataFrame with string column names.
+
+    Notes
+    -----
+    ``fit`` runs ``n_features`` cross-validated fits (``cv`` folds each, a lasso path
+    or ``Cs`` logistic fits per fold) on ``n_samples`` rows with about twice as many
+    encoded predictors as the data has. ``sample`` costs ``O(n K D^2)`` for ``K``
+    knockoffs per row and ``D`` encoded predictors. Knockoffs are exchangeable only
+    as far as the per-column models are right.
+    """
+
+    _parameter_constraints: dict = {
+        "categorical_features": ["array-like", None],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "Cs": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, categorical_features=None, cv=5, Cs=10, random_state=None):
+        self.categorical_features = categorical_features
+        self.cv = cv
+        self.Cs = Cs
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ helpers
+    def _categorical_mask(self, frame):
+        p = frame.shape[1]
+        cf = self.categorical_features
+        if cf is None:
+            return np.array(
+                [not pd.api.types.is_numeric_dtype(frame.dtypes.iloc[j])
+                 or pd.api.types.is_bool_dtype(frame.dtypes.iloc[j]) for j in range(p)]
+            )
+        cf = np.asarray(cf)
+        mask = np.zeros(p, dtype=bool)
+        if cf.dtype == bool:
+            if cf.shape != (p,):
+                raise ValueError(
+                    f"categorical_features as a boolean mask must have length {p}, "
+                    f"got shape {cf.shape}."
+                )
+            return cf.copy()
+        for item in cf.ravel():
+            if isinstance(item, str | np.str_):
+                names = [str(c) for c in frame.columns]
+                if str(item) not in names:
+                    raise ValueError(f"categorical_features names unknown column {item!r}.")
+                mask[names.index(str(item))] = True
+            elif isinstance(item, Integral | np.integer):
+                if not -p <= int(item) < p:
+                    raise ValueError(
+                        f"categorical_features index {item} is out of range for {p} columns."
+                    )
+                mask[int(item)] = True
+            else:
+                raise TypeError(
+                    "categorical_features must hold column indices, names or booleans, "
+                    f"got {item!r}."
+                )
+        return mask
+
+    def _encode_column(self, j, values):
+        """Encode one column's values (1-D) into the predictor block ``(n, d_j)``."""
+        if self.categorical_[j]:
+            lv = self.levels_[j]
+            codes = self._codes(j, values)
+            out = np.zeros((len(values), len(lv)))
+            out[np.arange(len(values)), codes] = 1.0
+            return out
+        v = np.asarray(values, dtype=float)
+        return ((v - self._center[j]) / self._scale[j])[:, None]
+
+    def _codes(self, j, values):
+        lv = self.levels_[j]
+        index = {level: k for k, level in enumerate(lv)}
+        try:
+            return np.array([index[v] for v in values], dtype=int)
+        except KeyError as exc:
+            raise ValueError(
+                f"Column {j} has level {exc.args[0]!r} that was not seen in fit."
+            ) from None
+
+    def _check_frame(self, X, reset):
+        frame = _as_frame(X)
+        if reset:
+            self.n_features_in_ = frame.shape[1]
+            if isinstance(X, pd.DataFrame) and all(isinstance(c, str) for c in X.columns):
+                self.feature_names_in_ = np.asarray(X.columns, dtype=object)
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        else:
+            if frame.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X has {frame.shape[1]} features, but SequentialKnockoffs is "
+                    f"expecting {self.n_features_in_} features as input."
+                )
+            if hasattr(self, "feature_names_in_") and isinstance(X, pd.DataFrame):
+                if list(X.columns) != list(self.feature_names_in_):
+                    raise ValueError("The feature names of X differ from those seen in fit.")
+        if frame.shape[0] < 1:
+            raise ValueError("X has 0 samples; at least one is required.")
+        for j in range(frame.shape[1]):
+            col = frame.iloc[:, j]
+            if col.isna().any():
+                raise ValueError(f"Column {j} of X contains missing values.")
+        return frame
+
+    # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit one model per column, in a random order.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            At least ``2 * cv`` rows.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : SequentialKnockoffs
+        """
+        frame = self._check_frame(X, reset=True)
+        n, p = frame.shape
+        if n < 2 * self.cv:
+            raise ValueError(f"SequentialKnockoffs needs at least 2 * cv = {2 * self.cv} rows.")
+        self.categorical_ = self._categorical_mask(frame)
+        for j in np.flatnonzero(~self.categorical_):
+            if not pd.api.types.is_numeric_dtype(frame.dtypes.iloc[j]):
+                raise ValueError(
+                    f"Column {j} is not numeric; list it in categorical_features."
+                )
+        rng = check_random_state(self.random_state)
+        self.order_ = rng.permutation(p)
+        self.levels_ = [None] * p
+        self._center = np.zeros(p)
+        self._scale = np.ones(p)
+        cols = [frame.iloc[:, j].to_numpy() for j in range(p)]
+        for j in range(p):
+            if self.categorical_[j]:
+                self.levels_[j] = list(pd.unique(pd.Series(cols[j])))
+                try:
+                    self.levels_[j] = sorted(self.levels_[j])
+                except TypeError:
+                    pass
+            else:
+                v = cols[j].astype(float)
+                self._center[j] = v.mean()
+                sd = v.std()
+                self._scale[j] = sd if sd > 0 else 1.0
+        enc_x = [self._encode_column(j, cols[j]) for j in range(p)]
+        enc_ko = [None] * p
+        self._models = [None] * p
+        base = _draw_base_seed(rng)
+        gens = _row_generators(base, range(n))
+        normals = np.stack([g.standard_normal(p) for g in gens])
+        unif = np.stack([g.random((2, p)) for g in gens])
+        for t, j in enumerate(self.order_):
+            Z = self._design(enc_x, enc_ko, j, t)
+            self._models[j] = self._fit_column(j, Z, cols[j])
+            values = self._draw_column(j, Z, normals[:, j], unif[:, 0, j], unif[:, 1, j])
+            enc_ko[j] = self._encode_column(j, values)
+        return self
+
+    def _design(self, enc_x, enc_ko, j, t):
+        blocks = [enc_x[k] for k in range(len(enc_x)) if k != j]
+        blocks += [enc_ko[k] for k in self.order_[:t]]
+        return np.hstack(blocks) if blocks else np.zeros((enc_x[0].shape[0], 0))
+
+    def _fit_column(self, j, Z, values):
+        n = len(values)
+        if not self.categorical_[j]:
+            v = values.astype(float)
+            if np.ptp(v) == 0 or Z.shape[1] == 0:
+                return {"kind": "constant" if np.ptp(v) == 0 else "gaussian_marginal",
+                        "value": float(v[0]), "mean": float(v.mean()), "sigma": float(v.std())}
+            model = LassoCV(cv=self.cv).fit(Z, v)
+            resid = v - model.predict(Z)
+            nnz = int(np.count_nonzero(model.coef_))
+            dof = max(n - nnz - 1, 1)
+            sigma = float(np.sqrt(resid @ resid / dof))
+            return {"kind": "lasso", "model": model, "sigma": sigma}
+        lv = self.levels_[j]
+        codes = self._codes(j, values)
+        counts = np.bincount(codes, minlength=len(lv))
+        frequent = counts >= self.cv
+        rare = np.flatnonzero(~frequent)
+        # model classes: frequent level codes, plus -1 for the pooled rare levels
+        target = np.where(frequent[codes], codes, -1)
+        classes = np.unique(target)
+        info = {
+            "kind": "categorical",
+            "freq": counts / counts.sum(),
+            "rare": rare,
+            "rare_p": counts[rare] / counts[rare].sum() if len(rare) else None,
+        }
+        if len(classes) < 2 or Z.shape[1] == 0:
+            info["kind"] = "categorical_marginal"
+            return info
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The least populated class")
+            model = LogisticRegressionCV(
+                Cs=self.Cs, cv=self.cv, l1_ratios=(0.0,), scoring="neg_log_loss",
+                use_legacy_attributes=False, max_iter=1000,
+            ).fit(Z, target)
+        info["model"] = model
+        return info
+
+    def _draw_column(self, j, Z, normal, u1, u2):
+        """Knockoff values of column ``j`` given the design ``Z`` and per-row draws."""
+        info = self._models[j]
+        kind = info["kind"]
+        m = Z.shape[0]
+        if kind == "constant":
+            return np.full(m, info["value"])
+        if kind == "gaussian_marginal":
+            return info["mean"] + info["sigma"] * normal
+        if kind == "lasso":
+            return info["model"].predict(Z) + info["sigma"] * normal
+        lv = self.levels_[j]
+        if kind == "categorical_marginal":
+            cdf = np.cumsum(info["freq"])
+            codes = np.minimum(np.searchsorted(cdf, u1 * cdf[-1], side="right"), len(lv) - 1)
+        else:
+            model = info["model"]
+            proba = model.predict_proba(Z)
+            cdf = np.cumsum(proba, axis=1)
+            pick = (u1[:, None] * cdf[:, -1:] >= cdf).sum(axis=1)
+            pick = np.minimum(pick, proba.shape[1] - 1)
+            codes = np.asarray(model.classes_)[pick].astype(int)
+            pooled = codes == -1
+            if pooled.any():
+                rcdf = np.cumsum(info["rare_p"])
+                r = np.searchsorted(rcdf, u2[pooled] * rcdf[-1], side="right")
+                codes[pooled] = info["rare"][np.minimum(r, len(info["rare"]) - 1)]
+        out = np.empty(m, dtype=object)
+        for k, level in enumerate(lv):
+            out[codes == k] = level
+        return out
+
+    # ------------------------------------------------------------------ sample
+    def sample(self, X, n_knockoffs=1, random_state=None):
+        """Draw knockoffs of (possibly new) rows with the fitted column models.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        n_knockoffs : int, default=1
+            Independent knockoffs per row.
+        random_state : int, RandomState instance or None, default=None
+            One integer is drawn from it; row ``i`` uses its own generator seeded by
+            that integer and ``i``, so results do not depend on batching.
+
+        Returns
+        -------
+        X_tilde : ndarray of shape (n_samples, n_knockoffs, n_features)
+            float64 when every column is numeric (a numeric array with numeric
+            categorical levels included), else object.
+        """
+        check_is_fitted(self)
+        if not isinstance(n_knockoffs, Integral) or n_knockoffs < 1:
+            raise ValueError(f"n_knockoffs must be a positive integer, got {n_knockoffs!r}.")
+        frame = self._check_frame(X, reset=False)
+        return self._sample_seeded(frame, n_knockoffs, _draw_base_seed(random_state), None)
+
+    def _sample_seeded(self, X, n_knockoffs, base_seed, row_indices):
+        """Knockoffs of checked rows; row ``i`` uses the generator of
+        ``(base_seed, row_indices[i])`` (default ``0..n-1``)."""
+        frame = _as_frame(X)
+        n, p = frame.shape
+        K = n_knockoffs
+        if row_indices is None:
+            row_indices = range(n)
+        normals = np.empty((n, K, p))
+        unif = np.empty((n, K, 2, p))
+        for i, g in enumerate(_row_generators(base_seed, row_indices)):
+            normals[i] = g.standard_normal((K, p))
+            unif[i] = g.random((K, 2, p))
+        cols = [np.repeat(frame.iloc[:, j].to_numpy(), K) for j in range(p)]
+        normals = normals.reshape(n * K, p)
+        unif = unif.reshape(n * K, 2, p)
+        enc_x = [self._encode_column(j, cols[j]) for j in range(p)]
+        enc_ko = [None] * p
+        out_cols = [None] * p
+        for t, j in enumerate(self.order_):
+            Z = self._design(enc_x, enc_ko, j, t)
+            values = self._draw_column(j, Z, normals[:, j], unif[:, 0, j], unif[:, 1, j])
+            out_cols[j] = values
+            enc_ko[j] = self._encode_column(j, values)
+        numeric = all(
+            (not self.categorical_[j])
+            or all(isinstance(v, int | float | np.integer | np.floating) and not
+                   isinstance(v, bool | np.bool_) for v in self.levels_[j])
+            for j in range(p)
+        )
+        dtype = np.float64 if numeric else object
+        out = np.empty((n * K, p), dtype=dtype)
+        for j in range(p):
+            out[:, j] = out_cols[j]
+        return out.reshape(n, K, p)

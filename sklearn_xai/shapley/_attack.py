@@ -1,0 +1,174 @@
+"""The out-of-distribution attack on perturbation explainers (Slack et al. 2020).
+
+An adversarial model behaves in a biased way on real rows and innocuously on the hybrid
+rows that marginal Shapley explainers create; a random-forest detector tells the two
+apart. Used by the tests, the benchmark and the example of :class:`KnockoffSHAP` /
+:class:`KnockoffSAGE`; not public API.
+"""
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.cluster import KMeans
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["make_hybrids", "OODAdversaryClassifier", "OODAdversaryRegressor"]
+
+
+def make_hybrids(X, background, n_hybrids, n_replace, rng):
+    """Slack-style hybrid rows and whether each one equals a real row.
+
+    Each hybrid starts from a random row of ``X``; then ``n_replace`` times a random
+    feature (drawn with replacement) is overwritten with that feature of a random
+    ``background`` row.
+
+    Returns
+    -------
+    H : ndarray of shape (n_hybrids, n_features)
+    is_real : ndarray of bool, shape (n_hybrids,)
+        True where the hybrid coincides exactly with a row of ``X``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    background = np.asarray(background, dtype=np.float64)
+    n, p = X.shape
+    H = X[rng.integers(n, size=n_hybrids)].copy()
+    rows = np.arange(n_hybrids)
+    for _ in range(n_replace):
+        j = rng.integers(p, size=n_hybrids)
+        b = rng.integers(background.shape[0], size=n_hybrids)
+        H[rows, j] = background[b, j]
+    real = {r.tobytes() for r in np.ascontiguousarray(X)}
+    is_real = np.array([h.tobytes() in real for h in np.ascontiguousarray(H)])
+    return H, is_real
+
+
+class _OODAdversary(BaseEstimator):
+    _biased_name = "biased"
+
+    def __init__(self, biased_feature=0, innocuous_feature=1, *, background=10,
+                 n_hybrids=50000, repeat_real=10, n_replace=None, balanced=False,
+                 n_estimators=100, min_samples_leaf=1, random_state=None):
+        self.biased_feature = biased_feature
+        self.innocuous_feature = innocuous_feature
+        self.background = background
+        self.n_hybrids = n_hybrids
+        self.repeat_real = repeat_real
+        self.n_replace = n_replace
+        self.balanced = balanced
+        self.n_estimators = n_estimators
+        self.min_samples_leaf = min_samples_leaf
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        """Train the detector on real rows against hybrid rows.
+
+        ``background``: an int ``k`` uses the k-means(k) centres of ``X``
+        (``random_state=0`` as in Slack et al.), an array is used as it is.
+        ``balanced=True`` draws as many hybrids as there are real rows (after
+        ``repeat_real``) instead of ``n_hybrids``.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        rng = check_random_state(self.random_state)
+        gen = np.random.default_rng(rng.randint(0, 2**31 - 1))
+        if isinstance(self.background, Integral):
+            self.background_ = KMeans(n_clusters=int(self.background), random_state=0,
+                                      n_init=10).fit(X).cluster_centers_
+        else:
+            self.background_ = np.asarray(self.background, dtype=np.float64)
+        real = np.repeat(X, self.repeat_real, axis=0)
+        n_h = real.shape[0] if self.balanced else self.n_hybrids
+        n_replace = X.shape[1] if self.n_replace is None else self.n_replace
+        H, is_real = make_hybrids(X, self.background_, n_h, n_replace, gen)
+        data = np.vstack([real, H])
+        label = np.r_[np.ones(real.shape[0]), is_real.astype(float)]
+        self.detector_ = RandomForestClassifier(
+            n_estimators=self.n_estimators, min_samples_leaf=self.min_samples_leaf,
+            random_state=rng.randint(0, 2**31 - 1), n_jobs=1,
+        ).fit(data, label)
+        self.n_features_in_ = X.shape[1]
+        self._fit_extra(X, y)
+        return self
+
+    def _fit_extra(self, X, y):
+        pass
+
+    def in_distribution(self, X):
+        """Detector probability that each row is real, shape (n_samples,)."""
+        check_is_fitted(self)
+        proba = self.detector_.predict_proba(np.asarray(X, dtype=np.float64))
+        classes = list(self.detector_.classes_)
+        return proba[:, classes.index(1.0)] if 1.0 in classes else np.zeros(len(proba))
+
+    def fidelity(self, X):
+        """Share of rows where the adversary behaves like the biased model."""
+        return float(np.mean(self.in_distribution(X) >= 0.5))
+
+
+class OODAdversaryClassifier(ClassifierMixin, _OODAdversary):
+    """Slack et al.'s adversarial classifier (labels 0/1).
+
+    On rows the detector calls real: ``1`` iff ``x[biased_feature] >= 0`` (e.g.
+    standardised Gender: male); on detected hybrids: ``1`` iff
+    ``x[innocuous_feature] <= 0`` (loan rate at most its mean). ``predict_proba`` is the
+    one-hot of ``predict``.
+    """
+
+    def _fit_extra(self, X, y):
+        self.classes_ = np.array([0, 1])
+
+    def predict(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        biased = (X[:, self.biased_feature] >= 0).astype(int)
+        innocuous = (X[:, self.innocuous_feature] <= 0).astype(int)
+        return np.where(self.in_distribution(X) >= 0.5, biased, innocuous)
+
+    def predict_proba(self, X):
+        pred = self.predict(X)
+        return np.column_stack([1 - pred, pred]).astype(float)
+
+
+class OODAdversaryRegressor(RegressorMixin, _OODAdversary):
+    """The SAGE simulation's adversary: ``x[biased]`` on real rows, ``x[innocuous]`` else."""
+
+    def predict(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        return np.where(self.in_distribution(X) >= 0.5, X[:, self.biased_feature],
+                        X[:, self.innocuous_feature])
+
+
+GERMAN_NUMERIC = ("Age", "LoanDuration", "LoanAmount")
+
+
+def german_attack_data(test_size=0.1, random_state=2022):
+    """Slack et al.'s German Credit setup: 28 standardised features, 90/10 split.
+
+    ``PurposeOfLoan`` is dropped, ``Gender`` is 1 for Male and 0 for Female, and a
+    ``StandardScaler`` fitted on the training rows scales both parts.
+
+    Returns
+    -------
+    X_train, X_test : ndarray of shape (n, 28)
+    y_train, y_test : ndarray of shape (n,)
+    feature_names : list of str
+    categorical : ndarray of bool, shape (28,)
+        Every column except Age, LoanDuration and LoanAmount (the paper's encoding).
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from ..datasets import load_german_credit
+
+    X, y = load_german_credit(processed=True)
+    X = X.drop(columns="PurposeOfLoan")
+    X["Gender"] = (X["Gender"].astype(str) == "Male").astype(float)
+    names = [str(c) for c in X.columns]
+    X_train, X_test, y_train, y_test = train_test_split(
+        X.to_numpy(dtype=np.float64), np.asarray(y), test_size=test_size,
+        random_state=random_state)
+    scaler = StandardScaler().fit(X_train)
+    categorical = np.array([n not in GERMAN_NUMERIC for n in names])
+    return (scaler.transform(X_train), scaler.transform(X_test), y_train, y_test, names,
+            categorical)

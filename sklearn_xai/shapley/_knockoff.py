@@ -1,0 +1,518 @@
+"""Knockoff-imputed Shapley values: KnockoffSHAP (local) and KnockoffSAGE (global).
+
+Blesch, Wright & Watson, "Unfooling SHAP and SAGE: Knockoff Imputation for Shapley
+Values" (xAI 2023). Features outside a coalition are filled from model-X knockoffs of
+the explained row, so every row the model is asked about is distributed like real data
+and a model that detects off-manifold queries cannot steer the explanation.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import _fit_context, clone, is_classifier
+from sklearn.utils import Bunch
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .._explanation import Attribution
+from .._utils import draw_base_seed, row_generators, take_rows
+from ..base import (
+    AttributionMixin,
+    BaseExplainer,
+    _is_frame,
+    as_array,
+    reference_row,
+    resolve_feature_groups,
+)
+from ..knockoffs import GaussianKnockoffs, SequentialKnockoffs
+from ._estimators import exact_shapley, kernel_shapley, permutation_shapley
+from ._game import ImputationGame
+
+__all__ = ["KnockoffSHAP", "KnockoffSAGE"]
+
+MAX_AUTO_EXACT = 12
+
+
+def _has_categorical(X):
+    if _is_frame(X):
+        import pandas as pd
+
+        return any(not pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t)
+                   or isinstance(t, pd.CategoricalDtype) for t in X.dtypes)
+    return np.asarray(X).dtype == object
+
+
+def _sub_seed(seed, k):
+    """A second integer seed derived from ``seed`` (knockoffs vs. coalition sampling)."""
+    return int(np.random.SeedSequence([int(seed), int(k)]).generate_state(1)[0])
+
+
+def _fit_sampler(sampler, X):
+    if sampler is None:
+        sampler = SequentialKnockoffs(random_state=0) if _has_categorical(X) \
+            else GaussianKnockoffs()
+    return clone(sampler).fit(X)
+
+
+def _draw_knockoffs(sampler, X_rows, n_knockoffs, seed, rows):
+    """(n_rows, K, M) knockoffs of ``X_rows``; row ``i`` seeded by ``(seed, rows[i])``."""
+    indices = range(rows.start, rows.stop)
+    if hasattr(sampler, "_sample_seeded"):
+        return sampler._sample_seeded(X_rows, n_knockoffs, seed, indices)
+    # a third-party sampler: one call per row keeps each row's draws independent of batching
+    return np.stack([
+        np.asarray(sampler.sample(take_rows(X_rows, slice(i, i + 1)), n_knockoffs,
+                                  random_state=_sub_seed(seed, r)))[0]
+        for i, r in enumerate(indices)
+    ])
+
+
+class KnockoffSHAP(AttributionMixin, BaseExplainer):
+    """Shapley values with knockoff imputation.
+
+    For an explained row ``x`` with knockoffs ``x~_1..x~_K`` drawn from the fitted
+    sampler, the game is ``v_x(S) = mean_k f(x_S, x~_k[not S])``. Its Shapley values are
+    estimated exactly or by sampling. Because ``(x_S, x~_[not S])`` is distributed like a
+    real row, a model that behaves differently off the data manifold cannot hide its
+    behaviour on real rows from this explanation (unlike marginal SHAP).
+
+    ``v_x`` depends on ``x`` outside ``S`` through the knockoffs, so it is neither the
+    marginal nor the conditional game: with knockoffs close to ``x`` (small ``s`` for
+    strongly correlated Gaussian features) every attribution shrinks towards 0.
+
+    Parameters
+    ----------
+    model : estimator
+        The model to explain: a fitted model wrapped in
+        :class:`sklearn.frozen.FrozenEstimator`, or an unfitted one that ``fit(X, y)``
+        trains (a clone).
+    sampler : estimator with ``fit(X)`` and ``sample(X, n_knockoffs, random_state)``, \
+            default=None
+        Knockoff sampler, cloned and fitted on ``X`` in ``fit``. ``None``:
+        :class:`~sklearn_xai.knockoffs.GaussianKnockoffs` when every column of ``X`` is
+        numeric, else :class:`~sklearn_xai.knockoffs.SequentialKnockoffs`. For mixed
+        data encoded as numbers, pass ``SequentialKnockoffs(categorical_features=...)``
+        so that knockoffs stay on the data's support.
+    n_knockoffs : int, default=10
+        Knockoffs drawn per explained row (``K``). One coalition evaluation costs ``K``
+        model rows.
+    estimator : {"auto", "exact", "kernel", "permutation"}, default="auto"
+        ``"auto"``: exact enumeration up to 12 players, else KernelSHAP. ``"exact"``
+        evaluates all ``2**P`` coalitions; ``"kernel"`` is paired KernelSHAP with exact
+        efficiency; ``"permutation"`` is antithetic permutation sampling.
+    n_evals : int or None, default=None
+        Coalition evaluations per row for the sampling estimators. ``None``:
+        ``2 P + 2048`` for KernelSHAP (shap's default) and ``2 + 32 (P - 1)`` (32
+        permutations) for permutation sampling.
+    feature_groups : None, list of lists or dict, default=None
+        Players as groups of columns (by index or name); ``None`` = one per column.
+    response_method : {"auto", "predict_proba", "decision_function", "predict"}, \
+            default="auto"
+    target : class label or None, default=None
+        See the package's output-selection rules.
+    batch_size : int, default=64
+        Explained rows per batch (each batch is one task for ``n_jobs``).
+    n_jobs : int or None, default=None
+    random_state : int, RandomState instance or None, default=None
+        Seeds the knockoff draws and the coalition sampling, per row.
+
+    Attributes
+    ----------
+    model_ : fitted model
+    model_fn_ : ModelFunction
+    sampler_ : fitted knockoff sampler
+    groups_ : list of ndarray of int
+    player_names_ : list of str
+    output_names_ : list of str
+    estimator_ : str
+        The estimator ``"auto"`` resolved to.
+    n_evals_ : int or None
+        Coalition evaluations per row of the sampling estimator (``None`` for exact).
+    reference_ : ndarray of shape (1, n_features)
+        Reference row of :meth:`score`.
+    n_features_in_, feature_names_in_
+
+    Notes
+    -----
+    ``explain`` costs ``n_samples * K`` knockoff draws and ``n_samples * n_evals * K``
+    model rows (``2**P`` coalitions per row for the exact estimator).
+    """
+
+    _parameter_constraints: dict = {
+        **BaseExplainer._parameter_constraints,
+        "sampler": [HasMethods(["fit", "sample"]), None],
+        "n_knockoffs": [Interval(Integral, 1, None, closed="left")],
+        "estimator": [StrOptions({"auto", "exact", "kernel", "permutation"})],
+        "n_evals": [Interval(Integral, 3, None, closed="left"), None],
+        "feature_groups": "no_validation",
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, model=None, *, sampler=None, n_knockoffs=10, estimator="auto",
+                 n_evals=None, feature_groups=None, response_method="auto", target=None,
+                 batch_size=64, n_jobs=None, random_state=None):
+        self.model = model
+        self.sampler = sampler
+        self.n_knockoffs = n_knockoffs
+        self.estimator = estimator
+        self.n_evals = n_evals
+        self.feature_groups = feature_groups
+        self.response_method = response_method
+        self.target = target
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y=None):
+        """Fit the model (unless frozen) and the knockoff sampler on ``X``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or None
+            Needed only when ``model`` is not frozen.
+
+        Returns
+        -------
+        self : KnockoffSHAP
+        """
+        X = self._validate_X(X, reset=True)
+        self._fit_model(X, y)
+        self._setup_outputs(X)
+        self.groups_, self.player_names_ = resolve_feature_groups(
+            self.feature_groups, self._feature_names())
+        P = len(self.groups_)
+        estimator = self.estimator
+        if estimator == "auto":
+            estimator = "exact" if P <= MAX_AUTO_EXACT else "kernel"
+        if estimator == "exact" and P > 20:
+            raise ValueError(f"estimator='exact' enumerates 2**{P} coalitions; use 'kernel' or "
+                             "'permutation', or group features.")
+        self.estimator_ = estimator
+        if estimator == "exact":
+            self.n_evals_ = None
+        elif self.n_evals is not None:
+            self.n_evals_ = int(self.n_evals)
+        else:
+            self.n_evals_ = 2 * P + 2048 if estimator == "kernel" else 2 + 32 * max(P - 1, 1)
+        if estimator == "permutation" and P > 1 and self.n_evals_ < 2 * (P - 1) + 2:
+            raise ValueError(
+                f"n_evals={self.n_evals_} is below the 2 * (P - 1) + 2 = {2 * (P - 1) + 2} "
+                "evaluations of one antithetic pair of permutations.")
+        self.sampler_ = _fit_sampler(self.sampler, X)
+        self.reference_ = reference_row(X)
+        return self
+
+    def _explain(self, X):
+        data = as_array(X)
+        seed = draw_base_seed(self.random_state)
+        ko_seed = _sub_seed(seed, 1)
+
+        def run(rows):
+            ko = _draw_knockoffs(self.sampler_, take_rows(X, rows), self.n_knockoffs,
+                                 ko_seed, rows)
+            game = ImputationGame(self.model_fn_, data[rows], ko, groups=self.groups_)
+            if self.estimator_ == "exact":
+                phi, base = exact_shapley(game)
+            else:
+                gens = row_generators(seed, range(rows.start, rows.stop))
+                if self.estimator_ == "kernel":
+                    phi, base = kernel_shapley(game, self.n_evals_, gens)
+                else:
+                    phi, base = permutation_shapley(game, self.n_evals_, gens)
+            return phi, base, game.n_evaluations
+
+        parts = self._map_batches(run, data.shape[0])
+        phi = np.concatenate([p[0] for p in parts])
+        base = np.concatenate([p[1] for p in parts])
+        if phi.shape[2] == 1:
+            phi, base = phi[:, :, 0], base[:, 0]
+        extras = {"estimator": self.estimator_, "n_knockoffs": self.n_knockoffs,
+                  "n_evaluations": int(sum(p[2] for p in parts))}
+        return Attribution(phi, base, data, list(self.player_names_),
+                           list(self.output_names_), extras)
+
+
+def _loss_values(loss, pred, y, classes):
+    """Per-row, per-coalition loss of mean predictions ``pred`` (n, C, O)."""
+    if classes is None:  # regression
+        diff = pred - y.reshape(len(y), 1, -1)
+        return np.mean(diff**2, axis=2)
+    eps = 1e-12
+    if pred.shape[2] == 1:  # binary: the positive-class probability
+        t = (y == classes[1]).astype(float)[:, None]
+        p = pred[:, :, 0]
+        if loss == "mse":
+            return (p - t) ** 2
+        p = np.clip(p, eps, 1 - eps)
+        return -(t * np.log(p) + (1 - t) * np.log(1 - p))
+    idx = np.searchsorted(classes, y)
+    onehot = np.zeros((len(y), pred.shape[2]))
+    onehot[np.arange(len(y)), idx] = 1.0
+    if loss == "mse":
+        return np.sum((pred - onehot[:, None, :]) ** 2, axis=2)
+    p = np.clip(np.take_along_axis(pred, idx[:, None, None].repeat(pred.shape[1], 1), 2)[..., 0],
+                eps, 1.0)
+    return -np.log(p)
+
+
+class KnockoffSAGE(BaseExplainer):
+    """SAGE global feature importance with knockoff (or marginal) imputation.
+
+    For each explained row ``(x_i, y_i)`` the prediction with coalition ``S`` known is the
+    **mean** prediction over imputations, ``yhat_i(S) = mean_k f(x_{i,S}, r_{ik}[not S])``,
+    and ``v_i(S) = -loss(y_i, yhat_i(S))``. With ``imputation="knockoff"`` the ``r_ik``
+    are ``n_knockoffs`` knockoffs of ``x_i`` drawn once per row; with ``"marginal"`` they
+    are the ``background`` rows, shared by all rows. The importance of a player is the
+    mean over rows (and permutations) of its Shapley value in ``v_i``.
+
+    Permutation sampling: in each round every row draws one random order of the players
+    and credits each player with the drop in loss when it joins. Rounds continue until
+    the largest standard error is below ``convergence_tol`` times the range of the
+    importances, or ``n_permutations`` rounds have run.
+
+    Parameters
+    ----------
+    model : estimator
+        Fitted model in a ``FrozenEstimator``, or an unfitted one trained on ``fit(X, y)``.
+    sampler : knockoff sampler or None, default=None
+        As in :class:`KnockoffSHAP`; only used when ``imputation="knockoff"``.
+    n_knockoffs : int, default=10
+        Knockoffs per explained row.
+    imputation : {"knockoff", "marginal"}, default="knockoff"
+    background : array-like of shape (n_background, n_features) or None, default=None
+        Imputation rows of ``imputation="marginal"``; ``None`` uses every row passed to
+        ``fit`` (cost grows linearly with its size; pass e.g. k-means centres).
+    loss : {"auto", "mse", "cross_entropy"}, default="auto"
+        ``"auto"``: cross-entropy for classifiers (on ``predict_proba``), squared error
+        for regressors.
+    estimator : {"permutation", "exact"}, default="permutation"
+        ``"exact"`` evaluates all ``2**P`` coalitions of every row once (exact SAGE of
+        the rows; standard errors across rows); for small ``P`` only.
+    n_permutations : int or None, default=None
+        Most permutation rounds (one permutation per row per round). ``None``: until
+        convergence.
+    convergence_tol : float or None, default=0.025
+        Stop when ``max(std_error) < convergence_tol * (max(values) - min(values))``.
+        ``None``: run all ``n_permutations`` rounds.
+    feature_groups : None, list of lists or dict, default=None
+    response_method : {"auto", "predict_proba", "decision_function", "predict"}, \
+            default="auto"
+    target : class label or None, default=None
+    batch_size : int, default=64
+        Explained rows per batch.
+    n_jobs : int or None, default=None
+    random_state : int, RandomState instance or None, default=None
+        Seeds knockoffs and permutations, per row.
+
+    Attributes
+    ----------
+    model_, model_fn_, sampler_ (knockoff imputation only), background_ (marginal only),
+    groups_, player_names_, output_names_, n_features_in_, feature_names_in_
+
+    Notes
+    -----
+    A round costs ``n_samples * (P - 1) * K`` model rows (``K`` = ``n_knockoffs`` or the
+    background size), plus ``2 * n_samples * K`` once for the empty and full coalitions.
+    """
+
+    _parameter_constraints: dict = {
+        **BaseExplainer._parameter_constraints,
+        "sampler": [HasMethods(["fit", "sample"]), None],
+        "n_knockoffs": [Interval(Integral, 1, None, closed="left")],
+        "imputation": [StrOptions({"knockoff", "marginal"})],
+        "background": ["array-like", None],
+        "loss": [StrOptions({"auto", "mse", "cross_entropy"})],
+        "estimator": [StrOptions({"permutation", "exact"})],
+        "n_permutations": [Interval(Integral, 1, None, closed="left"), None],
+        "convergence_tol": [Interval(Real, 0, None, closed="neither"), None],
+        "feature_groups": "no_validation",
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, model=None, *, sampler=None, n_knockoffs=10, imputation="knockoff",
+                 background=None, loss="auto", estimator="permutation", n_permutations=None,
+                 convergence_tol=0.025, feature_groups=None, response_method="auto",
+                 target=None, batch_size=64, n_jobs=None, random_state=None):
+        self.model = model
+        self.sampler = sampler
+        self.n_knockoffs = n_knockoffs
+        self.imputation = imputation
+        self.background = background
+        self.loss = loss
+        self.estimator = estimator
+        self.n_permutations = n_permutations
+        self.convergence_tol = convergence_tol
+        self.feature_groups = feature_groups
+        self.response_method = response_method
+        self.target = target
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y=None):
+        """Fit the model (unless frozen) and the knockoff sampler on ``X``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or None
+            Needed only when ``model`` is not frozen.
+
+        Returns
+        -------
+        self : KnockoffSAGE
+        """
+        if self.estimator == "permutation" and self.n_permutations is None \
+                and self.convergence_tol is None:
+            raise ValueError("Set n_permutations or convergence_tol: with neither, the "
+                             "permutation estimator would never stop.")
+        X = self._validate_X(X, reset=True)
+        self._fit_model(X, y)
+        self._setup_outputs(X)
+        self.groups_, self.player_names_ = resolve_feature_groups(
+            self.feature_groups, self._feature_names())
+        if self.estimator == "exact" and len(self.groups_) > 20:
+            raise ValueError("estimator='exact' is limited to 20 players.")
+        loss = self.loss
+        if loss == "auto":
+            loss = "cross_entropy" if is_classifier(self.model_) else "mse"
+        if loss == "cross_entropy" and self.model_fn_.method != "predict_proba":
+            raise ValueError("loss='cross_entropy' needs probabilities: use "
+                             "response_method='predict_proba' (or 'auto') on a classifier.")
+        self.loss_ = loss
+        if self.imputation == "knockoff":
+            self.sampler_ = _fit_sampler(self.sampler, X)
+        else:
+            bg = X if self.background is None else self.background
+            self.background_ = as_array(bg)
+            if self.background_.ndim != 2 or self.background_.shape[1] != self.n_features_in_:
+                raise ValueError(f"background must have shape (n_background, "
+                                 f"{self.n_features_in_}), got {self.background_.shape}.")
+        return self
+
+    def _check_y(self, y, n):
+        if y is None:
+            raise ValueError("explain(X, y) needs the targets y of the explained rows.")
+        y = np.asarray(y)
+        if y.shape[0] != n:
+            raise ValueError(f"y has {y.shape[0]} rows but X has {n}.")
+        classifier = self.model_fn_.method in ("predict_proba", "decision_function") \
+            and is_classifier(self.model_)
+        if classifier:
+            classes = np.asarray(self.model_.classes_)
+            unknown = np.setdiff1d(np.unique(y), classes)
+            if unknown.size:
+                raise ValueError(f"y holds labels {unknown.tolist()} that are not among the "
+                                 f"model's classes {classes.tolist()}.")
+            return y, classes
+        return np.asarray(y, dtype=np.float64), None
+
+    def explain(self, X, y):
+        """Global importances of the players on the rows ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        result : Bunch
+            ``values`` (n_players,): importances (loss reduction, higher = more
+            important); ``std`` (n_players,): their standard errors;
+            ``feature_names`` (list of str); ``n_permutations`` (rounds run, 0 for
+            exact); ``converged`` (bool); ``loss`` (str); ``imputation`` (str).
+        """
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        data = as_array(X)
+        n = data.shape[0]
+        y, classes = self._check_y(y, n)
+        P = len(self.groups_)
+        seed = draw_base_seed(self.random_state)
+        ko_seed = _sub_seed(seed, 1)
+        knockoff = self.imputation == "knockoff"
+        imputation = None
+        if knockoff:
+            imputation = np.concatenate(self._map_batches(
+                lambda rows: _draw_knockoffs(self.sampler_, take_rows(X, rows),
+                                             self.n_knockoffs, ko_seed, rows), n))
+        else:
+            imputation = self.background_
+
+        def game_for(rows):
+            imp = imputation[rows] if knockoff else imputation
+            return ImputationGame(self.model_fn_, data[rows], imp, groups=self.groups_)
+
+        def losses(rows, masks):
+            pred = game_for(rows).value(masks)
+            return _loss_values(self.loss_, pred, y[rows], classes)
+
+        if self.estimator == "exact":
+            from ._estimators import all_masks
+
+            masks = all_masks(P)
+            L = np.concatenate(self._map_batches(lambda rows: losses(rows, masks), n))
+            game = _ArrayGame(-L[:, :, None])
+            phi, _ = exact_shapley(game)
+            samples = phi[:, :, 0]
+            values = samples.mean(axis=0)
+            std = samples.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(P)
+            return Bunch(values=values, std=std, feature_names=list(self.player_names_),
+                         n_permutations=0, converged=True, loss=self.loss_,
+                         imputation=self.imputation)
+
+        ends_masks = np.array([np.zeros(P, bool), np.ones(P, bool)])
+        ends = np.concatenate(self._map_batches(lambda rows: losses(rows, ends_masks), n))
+        gens = row_generators(seed, range(n))
+        total = np.zeros(P)
+        total_sq = np.zeros(P)
+        count = 0
+        converged = False
+        rounds = 0
+        values = np.zeros(P)
+        std = np.full(P, np.inf)
+        while self.n_permutations is None or rounds < self.n_permutations:
+            perms = np.array([g.permutation(P) for g in gens])          # (n, P)
+            pos = np.argsort(perms, axis=1)
+            if P > 1:
+                inner_masks = pos[:, None, :] < np.arange(1, P)[None, :, None]  # (n, P-1, P)
+                inner = np.concatenate(self._map_batches(
+                    lambda rows: losses(rows, inner_masks[rows]), n))
+            else:
+                inner = np.zeros((n, 0))
+            L = np.concatenate([ends[:, :1], inner, ends[:, 1:]], axis=1)  # (n, P+1)
+            before = np.take_along_axis(L, pos, axis=1)
+            after = np.take_along_axis(L, pos + 1, axis=1)
+            credit = before - after                                    # loss drop, (n, P)
+            total += credit.sum(axis=0)
+            total_sq += (credit**2).sum(axis=0)
+            count += n
+            rounds += 1
+            values = total / count
+            if count > 1:
+                var = np.maximum(total_sq / count - values**2, 0.0) * count / (count - 1)
+                std = np.sqrt(var / count)
+            if self.convergence_tol is not None and count > 1:
+                spread = values.max() - values.min()
+                if np.max(std) < self.convergence_tol * spread:
+                    converged = True
+                    break
+        return Bunch(values=values, std=std, feature_names=list(self.player_names_),
+                     n_permutations=rounds, converged=converged, loss=self.loss_,
+                     imputation=self.imputation)
+
+
+class _ArrayGame:
+    """A game whose values for all ``2**P`` coalitions (``all_masks`` order) are given."""
+
+    def __init__(self, values):
+        self._values = values
+        self.n_rows = values.shape[0]
+        self.n_players = int(np.log2(values.shape[1]))
+
+    def value(self, masks):
+        return self._values
