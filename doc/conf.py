@@ -56,11 +56,18 @@ autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
-# Validation: report only the checks that break the rendered page. The structural ones
-# (GL08 no docstring) are left out because private-base methods and dataclass fields
-# are documented on the class; style checks (summary punctuation, "See Also", examples)
-# are not enforced. Failures are Sphinx warnings, so they fail the -W build.
-numpydoc_validation_checks = {"GL06", "GL07", "PR10"}
+# Validation: every numpydoc check is enforced (a failure is a Sphinx warning, so it fails
+# the -W build) except the ones the package does not follow yet. Style-only checks
+# (SA01 See Also, EX01 Examples, ES01 extended summary, SS02/SS03/SS05 summary wording,
+# RT04/PR04 capitalisation and type) are left out on purpose. PR01/PR03/PR07/RT01/RT02/RT03
+# (undocumented or unordered parameters and returns) are left out because public
+# docstrings still miss them; the docs build report lists them (see the report of the
+# docs branch), and they should be switched on once fixed.
+numpydoc_validation_checks = {
+    "all",
+    "SA01", "EX01", "ES01", "SS02", "SS03", "SS05", "RT04", "PR04",
+    "PR01", "PR03", "PR07", "RT01", "RT02", "RT03",
+}
 # Inherited scikit-learn methods (get_params, set_output, fit_transform, ...) are
 # documented by scikit-learn, with its own conventions.
 numpydoc_validation_exclude = {
