@@ -20,8 +20,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
-# script name -> measured seconds on the 2-vCPU development machine (shared), when > ~60 s
-SLOW = {}
+# Scripts over ~60 s, with what they took on the 2-vCPU development machine (shared by
+# other jobs, so wall times are inflated; CPU time is user + system of the subprocess).
+# "Slow" is judged by CPU time, which is what a dedicated runner would see.
+# Measured 2026-11-30 on the merge of all method branches, warm numba cache:
+#   plot_mace_adult.py        wall 304 s, CPU 78 s   (slow)
+#   plot_treeshap_lightgbm.py wall  35 s, CPU 13 s   (+ ~1-2 min numba compile, cold cache)
+#   plot_knockoff_attack.py   wall  71 s, CPU 11 s
+#   plot_shear_skorch.py      wall  28 s, CPU  9 s
+#   plot_p2ce_front.py        wall  15 s, CPU  5 s
+#   quickstart_demo.py        wall 139 s, CPU 41 s   (43 s wall when the machine was quieter)
+SLOW = {"plot_mace_adult.py"}
 
 TIMEOUT = 900  # seconds per script; generous for shared CI machines
 
