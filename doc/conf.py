@@ -85,8 +85,9 @@ numpydoc_validation_exclude = {
 sphinx_gallery_conf = {
     "examples_dirs": os.path.join(ROOT, "examples"),
     "gallery_dirs": "auto_examples",
-    # Execute every script in examples/: plot_* and the quick-start demo.
-    "filename_pattern": r"/(plot_|quickstart)",
+    # Execute every script in examples/ (plot_*, the quick-start demo, any other), the
+    # same set tests/test_examples.py smoke-runs.
+    "filename_pattern": r"\.py$",
     "ignore_pattern": r"(__init__|conftest)\.py",
     "download_all_examples": False,
     "plot_gallery": "True",
