@@ -46,6 +46,23 @@ def test_examples_found():
     assert "quickstart_demo.py" in names, names
 
 
+def test_gallery_executes_every_example():
+    """The docs build (sphinx-gallery) must run the same scripts as this smoke test."""
+    import ast
+    import re
+
+    conf = ast.parse((ROOT / "doc" / "conf.py").read_text())
+    gallery = next(node.value for node in ast.walk(conf) if isinstance(node, ast.Assign)
+                   and any(getattr(t, "id", None) == "sphinx_gallery_conf"
+                           for t in node.targets))
+    settings = ast.literal_eval(ast.unparse(gallery).replace("os.path.join(ROOT, 'examples')",
+                                                              "'examples'"))
+    pattern, ignore = settings["filename_pattern"], settings.get("ignore_pattern", r"^$")
+    skipped = [p.name for p in EXAMPLES
+               if not re.search(pattern, str(p)) or re.search(ignore, str(p))]
+    assert not skipped, f"sphinx-gallery would not execute {skipped} ({pattern!r})"
+
+
 @pytest.mark.parametrize("script", list(_params()))
 def test_example_runs(script, tmp_path):
     env = dict(os.environ)
