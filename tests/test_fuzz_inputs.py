@@ -18,12 +18,13 @@ the whole module runs.
 
 import re
 import warnings
+from collections import Counter
 
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sklearn.compose import make_column_transformer
 from sklearn.ensemble import HistGradientBoostingClassifier
@@ -43,6 +44,8 @@ from sklearn_xai import (
 )
 
 from ._fuzz_counter import CASES
+
+KINDS_SEEN = Counter()  # (explainer, variant, kind) -> generated inputs of that kind
 
 N_TRAIN = 40
 N_FEATURES = 4
@@ -508,7 +511,7 @@ KNOWN_DEFECTS = {
 
 
 def _width(X):
-    if isinstance(X, pd.DataFrame):
+    if isinstance(X, pd.DataFrame) or sp.issparse(X):
         return X.shape[1]
     return np.asarray(X, dtype=object).shape[1]
 
@@ -589,13 +592,24 @@ def _case_strategy(name, variant, method, kinds):
                      st.integers(1, 3 if name in RECOURSE else 5))
 
 
+def _every_kind(name, variant, method, kinds):
+    """Explicit examples: every kind once (a derandomized draw alone can miss some)."""
+    def decorate(test):
+        for kind in sorted(kinds):
+            if (name, variant, method, kind) not in KNOWN_DEFECTS:
+                test = example(case=(kind, 0, 1 if name in RECOURSE else 2))(test)
+        return test
+    return decorate
+
+
 # --------------------------------------------------------------------------- tests
 
 QUERY_CASES = [(name, variant, method) for name in NAMES for variant in VARIANTS
                for method in (["explain"] if name == "KnockoffSAGE"
                               else ["explain", "transform", "score"])]
-# generated inputs per (explainer, variant, method); recourse calls cost more
-QUERY_EXAMPLES = {"MaceRecourse": 24, "P2CERecourse": 30, "KnockoffSAGE": 60}
+# generated inputs (beyond one explicit example of every kind) per (explainer, variant,
+# method); recourse calls cost more
+QUERY_EXAMPLES = {"MaceRecourse": 4, "P2CERecourse": 6, "KnockoffSAGE": 24}
 
 
 @pytest.mark.parametrize("name, variant, method", QUERY_CASES,
@@ -606,13 +620,15 @@ def test_fuzz_fitted(name, variant, method):
     if name == "KnockoffSAGE":
         kinds += [k for k in Y_KINDS if k != "y_strings"]
 
-    @settings(max_examples=QUERY_EXAMPLES.get(name, 40), derandomize=True, deadline=None,
+    @_every_kind(name, variant, method, kinds)
+    @settings(max_examples=QUERY_EXAMPLES.get(name, 16), derandomize=True, deadline=None,
               database=None, suppress_health_check=list(HealthCheck))
     @given(case=_case_strategy(name, variant, method, kinds))
     def run(case):
         kind, seed, n = case
         X, y, expect = _build(variant, kind, seed, n)
         CASES[(name, method)] += 1
+        KINDS_SEEN[(name, variant, kind)] += 1
         _run_case(explainer, method, X, y, expect)
 
     run()
@@ -632,8 +648,8 @@ FIT_KINDS = ["nan", "inf", "huge", "empty", "one_row", "constant_col", "str_col"
              "scalar", "sparse", "dup_columns", "object_col", "category_col",
              *Y_KINDS]
 FIT_FRAME_KINDS = ["category_as_object", "category_nan", "unseen_category"]
-FIT_EXAMPLES = {"TreeShapExplainer": 30, "ShearExplainer": 30, "KnockoffSHAP": 14,
-                "KnockoffSAGE": 14, "MaceRecourse": 20, "P2CERecourse": 16}
+FIT_EXAMPLES = {"TreeShapExplainer": 10, "ShearExplainer": 10, "KnockoffSHAP": 4,
+                "KnockoffSAGE": 4, "MaceRecourse": 4, "P2CERecourse": 4}
 # SequentialKnockoffs takes seconds to fit on the DataFrame variant: its fit is fuzzed on the
 # numeric variant only (the DataFrame variant is fitted once for the explain runs)
 FIT_CASES = [(name, variant) for name in NAMES for variant in VARIANTS
@@ -644,6 +660,7 @@ FIT_CASES = [(name, variant) for name in NAMES for variant in VARIANTS
 def test_fuzz_fit(name, variant):
     kinds = FIT_KINDS + (FIT_FRAME_KINDS if variant == "frame" else [])
 
+    @_every_kind(name, variant, "fit", kinds)
     @settings(max_examples=FIT_EXAMPLES[name], derandomize=True, deadline=None,
               database=None, suppress_health_check=list(HealthCheck))
     @given(case=_case_strategy(name, variant, "fit", kinds))
@@ -700,3 +717,8 @@ def test_zz_enough_cases(request):
         pytest.skip("only part of the fuzz module was selected")
     total = sum(CASES.values())
     assert total >= 1000, f"only {total} generated inputs"
+    missed = [(name, variant, kind) for name, variant, _ in QUERY_CASES
+              for kind in _kinds(variant) if not KINDS_SEEN[(name, variant, kind)]
+              and not any((name, variant, m, kind) in KNOWN_DEFECTS
+                          for m in ("explain", "transform", "score"))]
+    assert not missed, f"input kinds never generated: {missed}"
