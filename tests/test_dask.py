@@ -69,7 +69,6 @@ def _tree():
 
     X, y = _numeric()
     model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0)
-    # n_jobs of TreeShapExplainer sets numba threads; its batches do not go through joblib
     return TreeShapExplainer(model, batch_size=7).fit(X, y), X[:30], None
 
 
@@ -164,8 +163,7 @@ def test_every_explainer_on_dask_matches_serial(client, name):
     with joblib.parallel_config(backend="dask"), get_task_stream(client) as stream:
         remote = _explain(exp, X, y)
     _assert_same(remote, serial)
-    if name != "TreeShapExplainer":  # its n_jobs are numba threads, not joblib batches
-        assert len(stream.data) >= 2, "no batch ran on the Dask cluster"
+    assert len(stream.data) >= 2, "no batch ran on the Dask cluster"
 
 
 @pytest.mark.slow

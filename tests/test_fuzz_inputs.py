@@ -483,27 +483,17 @@ Y_KINDS = {"y_len": _y_len, "y_none": _y_none, "y_nan": _y_nan, "y_unseen": _y_u
 # (explainer, variant, method, kind) -> (reason, seed, n_rows): reproduced with that seed and
 # row count in test_known_defect (xfail, strict); the kind is left out of the generated runs
 # of that (explainer, variant, method).
-_SINGLE_CLASS = ("TreeShapExplainer.fit on one row (a HistGradientBoostingClassifier trained "
-                 "on a single class) raises IndexError in tree/_ensemble.py subset_outputs "
-                 "instead of a ValueError saying the model has one class")
 _HUGE_GAUSS = ("fit on X with +-1e300 values: GaussianKnockoffs raises 'Input contains NaN.' "
                "though X has no NaN (overflow in the covariance); the message should say the "
                "values are too large")
 _HUGE_SEQ = ("fit on a DataFrame with +-1e300 values: SequentialKnockoffs lets an "
              "UnboundLocalError ('best_l1_ratio') escape from LogisticRegressionCV instead of a "
              "ValueError about the values")
-_COMPLEX = ("a complex-valued numeric DataFrame column is accepted silently (the imaginary part "
-            "is dropped); base._validate_X's DataFrame path checks numeric columns for inf/NaN "
-            "but not for complex dtype, and this method encodes X itself")
 KNOWN_DEFECTS = {
-    ("TreeShapExplainer", "frame", "fit", "one_row"): (_SINGLE_CLASS, 0, N_TRAIN),
     ("KnockoffSHAP", "num", "fit", "huge"): (_HUGE_GAUSS, 0, N_TRAIN),
     ("KnockoffSAGE", "num", "fit", "huge"): (_HUGE_GAUSS, 0, N_TRAIN),
     ("KnockoffSHAP", "frame", "fit", "huge"): (_HUGE_SEQ, 0, N_TRAIN),
     ("KnockoffSAGE", "frame", "fit", "huge"): (_HUGE_SEQ, 0, N_TRAIN),
-    **{(name, "frame", method, "complex"): (_COMPLEX, 0, 1)
-       for name in ("MaceRecourse", "P2CERecourse")
-       for method in ("explain", "transform", "score")},
 }
 
 
