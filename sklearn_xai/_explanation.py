@@ -153,13 +153,17 @@ class Attribution:
             start += c
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels[::-1])
+        ends = np.cumsum([base] + contrib)
+        lo, hi = float(ends.min()), float(ends.max())
+        pad = 0.25 * (hi - lo) if hi > lo else 1.0
+        ax.set_xlim(lo - pad, hi + pad)  # room for the value labels
         ax.axvline(base, color="grey", lw=0.8, ls="--")
         ax.set_xlabel(f"{self.output_names[k]} (base {base:.3g} -> {start:.3g})")
         ax.set_title(f"Row {row}")
         return ax
 
     def plot_bar(self, output=None, max_display=10, ax=None):
-        """Bar chart of mean |value| per player over the explained rows."""
+        """Bar chart of the mean ``|value|`` per player over the explained rows."""
         import matplotlib.pyplot as plt
 
         k = self._output_index(output)
@@ -312,7 +316,9 @@ class Counterfactuals:
             if not self.found[i]:
                 lines.append(f"query {i}: no counterfactual found")
                 continue
-            lines.append(f"query {i}: desired {self.desired[i]!r}")
+            desired = self.desired[i]
+            desired = desired.item() if hasattr(desired, "item") else desired
+            lines.append(f"query {i}: desired {desired!r}")
             for j, changes in enumerate(self.diff(i)):
                 lines.append(f"  cf {j}: " + ("; ".join(changes) if changes else "(no change)"))
         return "\n".join(lines)

@@ -9,7 +9,7 @@ An explainer is an ordinary scikit-learn estimator: ``__init__`` stores paramete
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.base import BaseEstimator, TransformerMixin, clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.utils import get_tags
@@ -231,6 +231,7 @@ class BaseExplainer(BaseEstimator):
                     "The FrozenEstimator wraps an unfitted model; fit it before freezing."
                 ) from exc
             self.model_ = self.model
+            self._check_classes(self.model_)
             return self.model_
         if not hasattr(self.model, "fit"):
             raise TypeError(
@@ -243,7 +244,16 @@ class BaseExplainer(BaseEstimator):
                 "sklearn.frozen.FrozenEstimator(model), or pass y to fit a clone of it."
             )
         self.model_ = clone(self.model).fit(X, y, **fit_params)
+        self._check_classes(self.model_)
         return self.model_
+
+    @staticmethod
+    def _check_classes(model):
+        classes = getattr(model, "classes_", None) if is_classifier(model) else None
+        if classes is not None and len(np.atleast_1d(classes)) < 2:
+            raise ValueError(
+                f"The classifier was trained on one class ({np.atleast_1d(classes).tolist()}); "
+                "there is no decision to explain. Fit it on data with at least two classes.")
 
     # -- input validation -----------------------------------------------------------------
 
@@ -287,6 +297,8 @@ class BaseExplainer(BaseEstimator):
                 raise ValueError("X has 0 feature(s); a minimum of 1 is required.")
             for name in X.columns:
                 dtype = X[name].dtype
+                if pd.api.types.is_complex_dtype(dtype):
+                    raise ValueError(f"Complex data not supported: column {name!r} of X.")
                 if pd.api.types.is_numeric_dtype(dtype) and not isinstance(
                         dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(dtype):
                     col = X[name].to_numpy(dtype=np.float64, na_value=np.nan)

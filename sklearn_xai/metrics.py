@@ -2,11 +2,21 @@
 
 Attribution measures compare estimated values with a reference (absolute error, ranking
 accuracy), check an axiom (efficiency gap) or ask the model (faithfulness and monotonicity
-along the deletion order). Recourse measures live in :mod:`sklearn_xai.recourse` and are
-re-exported here when that subpackage provides them.
+along the deletion order). Recourse measures (validity, sparsity, proximity, diversity, yNN,
+redundancy) take a :class:`~sklearn_xai.Counterfactuals` result.
 """
 
 import numpy as np
+
+from .recourse._metrics import (
+    diversity,
+    found_rate,
+    proximity,
+    redundancy,
+    sparsity,
+    validity,
+    ynn,
+)
 
 __all__ = [
     "absolute_error",
@@ -17,6 +27,14 @@ __all__ = [
     "faithfulness",
     "monotonicity",
     "faithfulness_scorer",
+    # recourse measures (defined in sklearn_xai.recourse._metrics)
+    "validity",
+    "found_rate",
+    "sparsity",
+    "proximity",
+    "diversity",
+    "ynn",
+    "redundancy",
 ]
 
 

@@ -18,3 +18,20 @@ def _close_figures():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Report how many generated bad inputs the fuzz suite threw at the explainers."""
+    import sys
+
+    counter = sys.modules.get("tests._fuzz_counter")
+    if counter is None or not counter.CASES:
+        return
+    cases = counter.CASES
+    terminalreporter.section("fuzzed inputs")
+    by_explainer = {}
+    for (name, method), k in sorted(cases.items()):
+        by_explainer.setdefault(name, []).append(f"{method}={k}")
+    for name, parts in by_explainer.items():
+        terminalreporter.write_line(f"{name}: {', '.join(parts)}")
+    terminalreporter.write_line(f"total generated inputs: {sum(cases.values())}")

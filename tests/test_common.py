@@ -7,6 +7,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.frozen import FrozenEstimator
+from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
@@ -48,13 +49,41 @@ def data():
     return X, y
 
 
-CONTRACT = [("ToyBaselineShapley", lambda m: ToyBaselineShapley(m))]
+def _contract_cases():
+    from sklearn.ensemble import RandomForestClassifier
+
+    from sklearn_xai import (
+        KnockoffSHAP,
+        MaceRecourse,
+        P2CERecourse,
+        ShearExplainer,
+        TreeShapExplainer,
+    )
+
+    lr = LogisticRegression()
+    rf = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0)
+    return [
+        ("ToyBaselineShapley", lambda m: ToyBaselineShapley(m), lr, ("n_evals", [8, 16])),
+        ("TreeShapExplainer", lambda m: TreeShapExplainer(m), rf, ("batch_size", [8, 64])),
+        ("ShearExplainer", lambda m: ShearExplainer(m, random_state=0), lr,
+         ("n_evals", [8, 16])),
+        ("KnockoffSHAP", lambda m: KnockoffSHAP(m, n_knockoffs=3, random_state=0), lr,
+         ("n_knockoffs", [2, 3])),
+        ("MaceRecourse", lambda m: MaceRecourse(m, random_state=0), lr,
+         ("n_neighbors", [10, 20])),
+        ("P2CERecourse", lambda m: P2CERecourse(m, n_estimators=10, grid_step=0.25,
+                                                max_changes=2, random_state=0), lr,
+         ("max_changes", [1, 2])),
+    ]
 
 
-@pytest.mark.parametrize("name, make", CONTRACT, ids=[c[0] for c in CONTRACT])
-def test_contract_clone_frozen_pickle_pipeline_search(name, make, data):
+CONTRACT = _contract_cases()
+
+
+@pytest.mark.parametrize("name, make, model, grid", CONTRACT, ids=[c[0] for c in CONTRACT])
+def test_contract_clone_frozen_pickle_pipeline_search(name, make, model, grid, data):
     X, y = data
-    model = LogisticRegression().fit(X, y)
+    model = clone(model).fit(X, y)
     explainer = make(FrozenEstimator(model))
     cloned = clone(explainer)
     assert cloned.model.estimator is model
@@ -62,11 +91,14 @@ def test_contract_clone_frozen_pickle_pipeline_search(name, make, data):
     out = fitted.transform(X[:4])
     assert out.ndim == 2 and out.shape[0] == 4
     again = pickle.loads(pickle.dumps(fitted))
-    np.testing.assert_allclose(again.transform(X[:4]), out)
-    pipe = Pipeline([("explain", make(FrozenEstimator(model))), ("clf", LogisticRegression())])
+    np.testing.assert_allclose(again.transform(X[:4]), out, equal_nan=True)
+    step = make(FrozenEstimator(model))
+    pipe = Pipeline([("explain", step), ("impute", SimpleImputer()),
+                     ("clf", LogisticRegression())])
     assert pipe.fit(X, y).predict(X[:3]).shape == (3,)
     named = make(FrozenEstimator(model)).set_output(transform="pandas").fit(X).transform(X[:3])
     assert list(named.columns) == list(fitted.get_feature_names_out())
-    param = "n_evals" if "n_evals" in explainer.get_params() else "batch_size"
-    search = GridSearchCV(make(FrozenEstimator(model)), {param: [8, 16]}, cv=2).fit(X)
+    param, values = grid
+    search = GridSearchCV(make(FrozenEstimator(model)), {param: values}, cv=2).fit(X)
     assert np.isfinite(search.best_score_)
+    assert search.best_estimator_.model_.estimator is model

@@ -175,3 +175,21 @@ def test_checks_fail_with_clear_message():
         check_efficiency(wrong, game)
     with pytest.raises(AssertionError, match="Symmetry violated"):
         check_symmetry(wrong, game, 0, 1)
+
+
+def test_kernel_gives_exact_zero_to_players_equal_to_the_reference():
+    def f(Z):
+        Z = Z.astype(float)
+        return (Z[:, 0] * Z[:, 1] + Z[:, 2] ** 2 - Z[:, 3])[:, None]
+
+    X = np.array([[1.0, 2.0, 0.0, 3.0], [0.0, 1.0, 2.0, 0.0]])
+    R = np.zeros((1, 4))
+    game = ImputationGame(f, X, R)
+    np.testing.assert_array_equal(game.active_players(),
+                                  [[True, True, False, True], [False, True, True, False]])
+    phi, base = kernel_shapley(game, 10, _gens(2, 0))
+    assert phi[0, 2, 0] == 0.0 and phi[1, 0, 0] == 0.0 and phi[1, 3, 0] == 0.0
+    ref, _ = exact_shapley(game)
+    # row 1 has two active players: paired sampling over them is exact
+    np.testing.assert_allclose(phi[1], ref[1], atol=1e-12)
+    np.testing.assert_allclose(phi.sum(axis=1)[:, 0] + base[:, 0], f(X)[:, 0], atol=1e-12)

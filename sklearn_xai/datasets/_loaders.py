@@ -579,14 +579,14 @@ def load_shared_dataset(name, data_home=None):
     working directory or any parent of it; a ``shared/data`` folder above the installed
     ``sklearn_xai`` package.
 
-    ==================  ==============  ======================================================
-    name                shape of X      target (positives)
-    ==================  ==============  ======================================================
-    ``"compas"``        (6172, 10)      ``two_year_recid`` (2,809)
-    ``"titanic"``       (891, 7)        ``Survived`` (342)
-    ``"australian"``    (690, 14)       ``class``, 1 = approved (307)
-    ``"taiwan_credit"`` (30000, 23)     ``default_next_month`` (6,636)
-    ==================  ==============  ======================================================
+    ===================  ==============  =====================================================
+    name                 shape of X      target (positives)
+    ===================  ==============  =====================================================
+    ``"compas"``         (6172, 10)      ``two_year_recid`` (2,809)
+    ``"titanic"``        (891, 7)        ``Survived`` (342)
+    ``"australian"``     (690, 14)       ``class``, 1 = approved (307)
+    ``"taiwan_credit"``  (30000, 23)     ``default_next_month`` (6,636)
+    ===================  ==============  =====================================================
 
     * **compas** (ProPublica "Machine Bias", ``compas-scores-two-years.csv``): ProPublica's
       filter (``-30 <= days_b_screening_arrest <= 30``, ``is_recid != -1``,
@@ -603,7 +603,7 @@ def load_shared_dataset(name, data_home=None):
     * **australian** (UCI Statlog, CC BY 4.0, anonymised attributes): ``A1``, ``A4``,
       ``A5``, ``A6``, ``A8``, ``A9``, ``A11``, ``A12`` are integer-coded ``category``;
       ``A2``, ``A3``, ``A7``, ``A10``, ``A13``, ``A14`` float. The trailing space of the
-      file's ``class `` column name is removed.
+      file's ``"class "`` column name is removed.
     * **taiwan_credit** (UCI "Default of Credit Card Clients", Yeh & Lien 2009, CC BY 4.0):
       the ``ID`` column is dropped and the target renamed from ``default payment next
       month`` to ``default_next_month``. ``SEX``, ``EDUCATION`` and ``MARRIAGE`` are

@@ -6,11 +6,16 @@ from ._game import ImputationGame
 # knockoff imputation (KnockoffSHAP, KnockoffSAGE)
 from ._knockoff import KnockoffSAGE, KnockoffSHAP  # noqa: E402
 
+# SHEAR (issue 4)
+from ._shear import ShearExplainer
+
 __all__ = [
     "ImputationGame",
     "exact_shapley",
     "permutation_shapley",
     "kernel_shapley",
+    # SHEAR (issue 4)
+    "ShearExplainer",
     "KnockoffSHAP",
     "KnockoffSAGE",
 ]

@@ -140,9 +140,11 @@ def kernel_shapley(game, n_evals, generators):
     Coalition sizes are drawn from the Shapley kernel distribution ``p(s) ~ (P-1)/(s(P-s))``
     and every sampled coalition is paired with its complement. The weighted least-squares
     problem is solved with the efficiency constraint ``sum(phi) = v(all) - v(empty)``
-    imposed exactly (by eliminating one variable). When the budget covers every non-trivial
-    coalition (``n_evals >= 2**P``) all of them are used with their exact kernel weights,
-    which gives the exact Shapley values.
+    imposed exactly (by eliminating one variable). Players that cannot change a row's value
+    (for an :class:`ImputationGame`, ``x`` equals every imputation row on their columns) get
+    exactly 0 and coalitions are drawn over the other players. When the budget covers every
+    non-trivial coalition (``n_evals >= 2**P``) all of them are used with their exact kernel
+    weights, which gives the exact Shapley values.
 
     Parameters
     ----------
@@ -171,17 +173,24 @@ def kernel_shapley(game, n_evals, generators):
         masks = np.broadcast_to(masks, (n,) + masks.shape)
         weights = np.broadcast_to(weights, (n, weights.size))
     else:
+        # Players that cannot change a row's value (x equals every imputation row there)
+        # are dummies with phi = 0 exactly; coalitions are drawn over the others only.
+        active = game.active_players() if hasattr(game, "active_players") else np.ones(
+            (n, P), dtype=bool)
         n_pairs = n_sample // 2
-        sizes_support, probs = _kernel_size_probs(P)
         masks = np.zeros((n, 2 * n_pairs, P), dtype=bool)
         for r, rng in enumerate(generators):
-            sizes = rng.choice(sizes_support, size=n_pairs, p=probs)
-            for k, s in enumerate(sizes):
-                members = rng.choice(P, size=s, replace=False)
-                masks[r, 2 * k, members] = True
+            players = np.flatnonzero(active[r])
+            Pa = players.size
+            if Pa >= 2:
+                sizes_support, probs = _kernel_size_probs(Pa)
+                sizes = rng.choice(sizes_support, size=n_pairs, p=probs)
+                for k, s in enumerate(sizes):
+                    masks[r, 2 * k, rng.choice(players, size=s, replace=False)] = True
             masks[r, 1::2] = ~masks[r, 0::2]
         vals = game.value(masks)
-        weights = np.ones((n, 2 * n_pairs))
+        return _constrained_wls(masks, vals, np.ones((n, 2 * n_pairs)), v0, v1,
+                                active), v0.copy()
     return _constrained_wls(masks, vals, weights, v0, v1), v0.copy()
 
 
@@ -189,19 +198,28 @@ def comb_array(P, sizes):
     return np.array([comb(P, int(s)) for s in sizes], dtype=np.float64)
 
 
-def _constrained_wls(masks, vals, weights, v0, v1):
-    """Solve min sum_c w_c (v_c - v0 - z_c.phi)^2 subject to sum(phi) = v1 - v0, per row."""
+def _constrained_wls(masks, vals, weights, v0, v1, active=None):
+    """Solve min sum_c w_c (v_c - v0 - z_c.phi)^2 subject to sum(phi) = v1 - v0, per row.
+
+    Players outside ``active`` (n, P) get phi = 0 and are left out of the regression.
+    """
     n, _, P = masks.shape
     O = vals.shape[-1]
-    phi = np.empty((n, P, O))
+    phi = np.zeros((n, P, O))
     for r in range(n):
-        Z = masks[r].astype(np.float64)
-        y = vals[r] - v0[r]                                   # (C, O)
+        cols = np.arange(P) if active is None else np.flatnonzero(active[r])
         delta = v1[r] - v0[r]                                 # (O,)
+        if cols.size == 0:
+            continue
+        if cols.size == 1:
+            phi[r, cols[0]] = delta
+            continue
+        Z = masks[r][:, cols].astype(np.float64)
+        y = vals[r] - v0[r]                                   # (C, O)
         A = Z[:, :-1] - Z[:, -1:]                             # eliminate the last player
         b = y - Z[:, -1:] * delta[None, :]
         sw = np.sqrt(weights[r])[:, None]
         sol, *_ = np.linalg.lstsq(A * sw, b * sw, rcond=None)
-        phi[r, :-1] = sol
-        phi[r, -1] = delta - sol.sum(axis=0)
+        phi[r, cols[:-1]] = sol
+        phi[r, cols[-1]] = delta - sol.sum(axis=0)
     return phi

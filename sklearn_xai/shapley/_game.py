@@ -101,14 +101,29 @@ class ImputationGame:
                                          rows=slice(0, 1), count=False).shape[-1]
         return self._n_outputs
 
+    def active_players(self):
+        """Which players can change the game's value, per row.
+
+        A player whose columns in ``x`` equal those of every imputation row is a dummy of
+        that row's game (adding it changes no hybrid row), so its Shapley value is exactly 0.
+
+        Returns
+        -------
+        ndarray of bool, shape (n_rows, n_players)
+        """
+        R = self.imputation if not self._shared else np.broadcast_to(
+            self.imputation, (self.n_rows,) + self.imputation.shape[1:])
+        same = np.all(self.X[:, None, :] == R, axis=1)            # (n, M)
+        return ~((~same).astype(np.uint8) @ self._G.T.astype(np.uint8) == 0)
+
     def value(self, masks, rows=None, count=True):
         """Evaluate coalitions.
 
         Parameters
         ----------
-        masks : ndarray of bool, shape (n_coalitions, n_players) or
-                (n_rows, n_coalitions, n_players)
-            Shared coalitions, or one set per row (rows selected by ``rows``).
+        masks : ndarray of bool
+            Shape (n_coalitions, n_players): coalitions shared by all rows; or shape
+            (n_rows, n_coalitions, n_players): one set per row (rows selected by ``rows``).
         rows : slice or None
             Explained rows to evaluate (default all).
 

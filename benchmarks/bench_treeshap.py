@@ -1,0 +1,214 @@
+"""Benchmark TreeShapExplainer against XGBoost ``pred_contribs``, LightGBM ``pred_contrib``
+and shap's C++ TreeExplainer (when installed), on the Adult data.
+
+Usage::
+
+    NUMBA_CACHE_DIR=/tmp/numba python benchmarks/bench_treeshap.py --quick
+
+Models: XGBoost 500 trees depth 6 and depth 8, LightGBM 500 trees 63 leaves,
+RandomForest 100 trees unlimited depth (20 in --quick), HistGradientBoosting.
+Ours and theirs are timed interleaved in the same process (ours, theirs, ours,
+theirs; best of each), at one thread and at all threads. Reported: rows/s, the
+ratio, the max abs difference to each reference, peak RSS increase of one call
+(Linux ``VmHWM``), and numba compile / cache-load time (separately, in fresh
+subprocesses).
+"""
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+
+def _rss_reset():
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _status(key):
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(key):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return float("nan")
+
+
+def measure(func):
+    """(seconds, result, peak RSS increase in MiB) of one call."""
+    ok = _rss_reset()
+    before = _status("VmRSS")
+    t0 = time.perf_counter()
+    out = func()
+    dt = time.perf_counter() - t0
+    peak = _status("VmHWM") - before if ok else float("nan")
+    return dt, out, peak
+
+
+def load_data(n_train):
+    from sklearn_xai.datasets import load_adult
+
+    X, y = load_adult(subset="all")
+    Z = X.copy()
+    for c in Z.columns:
+        if str(Z[c].dtype) == "category":
+            Z[c] = Z[c].cat.codes.astype(float).replace(-1, np.nan)
+    Z = Z.to_numpy(np.float64)
+    y = np.asarray(y)
+    return Z[:n_train], y[:n_train], Z[32561:]  # explain rows from the test split
+
+
+def compile_times():
+    code = ("import numpy as np, time; t=time.perf_counter();"
+            "from sklearn.ensemble import GradientBoostingRegressor as G;"
+            "from sklearn.frozen import FrozenEstimator as F;"
+            "from sklearn_xai.tree import TreeShapExplainer as T;"
+            "X=np.random.rand(50,3); m=G(n_estimators=2).fit(X,X[:,0]);"
+            "T(F(m)).fit(X).explain(X[:3]); print(time.perf_counter()-t)")
+    root = os.path.join(os.path.dirname(__file__), "..")
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=root)
+        cold = float(subprocess.check_output([sys.executable, "-c", code], env=env))
+        warm = float(subprocess.check_output([sys.executable, "-c", code], env=env))
+    return cold, warm
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer rows and forest trees")
+    ap.add_argument("--models", default="xgb_d6,xgb_d8,lgbm,rf,hgb")
+    args = ap.parse_args(argv)
+
+    import lightgbm as lgb
+    import numba
+    import sklearn
+    import xgboost as xgb
+    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+    from sklearn.frozen import FrozenEstimator
+
+    from sklearn_xai.tree import TreeShapExplainer
+
+    try:
+        import shap
+    except ImportError:
+        shap = None
+
+    quick = args.quick
+    n_train = 10_000 if quick else 20_000
+    n_ours = 2_000 if quick else 10_000
+    all_threads = numba.config.NUMBA_NUM_THREADS
+    Xtr, ytr, Xte = load_data(n_train)
+    Xtr_f = np.nan_to_num(Xtr, nan=-1.0)  # scikit-learn models get NaN-free data
+    Xte_f = np.nan_to_num(Xte, nan=-1.0)
+
+    print(f"# TreeSHAP benchmark ({'quick' if quick else 'full'}), "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"# python {platform.python_version()}, numpy {np.__version__}, numba "
+          f"{numba.__version__}, sklearn {sklearn.__version__}, xgboost {xgb.__version__}, "
+          f"lightgbm {lgb.__version__}, shap {getattr(shap, '__version__', 'not installed')}")
+    print(f"# machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs "
+          f"visible (shared with other jobs); train rows {n_train}, explained rows {n_ours}")
+    cold, warm = compile_times()
+    print(f"# numba: first use with an empty cache {cold:.1f} s, with the cache {warm:.1f} s "
+          "(process start + imports + kernels; not in the timings below)")
+
+    specs = {
+        "xgb_d6": ("XGBoost 500 x depth 6", lambda: xgb.XGBClassifier(
+            n_estimators=500, max_depth=6, tree_method="hist", n_jobs=all_threads), "xgb"),
+        "xgb_d8": ("XGBoost 500 x depth 8", lambda: xgb.XGBClassifier(
+            n_estimators=500, max_depth=8, tree_method="hist", n_jobs=all_threads), "xgb"),
+        "lgbm": ("LightGBM 500 x 63 leaves", lambda: lgb.LGBMClassifier(
+            n_estimators=500, num_leaves=63, verbose=-1, n_jobs=all_threads), "lgb"),
+        "rf": (f"RandomForest {20 if quick else 100} trees, unlimited depth",
+               lambda: RandomForestClassifier(20 if quick else 100, n_jobs=all_threads,
+                                              random_state=0), "shap"),
+        "hgb": ("HistGradientBoosting 200 iter", lambda: HistGradientBoostingClassifier(
+            max_iter=200, random_state=0), "shap"),
+    }
+    rows = []
+    header = ("| model | threads | ours rows/s | reference | ref rows/s | ratio | max abs diff "
+              "| ours peak MiB | ref peak MiB |")
+    print(header)
+    print("|" + "---|" * 9)
+    for key in args.models.split(","):
+        title, make, ref = specs[key]
+        sk = ref == "shap"
+        Xa, Xb = (Xtr_f, Xte_f) if sk else (Xtr, Xte)
+        model = make().fit(Xa, ytr)
+        exp = TreeShapExplainer(FrozenEstimator(model)).fit(Xa[:100])
+        Q = int(exp.n_quadrature_points_.max())
+        print(f"# {title}: {exp.ensemble_.n_nodes:,} nodes, per-edge tables "
+              f"{exp._tables.nbytes / 2**20:.1f} MiB", flush=True)
+        exp.set_params(n_jobs=1).explain(Xb[:5])  # load kernels
+        for threads in (1, all_threads):
+            exp.set_params(n_jobs=threads)
+            if ref == "xgb":
+                booster = model.get_booster()
+                booster.set_param({"nthread": threads})
+                n_ref = (200 if key == "xgb_d8" else 600) * (1 if quick else 5) * threads
+                name = "xgboost pred_contribs"
+
+                def theirs(n=n_ref, booster=booster):
+                    return booster.predict(xgb.DMatrix(Xb[:n]), pred_contribs=True)[:, :-1]
+            elif ref == "lgb":
+                n_ref = (1000 if quick else 5000) * threads
+                name = "lightgbm pred_contrib"
+
+                def theirs(n=n_ref, threads=threads):
+                    return model.predict(Xb[:n], pred_contrib=True,
+                                         num_threads=threads)[:, :-1]
+            else:
+                if shap is None or threads != 1:
+                    theirs = None
+                    n_ref = 0
+                else:
+                    n_ref = (30 if key == "rf" else 300) * (1 if quick else 3)
+                    name = "shap TreeExplainer (C++)"
+                    sx = shap.TreeExplainer(model)
+
+                    def theirs(n=n_ref, sx=sx):
+                        v = sx.shap_values(Xb[:n], check_additivity=False)
+                        v = np.asarray(v)
+                        return v[..., 1] if v.ndim == 3 else v
+
+            def ours(exp=exp):
+                return exp.explain(Xb[:n_ours]).values
+
+            best_o, best_t = np.inf, np.inf
+            peak_o = peak_t = float("nan")
+            out_o = out_t = None
+            for _ in range(2):
+                dt, out_o, peak_o = measure(ours)
+                best_o = min(best_o, dt)
+                if theirs is not None:
+                    dt, out_t, peak_t = measure(theirs)
+                    best_t = min(best_t, dt)
+            r_o = n_ours / best_o
+            if theirs is not None:
+                r_t = n_ref / best_t
+                diff = np.abs(out_o[:n_ref] - out_t).max()
+                line = (f"| {title} (Q={Q}) | {threads} | {r_o:,.0f} | {name} | {r_t:,.1f} | "
+                        f"{r_o / r_t:.1f}x | {diff:.2e} | {peak_o:.1f} | {peak_t:.1f} |")
+            else:
+                line = (f"| {title} (Q={Q}) | {threads} | {r_o:,.0f} | – | – | – | – | "
+                        f"{peak_o:.1f} | – |")
+            print(line, flush=True)
+            rows.append(line)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

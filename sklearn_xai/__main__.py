@@ -1,0 +1,202 @@
+"""Command line: ``python -m sklearn_xai report`` and ``python -m sklearn_xai explain``.
+
+``report`` without arguments trains a gradient-boosting model on the bundled Adult data and
+writes one self-contained HTML report; with ``--model`` and ``--data`` it explains the
+user's own model. ``explain`` writes one explainer's attribution matrix as CSV or parquet.
+Errors the user can fix print one line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+_PROG = "sklearn-xai"
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr (status 2)."""
+
+    def error(self, message):
+        self.exit(2, f"{_PROG}: error: {message} (see {self.prog} --help)\n")
+
+
+def _add_common(p, *, report):
+    from ._report import EXPLAINERS
+
+    p.add_argument("--model", metavar="MODEL.joblib",
+                   help="a fitted scikit-learn estimator or pipeline, XGBoost or LightGBM "
+                        "model saved with joblib.dump (needs --data)")
+    p.add_argument("--data", metavar="DATA.csv|DATA.parquet",
+                   help="the rows to explain, also used as background / training rows")
+    p.add_argument("--target", metavar="COLUMN",
+                   help="the label column of --data, removed before explaining (needed to "
+                        "train the default model on --data when no --model is given)")
+    if report:
+        p.add_argument("--explainer", action="append", metavar="NAME",
+                       help=f"one of {', '.join(EXPLAINERS)}; repeat for several "
+                            "(default: tree, shear, mace, p2ce; knockoff is slow on mixed "
+                            "data: about 100 s on Adult with --background 1000)")
+        p.add_argument("--rows", type=_positive_int, default=3, metavar="N",
+                       help="rows explained in detail and rejected rows given "
+                            "counterfactuals (default: 3)")
+        p.add_argument("--global-rows", type=_positive_int, default=500, metavar="N",
+                       help="rows behind the TreeSHAP global importance (default: 500)")
+        p.add_argument("--out", default="sklearn-xai-report.html", metavar="REPORT.html",
+                       help="the HTML file written (default: ./sklearn-xai-report.html)")
+        p.add_argument("--immutable", action="append", default=[], metavar="COLUMN",
+                       help="a feature MACE and P2CE never change; repeat for several "
+                            "(the default Adult run fixes race, sex, native_country, "
+                            "marital_status and relationship)")
+        p.add_argument("--time-limit", type=float, default=10.0, metavar="SECONDS",
+                       help="P2CE search time per rejected row; a front cut short is marked "
+                            "partial in the report (default: 10)")
+    else:
+        p.add_argument("--explainer", default="tree", metavar="NAME",
+                       help="tree, shear or knockoff (default: tree)")
+        p.add_argument("--rows", type=_positive_int, default=None, metavar="N",
+                       help="explain the first N rows (default: every row of --data; 100 "
+                            "rows of the Adult test split without --data)")
+        p.add_argument("--out", required=True, metavar="OUT.csv|OUT.parquet",
+                       help="the attribution matrix: one row per explained row, one column "
+                            "per feature, plus base_value")
+    p.add_argument("--background", type=_positive_int, default=5000, metavar="N",
+                   help="fit the explainers on the first N rows of the data (default: 5000; "
+                        "the count is stated in the output)")
+    p.add_argument("--gbm", choices=("hgb", "lightgbm"), default="hgb",
+                   help="the default model: scikit-learn HistGradientBoostingClassifier "
+                        "(hgb, default) or LightGBM")
+    p.add_argument("--threads", type=_positive_int, default=1, metavar="N",
+                   help="OpenMP/BLAS threads of the models (threadpoolctl; default: 1, as "
+                        "more threads often run slower on a shared machine; results do not "
+                        "depend on it)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="random_state of the default model and every seeded explainer")
+    p.add_argument("--traceback", action="store_true",
+                   help="show the full traceback of an error instead of one line")
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def build_parser():
+    parser = _Parser(prog=_PROG, description="Explain a model with sklearn-xai.")
+    sub = parser.add_subparsers(dest="command", metavar="{report,explain}",
+                                parser_class=_Parser)
+    sub.required = True
+    rep = sub.add_parser("report", help="write a self-contained HTML report",
+                         description="Write a self-contained HTML report. Without --model "
+                                     "and --data: a gradient-boosting model trained on the "
+                                     "bundled Adult data.")
+    _add_common(rep, report=True)
+    exp = sub.add_parser("explain", help="write an attribution matrix (CSV or parquet)",
+                         description="Write one explainer's attribution matrix as CSV or "
+                                     "parquet (chosen by the --out extension).")
+    _add_common(exp, report=False)
+    return parser
+
+
+def _workload(args, progress):
+    from ._report import ReportError, default_workload, user_workload
+
+    if args.model is not None and args.data is None:
+        raise ReportError("--model needs --data (the rows to explain)")
+    if args.data is None:
+        if args.target is not None:
+            raise ReportError("--target needs --data")
+        return default_workload(progress, seed=args.seed, gbm=args.gbm, threads=args.threads)
+    return user_workload(args.model, args.data, args.target, progress, seed=args.seed,
+                         gbm=args.gbm, threads=args.threads)
+
+
+def _run(args):
+    from ._report import (
+        EXPLAINERS,
+        Progress,
+        ReportError,
+        build_report,
+        check_explain_args,
+        explain_matrix,
+    )
+
+    t0 = time.perf_counter()
+    progress = Progress(sys.stderr)
+    if args.command == "report":
+        explicit = args.explainer is not None
+        names = args.explainer or []
+        for name in names:
+            if name not in EXPLAINERS:
+                raise ReportError(f"unknown explainer {name!r}; choose from "
+                                  f"{', '.join(EXPLAINERS)}")
+        workload = _workload(args, progress)
+        workload.immutable = list(dict.fromkeys(workload.immutable + args.immutable))
+        missing = [c for c in workload.immutable if c not in workload.X.columns]
+        if missing:
+            raise ReportError(f"--immutable {missing[0]!r} is not a feature of the data")
+        workload.facts.append(("model threads (OpenMP/BLAS, --threads)", str(args.threads)))
+        _describe(workload, progress)
+        kwargs = {"explainers": names} if explicit else {}
+        out = build_report(workload, args.out, progress, n_rows=args.rows,
+                           n_global=args.global_rows, n_background=args.background,
+                           time_limit=args.time_limit if args.time_limit > 0 else None,
+                           seed=args.seed, explicit=explicit,
+                           t_start=t0, **kwargs)
+        sys.stderr.write(f"total {time.perf_counter() - t0:.1f} s\n")
+        print(f"wrote {out.resolve()}")
+        return 0
+    check_explain_args(args.explainer, args.out)
+    workload = _workload(args, progress)
+    _describe(workload, progress)
+    n_rows = args.rows if args.rows is not None or args.data is not None else 100
+    out, frame = explain_matrix(workload, args.explainer, args.out, progress, n_rows=n_rows,
+                                n_background=args.background, seed=args.seed)
+    sys.stderr.write(f"total {time.perf_counter() - t0:.1f} s\n")
+    print(f"wrote {out.resolve()} ({frame.shape[0]} rows x {frame.shape[1]} columns)")
+    return 0
+
+
+def _describe(workload, progress):
+    progress._write(f"model: {workload.model_desc}\ndata: {workload.data_desc}\n")
+    for note in workload.notes:
+        progress._write(f"note: {note}\n")
+
+
+def main(argv=None):
+    """Entry point of ``sklearn-xai`` and ``python -m sklearn_xai``; returns the exit code."""
+    from ._report import ReportError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        import sklearn.ensemble  # noqa: F401  (loads the OpenMP runtime, so the limit holds)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=args.threads):
+            return _run(args)
+    except ReportError as exc:
+        if args.traceback:
+            raise
+        sys.stderr.write(f"{_PROG}: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{_PROG}: interrupted\n")
+        return 130
+    except Exception as exc:  # an unexpected failure: still one line unless --traceback
+        if args.traceback:
+            raise
+        msg = " ".join(str(exc).split())
+        sys.stderr.write(f"{_PROG}: error: {type(exc).__name__}: {msg} "
+                         "(run again with --traceback for details)\n")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1136 @@
+"""The report behind ``python -m sklearn_xai report`` and the ``explain`` matrix writer.
+
+:func:`build_report` explains one model with the package's explainers and writes one
+self-contained HTML file (every image inlined as a base64 PNG, no external asset).
+:func:`explain_matrix` writes one explainer's attribution matrix as CSV or parquet.
+Both take a :class:`Workload`: the model, the data and the explained rows. Without files,
+:func:`default_workload` trains a gradient-boosting model on the bundled Adult data.
+
+Errors a user can fix (a bad file, a model that does not match the data, an unknown
+explainer) are raised as :class:`ReportError` with a one-line message; the command line
+prints it and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "ATTRIBUTION_EXPLAINERS",
+    "DEFAULT_EXPLAINERS",
+    "EXPLAINERS",
+    "RECOURSE_EXPLAINERS",
+    "SECTION_IDS",
+    "ReportError",
+    "Workload",
+    "build_report",
+    "default_workload",
+    "explain_matrix",
+    "user_workload",
+]
+
+ATTRIBUTION_EXPLAINERS = ("tree", "shear", "knockoff")
+RECOURSE_EXPLAINERS = ("mace", "p2ce")
+EXPLAINERS = ATTRIBUTION_EXPLAINERS + RECOURSE_EXPLAINERS
+# Knockoff SHAP is left out of the default run: fitting a sequential knockoff sampler on
+# mixed data and evaluating K knockoffs per coalition takes minutes on Adult.
+DEFAULT_EXPLAINERS = ("tree", "shear", "mace", "p2ce")
+
+SECTION_IDS = {
+    "summary": "Model, data and row counts",
+    "treeshap-global": "TreeSHAP global importance",
+    "treeshap-waterfalls": "TreeSHAP waterfalls",
+    "attribution-comparison": "TreeSHAP beside SHEAR / knockoff SHAP",
+    "counterfactuals": "Counterfactuals for rejected rows (MACE and P2CE)",
+    "pareto-scatter": "Counterfactual costs: Pareto scatter",
+    "timings": "Timings",
+}
+
+_LABELS = {
+    "tree": "TreeSHAP",
+    "shear": "SHEAR",
+    "knockoff": "Knockoff SHAP",
+    "mace": "MACE",
+    "p2ce": "P2CE",
+}
+
+# Rows per explain() call: the progress bar moves once per chunk. Fixed sizes keep the
+# output of a given --seed the same from run to run (seeded explainers derive per-row
+# seeds from the row's position within a call).
+# MACE batches its model calls over the queries of one call, so it takes them all at once.
+_CHUNK = {"tree": 256, "shear": 8, "knockoff": 2, "mace": None, "p2ce": 1}
+
+
+class ReportError(Exception):
+    """A problem the user can fix; its message is one line, printed without a traceback."""
+
+
+# ------------------------------------------------------------------------------------------
+# progress and timings
+# ------------------------------------------------------------------------------------------
+
+
+class Progress:
+    """Step timings and a text progress bar on a stream (stderr by default).
+
+    On a terminal the bar is redrawn in place; otherwise only the finished bar is written,
+    so that logs stay readable.
+    """
+
+    def __init__(self, stream=None, width=24):
+        self.stream = sys.stderr if stream is None else stream
+        self.width = width
+        self.timings = []  # (step, seconds)
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def _write(self, text):
+        self.stream.write(text)
+        self.stream.flush()
+
+    def step(self, name):
+        """Context manager timing one step, then printing ``[  1.2 s] name``."""
+        return _Step(self, name)
+
+    def bar(self, name, total):
+        """A progress bar of ``total`` units (rows) for a long step."""
+        return _Bar(self, name, total)
+
+    def record(self, name, seconds):
+        self.timings.append((name, float(seconds)))
+        self._write(f"[{seconds:7.2f} s] {name}\n")
+
+
+class _Step:
+    def __init__(self, progress, name):
+        self.progress, self.name = progress, name
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.progress.record(self.name, time.perf_counter() - self.t0)
+        return False
+
+
+class _Bar:
+    def __init__(self, progress, name, total):
+        self.progress, self.name, self.total = progress, name, max(int(total), 0)
+        self.done = 0
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        self._draw()
+        return self
+
+    def _line(self):
+        p = self.progress
+        frac = 1.0 if self.total == 0 else self.done / self.total
+        filled = int(round(frac * p.width))
+        return (f"  {self.name} [{'#' * filled}{'.' * (p.width - filled)}] "
+                f"{self.done}/{self.total} rows {time.perf_counter() - self.t0:6.1f} s")
+
+    def _draw(self):
+        if self.progress._tty:
+            self.progress._write("\r" + self._line())
+
+    def update(self, n):
+        self.done = min(self.total, self.done + int(n))
+        self._draw()
+
+    def __exit__(self, exc_type, exc, tb):
+        p = self.progress
+        if p._tty:
+            p._write("\r" + " " * (len(self._line()) + 2) + "\r")
+        else:
+            p._write(self._line() + "\n")
+        if exc_type is None:
+            p.record(self.name, time.perf_counter() - self.t0)
+        return False
+
+
+# ------------------------------------------------------------------------------------------
+# what is explained
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    """A fitted model, the data it was trained on (or a sample of it) and rows to explain.
+
+    Attributes
+    ----------
+    model : fitted estimator
+    X : DataFrame of shape (n_background, n_features)
+        Background / training rows the explainers are fitted on.
+    rows : DataFrame of shape (n_rows, n_features)
+        Candidate rows to explain (the first ``--rows`` of them are shown in detail).
+    model_desc, data_desc : str
+        One-line descriptions shown in the report and on stderr.
+    notes : list of str
+        Choices made on the user's behalf (dropped rows or columns), stated in the report.
+    facts : list of (str, str)
+        Extra lines of the report's summary table.
+    immutable : list of str
+        Features the counterfactual explainers never change.
+    """
+
+    model: object
+    X: object
+    rows: object
+    model_desc: str
+    data_desc: str
+    notes: list = field(default_factory=list)
+    facts: list = field(default_factory=list)
+    immutable: list = field(default_factory=list)
+
+
+def _gbm_pipeline(categorical, numeric, gbm, random_state, threads=None):
+    """Ordinal-encode the categorical columns in front of a gradient-boosting classifier."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OrdinalEncoder
+
+    encoder = ColumnTransformer(
+        [("cat", OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan,
+                                encoded_missing_value=np.nan), list(categorical))],
+        remainder="passthrough", verbose_feature_names_out=False)
+    is_cat = [True] * len(categorical) + [False] * len(numeric)
+    if gbm == "lightgbm":
+        try:
+            from lightgbm import LGBMClassifier
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ReportError("--gbm lightgbm needs LightGBM: pip install "
+                              "'sklearn-xai[gbm]'") from exc
+        # the ordinal codes are split on as numbers (LightGBM sees a plain array)
+        # LightGBM sets its own thread count (threadpoolctl's limit does not reach it)
+        clf = LGBMClassifier(n_estimators=100, num_leaves=31, learning_rate=0.1,
+                             random_state=random_state, n_jobs=threads, verbose=-1)
+        name = "LGBMClassifier (LightGBM, ordinal codes as numbers)"
+    else:
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        clf = HistGradientBoostingClassifier(max_iter=100, categorical_features=is_cat
+                                             if any(is_cat) else None,
+                                             random_state=random_state)
+        name = "HistGradientBoostingClassifier (scikit-learn)"
+    return Pipeline([("encode", encoder), ("gbm", clf)]), name
+
+
+def default_workload(progress, *, seed=0, gbm="hgb", threads=None):
+    """Train the default model on the bundled Adult data.
+
+    Rows with a missing value are dropped first (P2CE and the knockoff sampler need
+    complete rows); ``fnlwgt`` (a census sampling weight) and ``education`` (the same
+    information as ``education_num``) are not used as features. The counts are stated in
+    the report.
+    """
+    from sklearn_xai.datasets import load_adult
+
+    with progress.step("load the bundled Adult data"):
+        X, y = load_adult(subset="train")
+        X_test, y_test = load_adult(subset="test")
+    notes = []
+    n_train, n_test = len(X), len(X_test)
+    keep = X.notna().all(axis=1).to_numpy()
+    keep_test = X_test.notna().all(axis=1).to_numpy()
+    X, y = X[keep].reset_index(drop=True), y[keep].reset_index(drop=True)
+    X_test = X_test[keep_test].reset_index(drop=True)
+    y_test = y_test[keep_test].reset_index(drop=True)
+    notes.append(f"Adult train split: {len(X)} of {n_train} rows kept, test split: "
+                 f"{len(X_test)} of {n_test} rows kept (rows with a missing value dropped).")
+    X = X.drop(columns=["fnlwgt", "education"])
+    X_test = X_test[X.columns]
+    notes.append("Columns fnlwgt (a census sampling weight) and education (duplicated by "
+                 "education_num) are not used; 12 features remain.")
+    categorical = list(X.select_dtypes("category").columns)
+    numeric = [c for c in X.columns if c not in categorical]
+    X = X[categorical + numeric]
+    X_test = X_test[categorical + numeric]
+    model, name = _gbm_pipeline(categorical, numeric, gbm, seed, threads)
+    with progress.step(f"train {name} on {len(X)} rows"):
+        model.fit(X, y)
+    acc = float(model.score(X_test, y_test))
+    model_desc = (f"Pipeline(OrdinalEncoder on {len(categorical)} categorical columns -> "
+                  f"{name}), trained here on {len(X)} rows; test accuracy {acc:.3f} "
+                  f"on {len(X_test)} rows")
+    immutable = ["race", "sex", "native_country", "marital_status", "relationship"]
+    return Workload(model=model, X=X, rows=X_test, model_desc=model_desc,
+                    data_desc=(f"bundled UCI Adult (income > 50K), {X.shape[1]} features; "
+                               "explained rows from the test split"),
+                    notes=notes,
+                    facts=[("model", model_desc),
+                           ("positive class", "1 = income > 50K")],
+                    immutable=immutable)
+
+
+def read_table(path):
+    """Read a CSV or parquet file into a DataFrame (one-line ReportError on failure)."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise ReportError(f"data file not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            frame = pd.read_csv(path)
+        elif suffix in (".parquet", ".pq"):
+            frame = pd.read_parquet(path)
+        else:
+            raise ReportError(f"cannot read {path}: expected a .csv or .parquet file")
+    except ReportError:
+        raise
+    except ImportError as exc:
+        raise ReportError(f"cannot read {path}: {_one_line(exc)} "
+                          "(parquet needs pyarrow: pip install pyarrow)") from exc
+    except Exception as exc:  # pandas raises many parser error types
+        raise ReportError(f"cannot read {path}: {_one_line(exc)}") from exc
+    if frame.shape[0] == 0 or frame.shape[1] == 0:
+        raise ReportError(f"{path} holds no data ({frame.shape[0]} rows, "
+                          f"{frame.shape[1]} columns)")
+    return frame
+
+
+def load_model(path):
+    """Load a fitted model saved with joblib (one-line ReportError on failure)."""
+    import joblib
+
+    path = Path(path)
+    if not path.is_file():
+        raise ReportError(f"model file not found: {path}")
+    try:
+        model = joblib.load(path)
+    except Exception as exc:  # unpickling raises arbitrary errors
+        raise ReportError(f"cannot load model from {path} with joblib: "
+                          f"{type(exc).__name__}: {_one_line(exc)}") from exc
+    if not (hasattr(model, "predict") or hasattr(model, "predict_proba")):
+        raise ReportError(f"{path} holds a {type(model).__name__}, not a fitted model "
+                          "with predict or predict_proba")
+    return model
+
+
+def _model_columns(model):
+    """Input column names the model was fitted on, or None; and its input width or None."""
+    inner = getattr(model, "estimator", model)  # FrozenEstimator
+    names = getattr(inner, "feature_names_in_", None)
+    if names is None:
+        booster = getattr(inner, "booster_", None)  # LightGBM sklearn API
+        if booster is not None and hasattr(booster, "feature_name"):
+            lgb_names = list(booster.feature_name())
+            if not all(n.startswith("Column_") for n in lgb_names):
+                names = lgb_names
+        if names is None and hasattr(inner, "get_booster"):  # XGBoost sklearn API
+            try:
+                names = inner.get_booster().feature_names
+            except Exception:
+                names = None
+    width = getattr(inner, "n_features_in_", None)
+    return (None if names is None else [str(n) for n in names]), width
+
+
+def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb", threads=None):
+    """Load the user's model and data (or train the default model on the user's data).
+
+    Every check runs before anything is printed, so that a bad input gives exactly one
+    line on stderr.
+    """
+    timings = []
+    t0 = time.perf_counter()
+    frame = read_table(data_path)
+    timings.append((f"read {data_path}", time.perf_counter() - t0))
+    y = None
+    if target is not None:
+        if target not in frame.columns:
+            raise ReportError(f"--target {target!r} is not a column of {data_path} "
+                              f"(columns: {_short_list(frame.columns)})")
+        y = frame[target]
+        frame = frame.drop(columns=[target])
+    notes = []
+    if model_path is None:
+        if y is None:
+            raise ReportError("--data without --model trains the default model and needs "
+                              "--target COLUMN")
+        import pandas as pd
+
+        complete = frame.notna().all(axis=1).to_numpy() & y.notna().to_numpy()
+        if not complete.all():
+            notes.append(f"{int((~complete).sum())} of {len(frame)} rows with a missing value "
+                         "dropped before training.")
+            frame, y = frame[complete].reset_index(drop=True), y[complete].reset_index(drop=True)
+        for c in frame.columns:
+            if not pd.api.types.is_numeric_dtype(frame[c].dtype):
+                frame[c] = frame[c].astype("category")
+        categorical = list(frame.select_dtypes("category").columns)
+        numeric = [c for c in frame.columns if c not in categorical]
+        frame = frame[categorical + numeric]
+        model, name = _gbm_pipeline(categorical, numeric, gbm, seed, threads)
+        t0 = time.perf_counter()
+        try:
+            model.fit(frame, y)
+        except Exception as exc:
+            raise ReportError(f"cannot train the default model on {data_path}: "
+                              f"{_one_line(exc)}") from exc
+        timings.append((f"train {name} on {len(frame)} rows", time.perf_counter() - t0))
+        model_desc = (f"Pipeline(OrdinalEncoder -> {name}), trained here on {len(frame)} "
+                      f"rows of {Path(data_path).name} to predict {target!r}")
+    else:
+        t0 = time.perf_counter()
+        model = load_model(model_path)
+        timings.append((f"load {model_path}", time.perf_counter() - t0))
+        frame = _match_columns(model, frame, model_path, data_path, notes)
+        model_desc = f"{_model_name(model)} loaded from {Path(model_path).name}"
+    _check_predicts(model, frame, model_path, data_path)
+    for step, seconds in timings:
+        progress.record(step, seconds)
+    data_desc = f"{Path(data_path).name}: {frame.shape[0]} rows, {frame.shape[1]} features"
+    if target is not None:
+        data_desc += f", target {target!r}"
+    return Workload(model=model, X=frame, rows=frame, model_desc=model_desc,
+                    data_desc=data_desc, notes=notes, facts=[("model", model_desc)])
+
+
+def _match_columns(model, frame, model_path, data_path, notes):
+    names, width = _model_columns(model)
+    if names is not None:
+        missing = [n for n in names if n not in frame.columns]
+        if missing:
+            raise ReportError(f"the model in {model_path} expects columns missing from "
+                              f"{data_path}: {_short_list(missing)}")
+        extra = [c for c in frame.columns if c not in names]
+        if extra:
+            notes.append(f"Columns not used by the model were left out: {_short_list(extra)}.")
+        return frame[names]
+    if width is not None and width != frame.shape[1]:
+        raise ReportError(f"the model in {model_path} takes {width} features but {data_path} "
+                          f"has {frame.shape[1]} columns (after removing the target)")
+    return frame
+
+
+def _check_predicts(model, frame, model_path, data_path):
+    method = "predict_proba" if hasattr(model, "predict_proba") else "predict"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            getattr(model, method)(frame.iloc[:5])
+    except Exception as exc:
+        where = f"the model in {model_path}" if model_path else "the model"
+        raise ReportError(f"{where} cannot predict on {data_path}: {type(exc).__name__}: "
+                          f"{_one_line(exc)}") from exc
+
+
+def _model_name(model):
+    from sklearn.pipeline import Pipeline
+
+    if isinstance(model, Pipeline):
+        return "Pipeline(" + " -> ".join(type(s).__name__ for _, s in model.steps) + ")"
+    return type(model).__name__
+
+
+def _one_line(exc):
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _short_list(items, k=8):
+    items = [str(i) for i in items]
+    more = f", ... ({len(items)} in all)" if len(items) > k else ""
+    return ", ".join(items[:k]) + more
+
+
+# ------------------------------------------------------------------------------------------
+# running the explainers
+# ------------------------------------------------------------------------------------------
+
+
+def _is_classifier(model):
+    return hasattr(model, "predict_proba") and hasattr(model, "classes_")
+
+
+def make_explainer(name, model, X, *, seed, immutable=None, time_limit=None):
+    """A fitted explainer ``name`` for the frozen ``model`` (ReportError if it cannot).
+
+    ``immutable`` (column names) is passed to MACE and P2CE; ``time_limit`` (seconds per
+    query) to P2CE.
+    """
+    immutable = [c for c in (immutable or []) if c in X.columns] or None
+    from sklearn.frozen import FrozenEstimator
+
+    frozen = FrozenEstimator(model)
+    if name in RECOURSE_EXPLAINERS and not _is_classifier(model):
+        raise ReportError(f"--explainer {name} needs a classifier with predict_proba; "
+                          f"{_model_name(model)} has none")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if name == "tree":
+                from sklearn_xai.tree import TreeShapExplainer
+
+                return TreeShapExplainer(frozen).fit(X)
+            if name == "shear":
+                from sklearn_xai.shapley import ShearExplainer
+
+                return ShearExplainer(frozen, n_evals=16, random_state=seed).fit(X)
+            if name == "knockoff":
+                from sklearn_xai.shapley import KnockoffSHAP
+
+                return KnockoffSHAP(frozen, n_knockoffs=5, random_state=seed).fit(X)
+            if name == "mace":
+                from sklearn_xai.recourse import MaceRecourse
+
+                return MaceRecourse(frozen, n_counterfactuals=3, immutable_features=immutable,
+                                    random_state=seed).fit(X)
+            if name == "p2ce":
+                from sklearn_xai.recourse import P2CERecourse
+
+                return P2CERecourse(frozen, desired_class=_desired_class(model),
+                                    max_changes=3, immutable_features=immutable,
+                                    time_limit=time_limit, random_state=seed).fit(X)
+    except ReportError:
+        raise
+    except Exception as exc:
+        raise ReportError(f"{_LABELS[name]} cannot explain {_model_name(model)}: "
+                          f"{type(exc).__name__}: {_one_line(exc)}") from exc
+    raise ReportError(f"unknown explainer {name!r}; choose from {', '.join(EXPLAINERS)}")
+
+
+def _desired_class(model):
+    return model.classes_[-1]
+
+
+def _run_chunks(name, explainer, rows, progress, label):
+    """Explain ``rows`` in fixed chunks under a progress bar; returns the list of results."""
+    out = []
+    size = _CHUNK[name] or max(len(rows), 1)
+    with progress.bar(label, len(rows)) as bar:
+        for start in range(0, len(rows), size):
+            part = rows.iloc[start:start + size]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    out.append(explainer.explain(part))
+                except Exception as exc:
+                    raise ReportError(f"{_LABELS[name]} failed on rows {start}.."
+                                      f"{start + len(part) - 1}: {type(exc).__name__}: "
+                                      f"{_one_line(exc)}") from exc
+            bar.update(len(part))
+    return out
+
+
+def _concat_attributions(parts):
+    from sklearn_xai._explanation import Attribution
+
+    first = parts[0]
+    return Attribution(values=np.concatenate([p.values for p in parts]),
+                       base_values=np.concatenate([p.base_values for p in parts]),
+                       data=np.concatenate([np.asarray(p.data, dtype=object) for p in parts]),
+                       feature_names=list(first.feature_names),
+                       output_names=list(first.output_names))
+
+
+def explain_rows(name, model, X, rows, progress, *, seed, immutable=None, time_limit=None):
+    """Fit explainer ``name`` on ``X`` and explain ``rows``; Attribution or list of parts."""
+    with progress.step(f"fit {_LABELS[name]} on {len(X)} rows"):
+        explainer = make_explainer(name, model, X, seed=seed, immutable=immutable,
+                                   time_limit=time_limit)
+    parts = _run_chunks(name, explainer, rows, progress,
+                        f"{_LABELS[name]} on {len(rows)} rows")
+    if name not in ATTRIBUTION_EXPLAINERS:
+        return parts
+    att = _concat_attributions(parts)
+    names = [str(f) for f in att.feature_names]
+    if name == "tree" and all(f in rows.columns for f in names):
+        # a Pipeline's encoded columns keep the user's names: show the user's values
+        att.data = rows[names].to_numpy(dtype=object)
+    if name != "tree":
+        try:  # the model's own output in the explained space (SHEAR need not add up to it)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                att.extras["model_output"] = np.asarray(explainer.model_fn_(rows),
+                                                        dtype=np.float64)
+        except Exception:  # only shown when available
+            pass
+    return att
+
+
+def check_explain_args(explainer, out):
+    """Check the explainer and output file of ``explain`` (before any work is done)."""
+    if explainer not in ATTRIBUTION_EXPLAINERS:
+        if explainer not in EXPLAINERS:
+            raise ReportError(f"unknown explainer {explainer!r}; choose from "
+                              f"{', '.join(ATTRIBUTION_EXPLAINERS)}")
+        raise ReportError(f"explain writes attributions: --explainer must be one of "
+                          f"{', '.join(ATTRIBUTION_EXPLAINERS)}, not {explainer!r}")
+    out = Path(out)
+    suffix = out.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise ReportError(f"--out {out}: expected a .csv or .parquet file name")
+    return out, suffix
+
+
+def explain_matrix(workload, explainer, out, progress, *, n_rows=None, n_background=None,
+                   seed=0):
+    """Write the attribution matrix of ``explainer`` on the workload's rows to ``out``.
+
+    The file has one row per explained row and one column per player (``feature`` or
+    ``output:feature`` with several outputs), in CSV or parquet by the file extension.
+    The explainer is fitted on the first ``n_background`` rows of ``workload.X``
+    (``None``: all).
+    """
+    out, suffix = check_explain_args(explainer, out)
+    rows = workload.rows if n_rows is None else workload.rows.iloc[:n_rows]
+    X = workload.X if n_background is None else workload.X.iloc[:n_background]
+    att = explain_rows(explainer, workload.model, X, rows, progress, seed=seed)
+    frame = att.to_frame()
+    if att.n_outputs > 1:
+        frame.columns = [f"{o}:{f}" for o, f in frame.columns]
+    base = att.base_values
+    if base.ndim == 1:
+        frame.insert(0, "base_value", base)
+    else:
+        for k, o in enumerate(att.output_names):
+            frame.insert(k, f"base_value:{o}", base[:, k])
+    frame.index = rows.index
+    frame.index.name = "row"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if suffix == ".csv":
+            frame.to_csv(out)
+        else:
+            frame.to_parquet(out)
+    except ImportError as exc:
+        raise ReportError(f"cannot write {out}: {_one_line(exc)} "
+                          "(parquet needs pyarrow: pip install pyarrow)") from exc
+    except OSError as exc:
+        raise ReportError(f"cannot write {out}: {_one_line(exc)}") from exc
+    return out, frame
+
+
+# ------------------------------------------------------------------------------------------
+# figures and HTML
+# ------------------------------------------------------------------------------------------
+
+
+def _png(fig):
+    """A matplotlib figure as an inline ``<img>`` (base64 PNG); the figure is closed."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f'<img alt="figure" src="data:image/png;base64,{data}">'
+
+
+def _esc(value):
+    return html.escape(str(value))
+
+
+def _fmt(v):
+    if isinstance(v, float | np.floating):
+        return f"{float(v):.4g}"
+    return str(v)
+
+
+def _table(header, rows, cls=None):
+    cls = f' class="{cls}"' if cls else ""
+    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _section(sid, inner):
+    return f'<section id="{sid}"><h2>{_esc(SECTION_IDS[sid])}</h2>\n{inner}\n</section>\n'
+
+
+def _note(text):
+    return f'<p class="note">{_esc(text)}</p>'
+
+
+def _global_section(att, n_rows):
+    import matplotlib.pyplot as plt
+
+    out = [f"<p>TreeSHAP values of {_esc(att.output_names[0])} for {n_rows} rows; "
+           "bars are the mean absolute value per feature, the beeswarm shows every row "
+           "(colour: the feature's value, low to high; grey-blue where not numeric).</p>"]
+    fig, ax = plt.subplots(figsize=(7, 5))
+    att.plot_bar(ax=ax, max_display=12)
+    ax.set_title("mean |TreeSHAP|")
+    out.append(_png(fig))
+    fig, ax = plt.subplots(figsize=(8, 5))
+    att.plot_beeswarm(ax=ax, max_display=12)
+    ax.set_title("TreeSHAP per row")
+    out.append(_png(fig))
+    return _section("treeshap-global", '<div class="figs">' + "".join(out) + "</div>")
+
+
+def _waterfall_section(att, positions):
+    import matplotlib.pyplot as plt
+
+    figs = []
+    for i, pos in enumerate(positions):
+        fig, ax = plt.subplots(figsize=(5.8, 4.2))
+        att.plot_waterfall(row=i, ax=ax, max_display=8)
+        ax.set_title(f"row {pos}")
+        figs.append(_png(fig))
+    intro = (f"<p>{len(positions)} rows (positions {_esc(', '.join(map(str, positions)))} of "
+             "the explained data): each bar moves the output from the base value to the "
+             "model's output.</p>")
+    return _section("treeshap-waterfalls", intro + '<div class="figs">' + "".join(figs) +
+                    "</div>")
+
+
+def _comparison_section(atts, positions):
+    """One table per row: feature value and each method's attribution, sorted by TreeSHAP."""
+    names = [n for n in ("tree", "shear", "knockoff") if n in atts]
+    if not names:
+        return _section("attribution-comparison", _note("No attribution explainer was run."))
+    out = ["<p>The same rows explained by each method. Units differ: each column explains "
+           "its own output, named in the header (TreeSHAP explains the model's raw margin, "
+           "SHEAR and knockoff SHAP the predicted probability), so compare signs and ranks "
+           "(in brackets); a feature missing from one method's space shows as a dash. "
+           "TreeSHAP's values add up exactly to the model's output. SHEAR compares the row "
+           "with one reference row (column means, most frequent categories): a feature at "
+           "its reference value gets 0, and its values are estimates that need not add up "
+           "to the model's output (both are shown). Knockoff SHAP replaces absent features "
+           "by knockoff copies of the row.</p>"]
+    for i, pos in enumerate(positions):
+        order_src = atts[names[0]]
+        feats = list(order_src.feature_names)
+        for n in names[1:]:
+            feats += [f for f in atts[n].feature_names if f not in feats]
+        vals = {}
+        for n in names:
+            a = atts[n]
+            v = a._values3d()[i, :, 0]
+            vals[n] = dict(zip(map(str, a.feature_names), v))
+            ranks = np.argsort(np.argsort(-np.abs(v)))
+            vals[n + "_rank"] = dict(zip(map(str, a.feature_names), ranks + 1))
+        key = vals[names[0]]
+        feats = sorted(map(str, feats), key=lambda f: -abs(key.get(f, 0.0)))
+        row_data = _row_values(atts, names, i)
+        header = ["feature", "value"] + [
+            f"{_LABELS[n]} ({atts[n].output_names[0]}) [rank]" for n in names]
+        body = []
+        for f in feats:
+            cells = [f, row_data.get(f, "")]
+            for n in names:
+                if f in vals[n]:
+                    cells.append(f"{vals[n][f]:+.4f} [{vals[n + '_rank'][f]}]")
+                else:
+                    cells.append("-")
+            body.append(cells)
+        sums = ["base value -> base + sum", ""]
+        model_out = ["model output", ""]
+        for n in names:
+            a = atts[n]
+            b = float(a._base2d()[i, 0])
+            sums.append(f"{b:.4f} -> {b + a._values3d()[i, :, 0].sum():.4f}")
+            mo = a.extras.get("model_output")
+            if n == "tree":
+                model_out.append("= base + sum (exact)")
+            elif mo is not None:
+                model_out.append(f"{float(np.reshape(mo, (len(a), -1))[i, 0]):.4f}")
+            else:
+                model_out.append("")
+        body += [sums, model_out]
+        out.append(f"<h3>row {pos}</h3>" + _table(header, body, "num"))
+    return _section("attribution-comparison", "".join(out))
+
+
+def _row_values(atts, names, i):
+    for n in names[::-1]:  # the model-agnostic explainers hold the user's columns
+        a = atts[n]
+        if a.data is not None and np.ndim(a.data) == 2 and a.data.shape[1] == len(
+                a.feature_names):
+            return {str(f): _fmt(a.data[i, j]) for j, f in enumerate(a.feature_names)}
+    return {}
+
+
+def _counterfactual_costs(parts, X):
+    """Shared costs for every counterfactual: number of changes and a scaled L1 distance.
+
+    A changed non-numeric feature counts 1; a numeric change counts ``|a - b| / std``
+    (training standard deviation), so MACE and P2CE are placed on the same axes.
+    """
+    import pandas as pd
+
+    std = {}
+    for c in X.columns:
+        if pd.api.types.is_numeric_dtype(X[c].dtype) and not pd.api.types.is_bool_dtype(
+                X[c].dtype):
+            s = float(np.nanstd(X[c].to_numpy(dtype=np.float64)))
+            std[c] = s if s > 0 else 1.0
+    points = []  # (query position, n_changes, distance, changes list)
+    for qpos, cf, i in parts:
+        query = cf.queries.iloc[i]
+        for _, row in cf.for_query(i).iterrows():
+            n_changes, dist = 0, 0.0
+            for c in cf.queries.columns:
+                a, b = query[c], row[c]
+                if _same(a, b):
+                    continue
+                n_changes += 1
+                if c in std:
+                    dist += abs(float(b) - float(a)) / std[c]
+                else:
+                    dist += 1.0
+            points.append((qpos, n_changes, dist))
+    return points
+
+
+def _same(a, b):
+    try:
+        fa, fb = float(a), float(b)
+        return (np.isnan(fa) and np.isnan(fb)) or bool(np.isclose(fa, fb, rtol=1e-9, atol=0))
+    except (TypeError, ValueError):
+        return a == b
+
+
+def _recourse_section(results, X, positions, desired, skipped, immutable, time_limit):
+    """Readable diffs of every counterfactual per rejected row, MACE and P2CE side by side."""
+    out = []
+    if desired is not None:
+        out.append(f"<p>Rejected rows: the first {len(positions)} explained rows the model "
+                   f"does not predict as class {_esc(desired)} (positions "
+                   f"{_esc(', '.join(map(str, positions)))}). Each line is one counterfactual "
+                   "the method found, as the changes it makes; every one was re-predicted by "
+                   "the model.</p>")
+        fixed = [c for c in immutable if c in X.columns]
+        out.append("<p>Never changed: " + (_esc(", ".join(fixed)) if fixed else "none") +
+                   ". P2CE searches at most 3 changed features"
+                   + (f", for at most {time_limit:g} s per row (a front cut short by this "
+                      "limit is marked partial)" if time_limit else "") +
+                   "; MACE returns up to 3 diverse counterfactuals per row.</p>")
+    for name, why in skipped.items():
+        out.append(_note(f"{_LABELS[name]}: {why}"))
+    for k, pos in enumerate(positions):
+        cells = []
+        for name in RECOURSE_EXPLAINERS:
+            if name not in results:
+                continue
+            cf, i = _locate(results[name], k)
+            partial = ""
+            complete = cf.extras.get("complete") if name == "p2ce" else None
+            if complete is not None and not bool(np.asarray(complete)[i]):
+                partial = " (partial front: time limit reached)"
+            if not cf.found[i]:
+                items = ["<li>no counterfactual found</li>"]
+            else:
+                mask = np.asarray(cf.counterfactuals["query"]) == i
+                valid = np.asarray(cf.valid)[mask]
+                pred = np.asarray(cf.predictions)[mask]
+                pred = pred if pred.ndim == 1 else pred[:, -1]
+                items = []
+                for changes, ok, p in zip(cf.diff(i), valid, pred):
+                    text = "; ".join(changes) if changes else "(no change)"
+                    tag = "valid" if ok else "not valid"
+                    items.append(f"<li><code>{_esc(text)}</code> "
+                                 f"<span class=\"tag\">{tag}, p={float(p):.3f}</span></li>")
+            cells.append(f'<div class="cf"><h4>{_LABELS[name]}{partial}</h4>'
+                         f'<ul>{"".join(items)}</ul></div>')
+        if cells:
+            out.append(f"<h3>row {pos}</h3><div class=\"cfs\">{''.join(cells)}</div>")
+    return _section("counterfactuals", "".join(out))
+
+
+def _locate(parts, k):
+    """(Counterfactuals, index within it) of the k-th query over chunked results."""
+    for cf in parts:
+        if k < cf.n_queries:
+            return cf, k
+        k -= cf.n_queries
+    raise IndexError(k)
+
+
+def _pareto_section(results, X, positions):
+    import matplotlib.pyplot as plt
+
+    if not results:
+        return _section("pareto-scatter", _note("No counterfactual explainer was run."))
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    colours = plt.get_cmap("tab10")
+    markers = {"mace": "x", "p2ce": "o"}
+    summary = []
+    for name in RECOURSE_EXPLAINERS:
+        if name not in results:
+            continue
+        triples = []
+        for k in range(len(positions)):
+            cf, i = _locate(results[name], k)
+            triples.append((k, cf, i))
+        pts = _counterfactual_costs(triples, X)
+        if pts:
+            q = np.array([p[0] for p in pts])
+            nc = np.array([p[1] for p in pts], dtype=float)
+            d = np.array([p[2] for p in pts])
+            jitter = (0.08 if name == "mace" else -0.08)
+            ax.scatter(nc + jitter, d, c=[colours(int(v) % 10) for v in q],
+                       marker=markers[name], s=45)
+        summary.append([_LABELS[name], len(pts),
+                        sum(bool(_locate(results[name], k)[0].found[_locate(results[name],
+                                                                            k)[1]])
+                            for k in range(len(positions)))])
+    ax.set_xlabel("number of changed features")
+    ax.set_ylabel("distance (numeric change / training std; 1 per categorical change)")
+    ax.set_title("Counterfactual costs (lower-left is better)")
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color="black", marker=markers[n], linestyle="", label=_LABELS[n])
+               for n in RECOURSE_EXPLAINERS if n in results]
+    handles += [Line2D([], [], color=colours(k % 10), marker="s", linestyle="",
+                       label=f"row {pos}") for k, pos in enumerate(positions)]
+    ax.legend(handles=handles, fontsize=8, loc="best")
+    text = ("<p>Every counterfactual of both methods on the same two costs, computed here "
+            "the same way for both. P2CE returns the Pareto front of its own objectives "
+            "(largest scaled change, number of changes, mean scaled change); MACE returns a "
+            "few diverse, sparse counterfactuals.</p>")
+    table = _table(["method", "counterfactuals", f"rows with one (of {len(positions)})"],
+                   summary)
+    return _section("pareto-scatter", text + '<div class="figs">' + _png(fig) + "</div>" +
+                    table)
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;
+max-width:1100px;color:#222;line-height:1.4;padding:0 1em}
+h1{font-size:1.6em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+section{margin-bottom:1.5em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
+th{background:#f3f3f3}
+table.num td:nth-child(n+3){text-align:right;font-family:ui-monospace,monospace}
+.figs{display:flex;flex-wrap:wrap;gap:1em}.figs img{max-width:100%;height:auto}
+.note{color:#7a4b00;background:#fff6e0;padding:.4em .7em;border-left:3px solid #e0a800}
+.cfs{display:flex;flex-wrap:wrap;gap:1.5em}.cf{flex:1 1 420px}
+.cf h4{margin:.2em 0}.cf ul{margin:.2em 0;padding-left:1.2em}
+.tag{color:#666;font-size:.85em}code{font-size:.9em}
+"""
+
+
+def _page(title, sections):
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>\n"
+            f"<h1>{_esc(title)}</h1>\n" + "".join(sections) + "</body></html>\n")
+
+
+# ------------------------------------------------------------------------------------------
+# the report
+# ------------------------------------------------------------------------------------------
+
+
+def build_report(workload, out, progress, *, explainers=DEFAULT_EXPLAINERS, n_rows=3,
+                 n_global=500, n_background=None, time_limit=10.0, seed=0, explicit=False,
+                 t_start=None):
+    """Explain ``workload`` and write the HTML report to ``out``.
+
+    Parameters
+    ----------
+    workload : Workload
+    out : path-like
+        The HTML file written (its folder is created).
+    progress : Progress
+    explainers : sequence of str
+        Among :data:`EXPLAINERS`.
+    n_rows : int
+        Rows shown in detail (waterfalls, method comparison) and rejected rows given
+        counterfactuals.
+    n_global : int
+        Rows behind the TreeSHAP global importance (the first ``n_global`` rows).
+    n_background : int or None
+        The explainers are fitted on the first ``n_background`` rows of ``workload.X``
+        (``None``: all of them); the count is stated in the report.
+    time_limit : float or None
+        Seconds of P2CE search per rejected row; a front cut short is marked partial.
+    seed : int
+        ``random_state`` of every seeded explainer.
+    explicit : bool
+        Whether the user named the explainers: then one that cannot explain the model is
+        an error; otherwise it is skipped with a note in the report.
+    t_start : float or None
+        ``time.perf_counter()`` at the start of the run (for the total); ``None``: now.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    t_start = time.perf_counter() if t_start is None else t_start
+    out = Path(out)
+    unknown = [e for e in explainers if e not in EXPLAINERS]
+    if unknown:
+        raise ReportError(f"unknown explainer {unknown[0]!r}; choose from "
+                          f"{', '.join(EXPLAINERS)}")
+    explainers = list(dict.fromkeys(explainers))
+    model, X, rows = workload.model, workload.X, workload.rows
+    if n_background is not None and n_background < len(X):
+        X = X.iloc[:n_background]
+    n_rows = min(n_rows, len(rows))
+    n_global = min(n_global, len(rows))
+    detail = rows.iloc[:n_rows]
+    positions = list(range(n_rows))
+    skipped = {}
+
+    def attempt(name, func):
+        try:
+            return func()
+        except ReportError as exc:
+            if explicit:
+                raise
+            skipped[name] = str(exc)
+            progress._write(f"  skipped {_LABELS[name]}: {exc}\n")
+            return None
+
+    atts = {}
+    global_att = None
+    if "tree" in explainers:
+        def run_tree():
+            n = max(n_global, n_rows)
+            return explain_rows("tree", model, X, rows.iloc[:n], progress, seed=seed)
+
+        global_att = _one_output(attempt("tree", run_tree))
+        if global_att is not None:
+            atts["tree"] = _subset_attribution(global_att, n_rows)
+    for name in ("shear", "knockoff"):
+        if name in explainers:
+            res = attempt(name, lambda name=name: explain_rows(name, model, X, detail,
+                                                               progress, seed=seed))
+            if res is not None:
+                atts[name] = _one_output(res)
+
+    recourse, rejected, desired = {}, [], None
+    wanted = [n for n in RECOURSE_EXPLAINERS if n in explainers]
+    if wanted:
+        if not _is_classifier(model):
+            for n in wanted:
+                msg = (f"needs a classifier with predict_proba; {_model_name(model)} "
+                       "has none")
+                if explicit:
+                    raise ReportError(f"--explainer {n} {msg}")
+                skipped[n] = msg
+        else:
+            desired = _desired_class(model)
+            with progress.step("find rejected rows"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pred = np.asarray(model.predict(rows.iloc[:max(n_global, 200)]))
+            rejected = list(np.flatnonzero(pred != desired)[:n_rows])
+            queries = rows.iloc[rejected]
+            for name in wanted:
+                if not len(queries):
+                    skipped[name] = f"no explained row is predicted other than {desired!r}"
+                    continue
+                res = attempt(name, lambda name=name: explain_rows(
+                    name, model, X, queries, progress, seed=seed,
+                    immutable=workload.immutable, time_limit=time_limit))
+                if res is not None:
+                    recourse[name] = res
+    for name in ATTRIBUTION_EXPLAINERS:
+        if name not in explainers:
+            skipped.setdefault(name, "not requested (--explainer)")
+
+    with progress.step("draw figures and write HTML"):
+        sections = [_summary_section(workload, explainers, n_rows, n_global, rejected,
+                                     len(X), seed)]
+        if global_att is not None:
+            sections.append(_global_section(global_att, len(global_att)))
+            sections.append(_waterfall_section(atts["tree"], positions))
+        else:
+            why = skipped.get("tree", "TreeSHAP was not run")
+            sections.append(_section("treeshap-global", _note(f"TreeSHAP: {why}")))
+            sections.append(_section("treeshap-waterfalls", _note(f"TreeSHAP: {why}")))
+        sections.append(_comparison_section(atts, positions))
+        rej_skipped = {n: skipped[n] for n in RECOURSE_EXPLAINERS if n in skipped}
+        for n in RECOURSE_EXPLAINERS:
+            if n not in explainers:
+                rej_skipped[n] = "not requested (--explainer)"
+        sections.append(_recourse_section(recourse, X, rejected, desired, rej_skipped,
+                                          workload.immutable, time_limit))
+        sections.append(_pareto_section(recourse, X, rejected))
+        progress_timings = list(progress.timings)
+        total = time.perf_counter() - t_start
+        sections.append(_timings_section(progress_timings, total))
+        page = _page("sklearn-xai report", sections)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            out.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            raise ReportError(f"cannot write {out}: {_one_line(exc)}") from exc
+    return out
+
+
+def _one_output(att):
+    """With several explained outputs (multi-class), keep the last one: the class the
+    counterfactuals aim for. The report names the output it shows."""
+    if att is None or att.n_outputs == 1:
+        return att
+    from sklearn_xai._explanation import Attribution
+
+    k = att.n_outputs - 1
+    extras = {}
+    mo = att.extras.get("model_output")
+    if mo is not None:
+        extras["model_output"] = np.reshape(mo, (len(att), -1))[:, k]
+    return Attribution(values=att.values[:, :, k], base_values=att.base_values[:, k],
+                       data=att.data, feature_names=list(att.feature_names),
+                       output_names=[att.output_names[k]], extras=extras)
+
+
+def _subset_attribution(att, n):
+    from sklearn_xai._explanation import Attribution
+
+    return Attribution(values=att.values[:n], base_values=att.base_values[:n],
+                       data=None if att.data is None else att.data[:n],
+                       feature_names=list(att.feature_names),
+                       output_names=list(att.output_names))
+
+
+def _summary_section(workload, explainers, n_rows, n_global, rejected, n_background, seed):
+    facts = [("data", workload.data_desc)] + list(workload.facts)
+    facts += [
+        ("explainers", ", ".join(_LABELS[e] for e in explainers)),
+        ("rows for TreeSHAP global importance",
+         f"the first {n_global} of {len(workload.rows)} rows"),
+        ("rows explained in detail (waterfalls, comparison)", f"the first {n_rows}"),
+        ("rejected rows given counterfactuals", str(len(rejected))),
+        ("rows the explainers are fitted on (background)",
+         f"the first {n_background} of {len(workload.X)} rows"),
+        ("seed (random_state of every seeded explainer)", str(seed)),
+        ("versions", _versions()),
+    ]
+    inner = _table(["", "value"], facts)
+    inner += "".join(_note(n) for n in workload.notes)
+    return _section("summary", inner)
+
+
+def _versions():
+    import sklearn
+
+    import sklearn_xai
+
+    return (f"sklearn-xai {sklearn_xai.__version__}, scikit-learn {sklearn.__version__}, "
+            f"numpy {np.__version__}, Python {sys.version.split()[0]}")
+
+
+def _timings_section(timings, total):
+    rows = [[name, f"{sec:.2f} s"] for name, sec in timings]
+    rows.append(["total (until the HTML was drawn)", f"{total:.2f} s"])
+    return _section("timings", _table(["step", "time"], rows, "num"))
+
+
+def default_out():
+    """``sklearn-xai-report.html`` in the current folder."""
+    return Path(os.getcwd()) / "sklearn-xai-report.html"

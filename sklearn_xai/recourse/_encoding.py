@@ -1,0 +1,474 @@
+"""Shared tabular encoding and actionability constraints for the recourse explainers.
+
+Three representations of a row are used:
+
+* the **user space**: what the model takes (a DataFrame with the user's columns and dtypes,
+  or a numeric array);
+* the **internal space** ``Z``: a float64 array ``(n, d)``, one column per feature, where a
+  categorical feature holds its integer code (index into ``categories_[j]``) and a continuous
+  feature its raw value. Searches edit rows here; :meth:`TabularEncoder.to_user` rebuilds
+  the user's rows exactly;
+* the **embedding**: the space of the neighbour index, one-hot categoricals scaled by
+  ``1/sqrt(2)`` and quantile-bin ordinals scaled to ``[0, 1]``, so a category change and a
+  full-range bin change both add 1 to the squared distance.
+
+Nothing here knows about a particular search method.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import pandas as pd
+from sklearn.preprocessing import KBinsDiscretizer
+
+__all__ = ["TabularEncoder", "robust_scales"]
+
+
+def robust_scales(X):
+    """Per-column spread for MAD-scaled distances, never zero.
+
+    The median absolute deviation; where it is 0, the interquartile range; where that is 0,
+    the range; where that is 0 (a constant column), 1.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float
+
+    Returns
+    -------
+    scales : ndarray of shape (n_features,)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    med = np.median(X, axis=0)
+    mad = np.median(np.abs(X - med), axis=0)
+    q75, q25 = np.percentile(X, [75, 25], axis=0)
+    iqr = q75 - q25
+    rng = X.max(axis=0) - X.min(axis=0)
+    return np.where(mad > 0, mad, np.where(iqr > 0, iqr, np.where(rng > 0, rng, 1.0)))
+
+
+def _is_categorical_dtype(dtype):
+    return (
+        isinstance(dtype, pd.CategoricalDtype)
+        or pd.api.types.is_object_dtype(dtype)
+        or pd.api.types.is_string_dtype(dtype)
+        or pd.api.types.is_bool_dtype(dtype)
+    )
+
+
+class TabularEncoder:
+    """Maps rows between the user space, the internal space and the neighbour embedding.
+
+    Parameters
+    ----------
+    categorical_features : "auto", array-like of str or int, or bool mask
+        ``"auto"``: with a DataFrame, columns of categorical, object, string or bool dtype;
+        with an array, none. Otherwise the names (DataFrame) or positions of the categorical
+        features, or a boolean mask of length ``n_features``.
+    n_bins : int, default=10
+        Quantile bins per continuous feature for the embedding (``KBinsDiscretizer`` with
+        ``strategy="quantile"``, ``quantile_method="averaged_inverted_cdf"``,
+        ``subsample=None``: every option pinned so bins do not move between versions).
+        Bins narrower than 1e-8 are merged by scikit-learn (its warning is silenced).
+    immutable_features : array-like of str or int, default=None
+        Features that a counterfactual never changes.
+    feature_ranges : dict, default=None
+        ``{feature: (low, high)}`` for a continuous feature (either end may be ``None``), or
+        ``{feature: [allowed categories]}`` for a categorical one. A counterfactual value must
+        lie in the range; the query's own value is always allowed (no change).
+    monotone : dict, default=None
+        ``{feature: "increase" | "decrease"}``: a counterfactual may only move the feature in
+        that direction. Continuous features and ordered pandas categoricals (by category order).
+
+    Attributes
+    ----------
+    n_features_in_, feature_names_in_ (None for arrays), categorical_ (bool mask),
+    categories_ (list, None for continuous), integer_ (continuous columns of integer dtype:
+    counterfactual values are rounded), decimals_ (decimals kept per continuous column, at
+    most 6: the precision of its training values), scales_ (MAD scale per feature, 1 for
+    categoricals),
+    low_, high_ (observed range), mutable_ (bool mask), embed_dim_.
+    """
+
+    def __init__(
+        self,
+        categorical_features="auto",
+        n_bins=10,
+        immutable_features=None,
+        feature_ranges=None,
+        monotone=None,
+    ):
+        self.categorical_features = categorical_features
+        self.n_bins = n_bins
+        self.immutable_features = immutable_features
+        self.feature_ranges = feature_ranges
+        self.monotone = monotone
+
+    # ------------------------------------------------------------------ fitting
+    def _feature_index(self, f, what):
+        if self.feature_names_in_ is not None and isinstance(f, str):
+            try:
+                return self.feature_names_in_.index(f)
+            except ValueError:
+                raise ValueError(
+                    f"{what}: unknown feature {f!r}; the features are {self.feature_names_in_}."
+                ) from None
+        if isinstance(f, numbers.Integral) and not isinstance(f, bool):
+            if not 0 <= f < self.n_features_in_:
+                raise ValueError(
+                    f"{what}: feature index {f} out of range for {self.n_features_in_} features."
+                )
+            return int(f)
+        raise TypeError(
+            f"{what}: features are given by name (DataFrame input) or index; got {f!r}."
+        )
+
+    def fit(self, X):
+        """Learn categories, bins, scales and constraint masks from the rows ``X``."""
+        self.is_pandas_ = isinstance(X, pd.DataFrame)
+        if self.is_pandas_:
+            self.feature_names_in_ = [str(c) for c in X.columns]
+            if len(set(self.feature_names_in_)) != X.shape[1]:
+                raise ValueError("X has duplicated column names.")
+            self.dtypes_ = list(X.dtypes)
+            self.columns_ = list(X.columns)
+        else:
+            try:
+                X = np.asarray(X, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    "an array X must be numeric; pass a DataFrame for string categories."
+                ) from None
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-D, got shape {X.shape}.")
+            self.feature_names_in_ = None
+            self.dtypes_ = None
+        n, d = X.shape
+        self.n_features_in_ = d
+        if n < 2:
+            raise ValueError(f"at least 2 rows are needed to fit, got {n}.")
+
+        cat = self.categorical_features
+        if isinstance(cat, str) and cat == "auto":
+            mask = (
+                np.array([_is_categorical_dtype(t) for t in self.dtypes_])
+                if self.is_pandas_
+                else np.zeros(d, dtype=bool)
+            )
+        elif cat is None:
+            mask = np.zeros(d, dtype=bool)
+        else:
+            cat = list(cat)
+            if len(cat) == d and all(isinstance(c, (bool, np.bool_)) for c in cat):
+                mask = np.asarray(cat, dtype=bool)
+            else:
+                mask = np.zeros(d, dtype=bool)
+                for f in cat:
+                    mask[self._feature_index(f, "categorical_features")] = True
+        if self.is_pandas_:
+            for j in np.flatnonzero(~mask):
+                if not pd.api.types.is_numeric_dtype(self.dtypes_[j]) or pd.api.types.is_bool_dtype(
+                    self.dtypes_[j]
+                ):
+                    raise ValueError(
+                        f"feature {self.feature_names_in_[j]!r} has dtype {self.dtypes_[j]} but "
+                        "is not declared categorical; list it in categorical_features."
+                    )
+        self.categorical_ = mask
+
+        cols = [self._column(X, j) for j in range(d)]
+        self.categories_ = []
+        self.ordered_ = np.zeros(d, dtype=bool)
+        self.integer_ = np.zeros(d, dtype=bool)
+        for j in range(d):
+            col = cols[j]
+            if mask[j]:
+                dt = self.dtypes_[j] if self.is_pandas_ else None
+                if isinstance(dt, pd.CategoricalDtype):
+                    cats = np.asarray(dt.categories, dtype=object)
+                    self.ordered_[j] = bool(dt.ordered)
+                else:
+                    vals = pd.Series(col)
+                    if vals.isna().any():
+                        raise ValueError(self._nan_msg(j))
+                    cats = np.asarray(sorted(pd.unique(vals).tolist()), dtype=object)
+                self.categories_.append(cats)
+            else:
+                self.categories_.append(None)
+                if self.is_pandas_ and pd.api.types.is_integer_dtype(self.dtypes_[j]):
+                    self.integer_[j] = True
+        Z = self.to_internal(X, _fitting=True)
+
+        cont = np.flatnonzero(~mask)
+        self.decimals_ = np.full(d, 6, dtype=np.int64)
+        for j in cont:
+            col = Z[:, j]
+            for k in range(7):
+                if np.allclose(col, np.round(col, k), rtol=0, atol=1e-9 * max(1.0, 10.0**-k)):
+                    self.decimals_[j] = k
+                    break
+            if self.integer_[j]:
+                self.decimals_[j] = 0
+        self.low_ = np.where(mask, 0.0, Z.min(axis=0))
+        self.high_ = np.where(
+            mask, np.array([len(c) - 1 if c is not None else 0 for c in self.categories_]),
+            Z.max(axis=0),
+        )
+        self.scales_ = np.ones(d)
+        if cont.size:
+            self.scales_[cont] = robust_scales(Z[:, cont])
+            self.kbins_ = KBinsDiscretizer(
+                n_bins=self.n_bins,
+                encode="ordinal",
+                strategy="quantile",
+                quantile_method="averaged_inverted_cdf",
+                subsample=None,
+                dtype=np.float64,
+            )
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", category=UserWarning, module="sklearn")
+                self.kbins_.fit(Z[:, cont])
+        else:
+            self.kbins_ = None
+        self.cont_ = cont
+        self.cat_ = np.flatnonzero(mask)
+        self.embed_dim_ = int(
+            sum(len(self.categories_[j]) for j in self.cat_) + cont.size
+        )
+        self._fit_constraints()
+        return self
+
+    def _nan_msg(self, j):
+        return (
+            f"feature {self._name(j)!r} has missing values; impute them before explaining "
+            "(the recourse search needs a value for every feature)."
+        )
+
+    def _name(self, j):
+        return self.feature_names_in_[j] if self.feature_names_in_ is not None else f"x{j}"
+
+    def _fit_constraints(self):
+        d = self.n_features_in_
+        self.mutable_ = np.ones(d, dtype=bool)
+        for f in self.immutable_features or ():
+            self.mutable_[self._feature_index(f, "immutable_features")] = False
+        self.range_low_ = np.full(d, -np.inf)
+        self.range_high_ = np.full(d, np.inf)
+        self.allowed_codes_ = [None] * d
+        for f, rng in (self.feature_ranges or {}).items():
+            j = self._feature_index(f, "feature_ranges")
+            if self.categorical_[j]:
+                allowed = np.zeros(len(self.categories_[j]), dtype=bool)
+                for v in rng:
+                    hit = [k for k, c in enumerate(self.categories_[j]) if c == v]
+                    if not hit:
+                        raise ValueError(
+                            f"feature_ranges[{f!r}]: unknown category {v!r}; the categories are "
+                            f"{list(self.categories_[j])}."
+                        )
+                    allowed[hit[0]] = True
+                self.allowed_codes_[j] = allowed
+            else:
+                if not (isinstance(rng, (tuple, list)) and len(rng) == 2):
+                    raise ValueError(
+                        f"feature_ranges[{f!r}] must be a (low, high) pair, got {rng!r}."
+                    )
+                lo, hi = rng
+                lo = -np.inf if lo is None else float(lo)
+                hi = np.inf if hi is None else float(hi)
+                if lo > hi:
+                    raise ValueError(f"feature_ranges[{f!r}]: low {lo} > high {hi}.")
+                self.range_low_[j], self.range_high_[j] = lo, hi
+        self.direction_ = np.zeros(d, dtype=np.int8)
+        for f, how in (self.monotone or {}).items():
+            j = self._feature_index(f, "monotone")
+            if how not in ("increase", "decrease"):
+                raise ValueError(
+                    f"monotone[{f!r}] must be 'increase' or 'decrease', got {how!r}."
+                )
+            if self.categorical_[j] and not self.ordered_[j]:
+                raise ValueError(
+                    f"monotone[{f!r}]: the feature is an unordered categorical; only continuous "
+                    "features and ordered pandas categoricals have a direction."
+                )
+            self.direction_[j] = 1 if how == "increase" else -1
+
+    # ------------------------------------------------------------ conversions
+    def _column(self, X, j):
+        if self.is_pandas_:
+            return X.iloc[:, j]
+        return X[:, j]
+
+    def _check_columns(self, X):
+        if self.is_pandas_:
+            if not isinstance(X, pd.DataFrame):
+                raise TypeError(
+                    "the explainer was fitted on a DataFrame; pass a DataFrame with columns "
+                    f"{self.feature_names_in_}."
+                )
+            names = [str(c) for c in X.columns]
+            if names != self.feature_names_in_:
+                missing = [c for c in self.feature_names_in_ if c not in names]
+                extra = [c for c in names if c not in self.feature_names_in_]
+                raise ValueError(
+                    "X has different columns from those seen in fit "
+                    f"(missing {missing}, unexpected {extra}, order must match)."
+                )
+        else:
+            if isinstance(X, pd.DataFrame):
+                X = X.to_numpy()
+            X = np.asarray(X)
+            if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X has {X.shape[-1] if X.ndim else 0} features, but the explainer was "
+                    f"fitted with {self.n_features_in_} features."
+                )
+        return X
+
+    def to_internal(self, X, *, _fitting=False):
+        """User rows -> internal float array ``(n, d)``; unknown categories raise ValueError."""
+        if not _fitting:
+            X = self._check_columns(X)
+        n = X.shape[0]
+        Z = np.empty((n, self.n_features_in_), dtype=np.float64)
+        for j in range(self.n_features_in_):
+            col = self._column(X, j)
+            if self.categorical_[j]:
+                cats = self.categories_[j]
+                if isinstance(getattr(col, "dtype", None), pd.CategoricalDtype) and list(
+                    col.dtype.categories
+                ) == list(cats):
+                    codes = col.cat.codes.to_numpy().astype(np.int64)
+                    if (codes < 0).any():
+                        raise ValueError(self._nan_msg(j))
+                else:
+                    vals = pd.Series(np.asarray(col, dtype=object))
+                    if vals.isna().any():
+                        raise ValueError(self._nan_msg(j))
+                    lookup = {c: k for k, c in enumerate(cats)}
+                    codes = vals.map(lookup)
+                    if codes.isna().any():
+                        bad = vals[codes.isna()].iloc[0]
+                        raise ValueError(
+                            f"feature {self._name(j)!r}: unknown category {bad!r} (not seen in "
+                            f"fit; known: {list(cats)[:20]})."
+                        )
+                    codes = codes.to_numpy(dtype=np.int64)
+                Z[:, j] = codes
+            else:
+                try:
+                    v = np.asarray(col, dtype=np.float64)
+                except (TypeError, ValueError):
+                    raise ValueError(
+                        f"feature {self._name(j)!r} is continuous but holds non-numeric values."
+                    ) from None
+                if not np.isfinite(v).all():
+                    raise ValueError(self._nan_msg(j))
+                Z[:, j] = v
+        return Z
+
+    def snap(self, Z):
+        """Round each continuous column to the precision of its training values (a copy).
+
+        Integer dtypes and float columns holding whole numbers are rounded to integers, a
+        column with at most k <= 6 decimals in the training data to k decimals, so a search
+        never proposes 36.0037 years or a change that is invisible when printed.
+        """
+        Z = np.array(Z, dtype=np.float64, copy=True)
+        for j in self.cont_:
+            Z[:, j] = np.round(Z[:, j], int(self.decimals_[j]))
+        return Z
+
+    def to_user(self, Z):
+        """Internal rows -> the user's space (DataFrame with original dtypes, or array)."""
+        Z = np.asarray(Z, dtype=np.float64)
+        if not self.is_pandas_:
+            out = Z.copy()
+            for j in self.cat_:
+                out[:, j] = np.asarray(self.categories_[j], dtype=np.float64)[
+                    Z[:, j].astype(np.int64)
+                ]
+            return out
+        data = {}
+        for j, name in enumerate(self.columns_):
+            dt = self.dtypes_[j]
+            if self.categorical_[j]:
+                codes = Z[:, j].astype(np.int64)
+                if isinstance(dt, pd.CategoricalDtype):
+                    data[name] = pd.Categorical.from_codes(codes, dtype=dt)
+                else:
+                    vals = self.categories_[j][codes]
+                    data[name] = pd.array(vals, dtype=dt) if not pd.api.types.is_object_dtype(
+                        dt
+                    ) else vals
+            else:
+                v = Z[:, j]
+                if self.integer_[j]:
+                    v = np.round(v)
+                data[name] = v.astype(dt)
+        return pd.DataFrame(data, columns=self.columns_)
+
+    # -------------------------------------------------------------- embedding
+    def embed(self, Z):
+        """Internal rows -> neighbour-index features ``(n, embed_dim_)``."""
+        Z = np.asarray(Z, dtype=np.float64)
+        parts = []
+        for j in self.cat_:
+            k = len(self.categories_[j])
+            oh = np.zeros((Z.shape[0], k))
+            oh[np.arange(Z.shape[0]), Z[:, j].astype(np.int64)] = 1.0 / np.sqrt(2.0)
+            parts.append(oh)
+        if self.cont_.size:
+            b = self.kbins_.transform(Z[:, self.cont_])
+            nb = np.maximum(self.kbins_.n_bins_ - 1, 1)
+            parts.append(b / nb)
+        return np.hstack(parts) if parts else np.zeros((Z.shape[0], 0))
+
+    def cells(self, Z):
+        """Internal rows with continuous values replaced by their quantile-bin index."""
+        Z = np.array(Z, dtype=np.float64, copy=True)
+        if self.cont_.size:
+            Z[:, self.cont_] = self.kbins_.transform(Z[:, self.cont_])
+        return Z
+
+    # ------------------------------------------------------------ constraints
+    def allowed(self, j, x_j, values):
+        """Which of ``values`` (internal) may feature ``j`` take when the query has ``x_j``.
+
+        Returns a bool array; the query's own value is never listed as a change.
+        """
+        values = np.asarray(values, dtype=np.float64)
+        ok = values != x_j
+        if not self.mutable_[j]:
+            return np.zeros_like(ok)
+        if self.categorical_[j]:
+            if self.allowed_codes_[j] is not None:
+                ok &= self.allowed_codes_[j][values.astype(np.int64)]
+        else:
+            ok &= (values >= self.range_low_[j]) & (values <= self.range_high_[j])
+        if self.direction_[j] > 0:
+            ok &= values > x_j
+        elif self.direction_[j] < 0:
+            ok &= values < x_j
+        return ok
+
+    def cost(self, Z, x):
+        """Paper proximity cost: categorical changes + sum of MAD-scaled continuous changes.
+
+        Parameters
+        ----------
+        Z : ndarray of shape (n, d), internal rows
+        x : ndarray of shape (d,) or (n, d), internal query (per row)
+
+        Returns
+        -------
+        cost : ndarray of shape (n,)
+        """
+        diff = np.abs(np.asarray(Z, dtype=np.float64) - np.atleast_2d(x))
+        c = (diff[:, self.cat_] > 0).sum(axis=1).astype(np.float64)
+        if self.cont_.size:
+            c += (diff[:, self.cont_] / self.scales_[self.cont_]).sum(axis=1)
+        return c

@@ -1,0 +1,574 @@
+"""MaceRecourse: MACE counterfactual explanations (Yang et al. 2022, arXiv 2205.15540).
+
+Not to be confused with Karimi et al.'s SMT-based MACE (AISTATS 2020).
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+
+import numpy as np
+import pandas as pd
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import check_is_fitted
+
+from .._explanation import Counterfactuals
+from .._utils import draw_base_seed
+from ..base import BaseExplainer, RecourseMixin
+from ..neighbors import NeighborIndex
+from ._encoding import TabularEncoder
+from ._search import candidates_from_neighbors, drive, mace_search
+
+__all__ = ["MaceRecourse"]
+
+
+class MaceRecourse(RecourseMixin, BaseExplainer):
+    """MACE counterfactual explanations for any classifier with ``predict_proba``.
+
+    The method of Yang, Feng, Li, Zhou and Hoi, "MACE: An Efficient Model-Agnostic Framework
+    for Counterfactual Explanation" (arXiv 2205.15540, 2022) -- not the SMT-based MACE of
+    Karimi et al. (2020). For each query and desired class:
+
+    1. **Candidate features** (Algorithm 1): the ``n_neighbors`` nearest training rows that
+       the model predicts as the desired class (an HNSW index per predicted class over
+       one-hot categoricals and scaled quantile-bin ordinals) vote for the
+       ``n_feature_columns`` columns and ``n_feature_values`` values per column that differ
+       from the query (continuous columns also get quantiles of the desired class as
+       values, ``class_quantiles``). Immutable features, ``feature_ranges`` and ``monotone``
+       constraints are enforced here, so every later stage only combines allowed values.
+    2. **Search** (Algorithm 2): ``method="rl"`` trains a Bernoulli (column) x softmax
+       (value) policy with REINFORCE (Adam, lr 0.1, 15 epochs of 40 samples, median
+       baseline, L1 and ``p log p`` regularisers of weight 2, in numpy), then decodes the
+       greedy prefix counterfactual and 80 policy samples over the top ``max_changes``
+       columns. ``method="gld"`` runs gradient-less descent over a relaxation of the same
+       choice (radii 0.25 down to 0.0005, 20 epochs, 3 starts), keeping its incumbent.
+       A greedy hill-climb is the fallback when neither finds a valid row.
+    3. **Diverse selection** (Algorithm 3): valid rows sorted by proximity cost, each with
+       a new set of changed columns and no column used more than ``diversity_cap`` times.
+    4. **Refinement** (Algorithm 4): changed continuous features move back toward the query
+       (bisection along the segment, then GLD-search per feature) while staying valid.
+
+    All model calls are batched over the queries of a batch: a query costs about
+    ``15 * 40 + 80 + max_changes`` rows with ``"rl"`` (``60 * 8`` with ``"gld"``), plus the
+    single-edit batch of ``column_selection="effect"``, the post-hoc sparsity reverts and
+    ``n_counterfactuals * (6 + 8 * 20)`` refinement rows, in a number of model calls per
+    batch that does not grow with the number of queries (about 50-80 with ``"rl"``,
+    100-130 with ``"gld"``). Every returned counterfactual is re-predicted in the user's
+    feature space and is valid; a query for which none is found is reported as not found.
+    ``explain(X).extras["stats"]`` holds ``n_model_calls``, ``n_model_rows`` and ``seconds``.
+
+    Parameters
+    ----------
+    model : classifier with ``predict_proba``
+        A trained model wrapped in :class:`sklearn.frozen.FrozenEstimator`, or an
+        unfitted one that ``fit(X, y)`` fits (a clone).
+    method : {"rl", "gld"}, default="rl"
+        The stage-2 search.
+    n_counterfactuals : int, default=3
+        Counterfactuals returned per query and desired class (at most).
+    desired_class : "opposite" or class label, default="opposite"
+        ``"opposite"``: for a binary model the other class; for a multi-class model every
+        other class (counterfactuals per desired class). A label: that class (a query
+        already predicted as it is reported as not found).
+    categorical_features : "auto", list of names/indices or bool mask, default="auto"
+        ``"auto"``: DataFrame columns of categorical, object, string or bool dtype.
+    immutable_features : list of names/indices, default=None
+        Never changed.
+    feature_ranges : dict, default=None
+        ``{feature: (low, high)}`` (continuous) or ``{feature: [categories]}``.
+    monotone : dict, default=None
+        ``{feature: "increase" | "decrease"}`` (continuous or ordered categorical).
+    n_neighbors : int, default=30
+        ``K`` of Algorithm 1 (``min(K, class size)`` are used).
+    n_feature_columns : int, default=10
+        ``s`` of Algorithm 1.
+    n_feature_values : int, default=3
+        ``m`` of Algorithm 1.
+    column_selection : {"effect", "votes"}, default="effect"
+        How the ``n_feature_columns`` columns are chosen among those the neighbours vote
+        for. ``"votes"``: the most votes (the paper). ``"effect"``: when more columns are
+        voted for, every single (column, value) edit of the query is predicted in one batch
+        and the columns with the highest desired-class probability are kept (OmniXAI's
+        optional ``feature_column_top_k`` pruning); this matters when every neighbour differs
+        in every column, as with many continuous features.
+    max_changes : int, default=8
+        ``w`` of Algorithm 2: at most this many features changed by one counterfactual.
+    n_bins : int, default=10
+        Quantile bins per continuous feature for the neighbour index.
+    class_quantiles : array-like of float in [0, 1] or None, default=(0.05, 0.95)
+        Besides the neighbours' values, a continuous column selected by Algorithm 1 also
+        gets these quantiles of the desired class (over the fit rows the model predicts
+        as that class) as candidate values, so one larger move can replace several small
+        ones (the neighbours of a query are, by construction, close to it). ``None``:
+        neighbour values only, as in the paper.
+    refine : bool or {"gld", "bisection"}, default=True
+        Stage 4. ``True``: bisection then GLD-search; ``"gld"`` or ``"bisection"`` alone;
+        ``False``: none.
+    diversity_cap : int or None, default=3
+        ``K`` of Algorithm 3 (uses of one column among the returned counterfactuals).
+    fill : bool, default=True
+        When fewer than ``n_counterfactuals`` rows pass the diversity rule, fill the list
+        with the closest valid rows of a new change set (ignoring ``diversity_cap``), then
+        with rows of a used change set but other categorical values (never with rows that
+        differ only in continuous values). Selected rows are refined; when
+        refinement makes two of them equal, up to two more rounds of selection follow, the
+        last one without refinement. ``False`` reproduces Algorithm 3 (and may return
+        fewer).
+    sparsity_weight : float, default=1.0
+        Algorithm 3 ranks valid rows by their proximity cost (categorical changes +
+        MAD-scaled continuous changes) plus ``sparsity_weight`` times the number of changed
+        features. ``0`` is the paper's ranking, which prefers two small continuous moves to
+        one larger one; the default favours fewer changes.
+    posthoc_sparsity : bool, default=True
+        Before the diverse selection, the ``10 * n_counterfactuals`` closest valid rows are
+        sparsified: changed features are reverted to the query one at a time (the revert
+        that lowers the proximity cost most, all reverts of all rows in one batch per round)
+        while the row stays valid; after refinement the same pass removes changes that
+        refinement made unnecessary. ``False`` keeps the rows of stage 2 as they are.
+    fallback : {"nearest_unlike", "greedy"}, default="nearest_unlike"
+        When stage 2 finds no valid row, a greedy hill-climb over the candidates runs
+        (the reference's fallback). With ``"nearest_unlike"``, if that fails too, the query
+        with every allowed value copied from each of its desired-class neighbours is tried
+        (then sparsified); such a counterfactual may change more than ``max_changes``
+        features.
+    min_proba : float or None, default=None
+        A counterfactual must also reach this probability of the desired class (a margin
+        away from the decision boundary). ``None``: ``argmax`` only.
+    neighbors : {"hnsw", "exact"}, default="hnsw"
+        Neighbour search of stage 1 (:class:`sklearn_xai.neighbors.NeighborIndex`).
+    hnsw_params : dict or None, default=None
+        ``M``, ``ef_construction``, ``ef_search`` for the HNSW index.
+    batch_size : int, default=256
+        Queries searched together; each model call then holds up to about
+        ``batch_size * 600`` rows (a model call's fixed cost is shared by the batch).
+        Results do not depend on it.
+    n_jobs : int or None, default=None
+        Batches searched in parallel (joblib, preferring threads: model calls on large
+        batches mostly release the GIL, and the model is not copied). Results do not depend
+        on it.
+    random_state : int, RandomState or None, default=None
+        Seeds one generator per (query, desired class).
+    response_method, target :
+        Kept for the common explainer contract; only ``"auto"``/``"predict_proba"`` and
+        ``None`` are supported.
+
+    Attributes
+    ----------
+    model_ : the explained model
+    encoder_ : TabularEncoder (categories, bins, MAD scales, constraints)
+    classes_ : ndarray, the model's classes
+    indexes_ : dict class position -> NeighborIndex (classes never predicted on the fit
+        data have none, and their queries report not found)
+    index_rows_ : dict class position -> ndarray of internal rows behind each index
+    n_features_in_, feature_names_in_
+
+    Notes
+    -----
+    ``score(X)`` is the validity rate (queries with at least one counterfactual) minus
+    ``0.1`` times the mean proximity cost of the best counterfactual of each found query
+    (categorical changes + MAD-scaled continuous changes, the paper's proximity). Higher is
+    better, so a setting that finds nothing never wins.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.frozen import FrozenEstimator
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn_xai.recourse import MaceRecourse
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> clf = LogisticRegression(max_iter=5000).fit(X, y)
+    >>> mace = MaceRecourse(FrozenEstimator(clf), random_state=0).fit(X)
+    >>> cf = mace.explain(X[:2])
+    >>> bool(cf.valid.all())
+    True
+    """
+
+    _parameter_constraints = {
+        **BaseExplainer._parameter_constraints,
+        "method": [StrOptions({"rl", "gld"})],
+        "n_counterfactuals": [Interval(numbers.Integral, 1, None, closed="left")],
+        "desired_class": "no_validation",
+        "categorical_features": "no_validation",
+        "immutable_features": [None, "array-like"],
+        "feature_ranges": [None, dict],
+        "monotone": [None, dict],
+        "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_feature_columns": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_feature_values": [Interval(numbers.Integral, 1, None, closed="left")],
+        "column_selection": [StrOptions({"votes", "effect"})],
+        "max_changes": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_bins": [Interval(numbers.Integral, 2, None, closed="left")],
+        "class_quantiles": [None, "array-like"],
+        "refine": ["boolean", StrOptions({"gld", "bisection"})],
+        "diversity_cap": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "fill": ["boolean"],
+        "sparsity_weight": [Interval(numbers.Real, 0, None, closed="left")],
+        "posthoc_sparsity": ["boolean"],
+        "fallback": [StrOptions({"greedy", "nearest_unlike"})],
+        "min_proba": [None, Interval(numbers.Real, 0, 1, closed="both")],
+        "neighbors": [StrOptions({"hnsw", "exact"})],
+        "hnsw_params": [None, dict],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        model=None,
+        *,
+        method="rl",
+        n_counterfactuals=3,
+        desired_class="opposite",
+        categorical_features="auto",
+        immutable_features=None,
+        feature_ranges=None,
+        monotone=None,
+        n_neighbors=30,
+        n_feature_columns=10,
+        n_feature_values=3,
+        column_selection="effect",
+        max_changes=8,
+        n_bins=10,
+        class_quantiles=(0.05, 0.95),
+        refine=True,
+        diversity_cap=3,
+        fill=True,
+        sparsity_weight=1.0,
+        posthoc_sparsity=True,
+        fallback="nearest_unlike",
+        min_proba=None,
+        neighbors="hnsw",
+        hnsw_params=None,
+        response_method="auto",
+        target=None,
+        batch_size=256,
+        n_jobs=None,
+        random_state=None,
+    ):
+        self.model = model
+        self.method = method
+        self.n_counterfactuals = n_counterfactuals
+        self.desired_class = desired_class
+        self.categorical_features = categorical_features
+        self.immutable_features = immutable_features
+        self.feature_ranges = feature_ranges
+        self.monotone = monotone
+        self.n_neighbors = n_neighbors
+        self.n_feature_columns = n_feature_columns
+        self.n_feature_values = n_feature_values
+        self.column_selection = column_selection
+        self.max_changes = max_changes
+        self.n_bins = n_bins
+        self.class_quantiles = class_quantiles
+        self.refine = refine
+        self.diversity_cap = diversity_cap
+        self.fill = fill
+        self.sparsity_weight = sparsity_weight
+        self.posthoc_sparsity = posthoc_sparsity
+        self.fallback = fallback
+        self.min_proba = min_proba
+        self.neighbors = neighbors
+        self.hnsw_params = hnsw_params
+        self.response_method = response_method
+        self.target = target
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    # ----------------------------------------------------------------------- fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Encode ``X``, predict it with the model and index it per predicted class.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            Training rows (the model's input space). Cost: one batched ``predict_proba``
+            over ``X`` and one HNSW build per predicted class.
+        y : array-like of shape (n_samples,), default=None
+            Only used to fit a clone of an unfrozen ``model``.
+
+        Returns
+        -------
+        self : MaceRecourse
+        """
+        if self.response_method not in ("auto", "predict_proba"):
+            raise ValueError(
+                "MaceRecourse explains class probabilities: response_method must be 'auto' "
+                f"or 'predict_proba', got {self.response_method!r}."
+            )
+        if self.target is not None:
+            raise ValueError("MaceRecourse uses desired_class, not target; leave target=None.")
+        X = self._validate_X(X, reset=True, allow_nan=False)
+        model = self._fit_model(X, y)
+        if not hasattr(model, "predict_proba"):
+            raise TypeError(
+                f"MaceRecourse needs a classifier with predict_proba; {type(model).__name__} "
+                "has none."
+            )
+        self.classes_ = np.asarray(getattr(model, "classes_", None))
+        if self.classes_.ndim != 1 or self.classes_.size < 2:
+            raise ValueError("the model must be a fitted classifier with at least 2 classes_.")
+        self.encoder_ = TabularEncoder(
+            categorical_features=self.categorical_features,
+            n_bins=self.n_bins,
+            immutable_features=self.immutable_features,
+            feature_ranges=self.feature_ranges,
+            monotone=self.monotone,
+        ).fit(X)
+        Z = self.encoder_.to_internal(X)
+        P = self._proba(Z)
+        pred = P.argmax(axis=1)
+        E = self.encoder_.embed(Z)
+        self.indexes_, self.index_rows_, self.class_values_ = {}, {}, {}
+        hp = dict(self.hnsw_params or {})
+        for c in range(self.classes_.size):
+            rows = np.flatnonzero(pred == c)
+            if rows.size == 0:
+                continue
+            # de-duplicate in the embedding, keep the first occurrence
+            _, first = np.unique(E[rows], axis=0, return_index=True)
+            rows = rows[np.sort(first)]
+            self.indexes_[c] = NeighborIndex(self.neighbors, **hp).fit(E[rows])
+            self.index_rows_[c] = Z[rows]
+            if self.class_quantiles is not None and len(self.class_quantiles):
+                members = Z[pred == c]
+                self.class_values_[c] = self.encoder_.snap(
+                    np.quantile(members, self.class_quantiles, axis=0, method="inverted_cdf")
+                )
+        return self
+
+    # ----------------------------------------------------------------- internals
+    def _proba(self, Z):
+        """Class probabilities of internal rows (decoded to the user space), batched."""
+        enc = self.encoder_
+        out = []
+        step = 8192
+        for a in range(0, Z.shape[0], step):
+            U = enc.to_user(enc.snap(Z[a : a + step]))
+            out.append(np.asarray(self.model_.predict_proba(U), dtype=np.float64))
+        return np.vstack(out) if out else np.zeros((0, self.classes_.size))
+
+    def _targets(self, pred):
+        """Desired class positions per query (list of lists)."""
+        C = self.classes_.size
+        if isinstance(self.desired_class, str) and self.desired_class == "opposite":
+            return [[c for c in range(C) if c != p] for p in pred]
+        hit = np.flatnonzero(self.classes_ == self.desired_class)
+        if hit.size == 0:
+            raise ValueError(
+                f"desired_class={self.desired_class!r} is not one of the model's classes "
+                f"{list(self.classes_)}."
+            )
+        t = int(hit[0])
+        return [[t] if p != t else [] for p in pred]
+
+    def _params(self):
+        refine = {True: "both", False: "none"}.get(self.refine, self.refine)
+        return {
+            "method": self.method,
+            "n_counterfactuals": self.n_counterfactuals,
+            "max_changes": self.max_changes,
+            "lr": 0.1,
+            "lambda1": 2.0,
+            "lambda2": 2.0,
+            "rl_batch_size": 40,
+            "n_epochs": 15,
+            "n_policy_samples": 80,
+            "gld_max_radius": 0.25,
+            "gld_min_radius": 0.0005,
+            "gld_num_starts": 3,
+            "n_epochs_gld": 20,
+            "n_epochs_refine": 20,
+            "n_bisection": 6,
+            "refine": refine,
+            "diversity_cap": self.diversity_cap,
+            "fill": self.fill,
+            "n_feature_columns": self.n_feature_columns,
+            "column_selection": self.column_selection,
+            "sparsity_weight": float(self.sparsity_weight),
+            "sparsify": self.posthoc_sparsity,
+            "fallback": self.fallback == "nearest_unlike",
+        }
+
+    def _explain_chunk(self, Zq, Pq, jobs, base_seed):
+        """Search the (query, target) ``jobs`` of one batch; returns results and counts."""
+        enc = self.encoder_
+        params = self._params()
+        gens = []
+        # stage 1: one neighbour query per desired class for the whole batch
+        by_t = {}
+        for n, (i, t, _) in enumerate(jobs):
+            by_t.setdefault(t, []).append(n)
+        cands = [None] * len(jobs)
+        for t, members in by_t.items():
+            if t not in self.indexes_:
+                for n in members:
+                    cands[n] = (np.zeros(0, dtype=np.int64), [], None)
+                continue
+            qi = [jobs[n][0] for n in members]
+            _, nb = self.indexes_[t].kneighbors(enc.embed(Zq[qi]), self.n_neighbors)
+            for n, row in zip(members, nb):
+                neigh = self.index_rows_[t][row]
+                cands[n] = candidates_from_neighbors(
+                    enc, Zq[jobs[n][0]], neigh,
+                    self.n_feature_columns if self.column_selection == "votes" else None,
+                    self.n_feature_values,
+                    self.class_values_.get(t),
+                ) + (neigh,)
+        for n, (i, t, k) in enumerate(jobs):
+            rng = np.random.default_rng(np.random.SeedSequence(entropy=base_seed,
+                                                               spawn_key=(int(i), int(t))))
+            cols, vals, neigh = cands[n]
+            gens.append(
+                mace_search(
+                    enc, Zq[i], t, Pq[i, t], cols, vals, rng, params, self.min_proba, neigh
+                )
+            )
+        counter = {"rows": 0}
+
+        def evaluate(Z):
+            counter["rows"] += Z.shape[0]
+            return self._proba(Z)
+
+        results, n_calls = drive(gens, evaluate)
+        return results, n_calls, counter["rows"]
+
+    def _explain(self, X):
+        t0 = time.perf_counter()
+        enc = self.encoder_
+        Zq = enc.to_internal(X)
+        Pq = self._proba(Zq)
+        pred = Pq.argmax(axis=1)
+        targets = self._targets(pred)
+        jobs = [(i, t, k) for i in range(len(Zq)) for k, t in enumerate(targets[i])]
+        base_seed = draw_base_seed(self.random_state)
+        bs = max(1, int(self.batch_size))
+        # batches by query, so one query's targets stay together
+        q_chunks = [range(a, min(a + bs, len(Zq))) for a in range(0, len(Zq), bs)]
+        job_chunks = [[j for j in jobs if j[0] in set(ch)] for ch in q_chunks]
+        job_chunks = [c for c in job_chunks if c]
+        if self.n_jobs in (None, 1) or len(job_chunks) <= 1:
+            outs = [self._explain_chunk(Zq, Pq, c, base_seed) for c in job_chunks]
+        else:
+            outs = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+                delayed(self._explain_chunk)(Zq, Pq, c, base_seed) for c in job_chunks
+            )
+        found_rows, found_meta = [], []
+        n_calls = 1 + sum(o[1] for o in outs)
+        n_rows = len(Zq) + sum(o[2] for o in outs)
+        for chunk, (res, _, _) in zip(job_chunks, outs):
+            for (i, t, _), (rows, _) in zip(chunk, res):
+                for r, row in enumerate(rows):
+                    found_rows.append(row)
+                    found_meta.append((i, t, r))
+        d = Zq.shape[1]
+        R = np.vstack(found_rows) if found_rows else np.zeros((0, d))
+        # every returned row is re-predicted on exactly what the user gets back
+        cf_user = enc.to_user(R) if len(R) else None
+        if len(R):
+            P = np.asarray(self.model_.predict_proba(cf_user), dtype=np.float64)
+            n_calls += 1
+            n_rows += len(R)
+            ts = np.array([m[1] for m in found_meta])
+            ok = P.argmax(axis=1) == ts
+            if self.min_proba is not None:
+                ok &= P[np.arange(len(R)), ts] >= self.min_proba
+            keep = np.flatnonzero(ok)  # a row that fails re-prediction is dropped, not returned
+        else:
+            keep = np.zeros(0, dtype=np.int64)
+        stats = {
+            "n_model_calls": n_calls,
+            "n_model_rows": n_rows,
+            "seconds": time.perf_counter() - t0,
+        }
+        return self._assemble(X, Zq, R, keep, found_meta, P if len(R) else None, targets, stats)
+
+    def _assemble(self, X, Zq, R, keep, meta, P, targets, stats):
+        enc = self.encoder_
+        n = len(Zq)
+        queries = X.reset_index(drop=True) if isinstance(X, pd.DataFrame) else pd.DataFrame(
+            np.asarray(X, dtype=np.float64), columns=self._feature_names()
+        )
+        names = list(queries.columns)
+        R = R[keep]
+        meta = [meta[k] for k in keep]
+        if len(R):
+            U = enc.to_user(R)
+            cf = U if isinstance(U, pd.DataFrame) else pd.DataFrame(U, columns=names)
+            P = P[keep]
+        else:
+            cf = queries.iloc[:0].copy()
+            P = np.zeros((0, self.classes_.size))
+        qidx = np.array([m[0] for m in meta], dtype=np.int64)
+        tpos = np.array([m[1] for m in meta], dtype=np.int64)
+        cf = cf.reset_index(drop=True)
+        cf.insert(0, "query", qidx)
+        x_of = Zq[qidx] if len(R) else np.zeros((0, Zq.shape[1]))
+        costs = pd.DataFrame(
+            {
+                "desired_class": self.classes_[tpos] if len(R) else self.classes_[:0],
+                "proximity": enc.cost(R, x_of),
+                "n_changed": (R != x_of).sum(axis=1).astype(np.int64),
+            }
+        )
+        pred_t = P[np.arange(len(R)), tpos] if len(R) else np.zeros(0)
+        found = np.zeros(n, dtype=bool)
+        found[qidx] = True
+        desired = np.empty(n, dtype=object)
+        for i in range(n):
+            ts = [self.classes_.tolist()[t] for t in targets[i]]
+            desired[i] = ts[0] if len(ts) == 1 else (tuple(ts) if ts else None)
+        # the counterfactuals of each query, grouped, best first within a desired class
+        order = np.lexsort((np.arange(len(R)), tpos, qidx))
+        cf = cf.iloc[order].reset_index(drop=True)
+        costs = costs.iloc[order].reset_index(drop=True)
+        return Counterfactuals(
+            queries=queries,
+            counterfactuals=cf,
+            predictions=pred_t[order],
+            valid=np.ones(len(R), dtype=bool),
+            costs=costs,
+            found=found,
+            desired=desired,
+            extras={
+                "proba": P[order],
+                "classes": self.classes_,
+                "stats": stats,
+            },
+        )
+
+    # ---------------------------------------------------------------- public API
+    def score(self, X, y=None):
+        """Validity rate minus 0.1 x mean proximity cost of the best counterfactuals.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        float
+            ``found.mean() - 0.1 * mean(proximity of the first counterfactual of each found
+            query)``; the proximity is categorical changes + MAD-scaled continuous changes.
+        """
+        check_is_fitted(self)
+        res = self.explain(X)
+        if not res.found.any():
+            return 0.0
+        q = np.asarray(res.counterfactuals["query"])
+        _, first = np.unique(q, return_index=True)
+        prox = np.asarray(res.costs["proximity"])[first]
+        return float(res.found.mean() - 0.1 * prox.mean())
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        return tags
+

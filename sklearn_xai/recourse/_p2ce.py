@@ -1,0 +1,572 @@
+"""P2CE: the Pareto front of plausible counterfactuals by branch and bound."""
+
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import effective_n_jobs
+from sklearn.base import _fit_context
+from sklearn.ensemble import IsolationForest
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import check_is_fitted
+
+from .._explanation import Counterfactuals
+from .._model import make_model_function
+from .._utils import draw_base_seed, row_generators
+from ..base import BaseExplainer, RecourseMixin, _is_frame
+from ._p2ce_grid import OBJECTIVES, FeatureGrid, costs
+from ._p2ce_models import (
+    FlatIsolationForest,
+    LinearBound,
+    ShapBound,
+    TreeBound,
+    linear_coefficients,
+    parse_tree_model,
+    unwrap,
+)
+from ._p2ce_search import search_query
+
+_SHAP_BACKGROUND = 20  # background rows of the SHAP game (the first rows of the sample)
+_SHAP_PERMUTATIONS = 10  # antithetic permutations per explained row
+_VERIFY_ROWS = 200  # training rows on which a bound's model reconstruction is checked
+
+
+class P2CERecourse(RecourseMixin, BaseExplainer):
+    """Pareto-optimal plausible counterfactuals (P2CE) by best-first branch and bound.
+
+    For each query ``x`` the search returns every Pareto-optimal point (one per cost
+    vector, under ``objectives``) of a discrete action grid that (a) the model predicts in
+    ``desired_class`` with probability ``>= threshold``, (b) changes at most
+    ``max_changes`` features, and (c) with ``plausibility=True``, an isolation forest fitted
+    on the training data calls an inlier. The search is the one of de Oliveira,
+    Valdrighi and Raimundo (P2CE, 2026), with bounds that are exact where the model
+    allows (see ``bound``), so that the front is the same as the one found by enumerating
+    every grid point.
+
+    Parameters
+    ----------
+    model : estimator
+        A binary or multi-class classifier with ``predict_proba``. Cloned and fitted on
+        ``fit(X, y)``, or used as is when wrapped in :class:`sklearn.frozen.FrozenEstimator`.
+    objectives : tuple of str, default=("max_distance", "n_changes", "mean_distance")
+        Costs to minimise, any of ``"max_distance"`` (largest change divided by the
+        training standard deviation), ``"n_changes"``, ``"mean_distance"`` (mean over all
+        features of the std-scaled change), ``"l2"`` (Euclidean norm of the std-scaled
+        change) and ``"percentile"`` (largest shift of the empirical training CDF). A
+        changed categorical feature counts 1 in every distance. All costs are reported.
+    max_changes : int, default=3
+        Largest number of changed features.
+    threshold : float, default=0.5
+        A point is valid when the desired class's probability is ``>= threshold``.
+    desired_class : class label, default=1
+    grid_percentiles : (float, float), default=(1, 99)
+        Percentile bounds of each numeric feature's grid.
+    grid_step : float, default=0.05
+        Grid step as a fraction of the percentile range (ceiled to an integer, at least 1,
+        for integer columns).
+    categorical_features : "auto", None, or list of int / str / bool mask, default="auto"
+        Features searched as value sets. ``"auto"``: DataFrame columns of object,
+        string or category dtype.
+    immutable_features : None or list of int / str, default=None
+        Features that never change.
+    monotone : None or dict {feature: +1 or -1}, default=None
+        ``+1``: the feature may only increase; ``-1``: only decrease.
+    plausibility : bool, default=True
+        Require every returned point to be an isolation-forest inlier (with the exact
+        look-ahead pruning). ``False`` gives a MAPOCAM-style search.
+    contamination : float, default=0.05
+        Fraction of training rows the isolation forest calls outliers (its threshold).
+    n_estimators : int, default=100
+        Trees of the isolation forest.
+    max_samples : int or float, default=0.25
+        Rows per isolation tree (a float is a fraction of the training rows).
+    bound : {"auto", "exact", "shap", "none"}, default="auto"
+        Probability bound of a partial point. ``"exact"``: the largest probability any
+        completion on the grid reaches, from the flat tree ensemble (scikit-learn,
+        XGBoost, LightGBM) or from the coefficients of a linear classifier (also behind
+        scalers in a Pipeline); an error if the model has neither. ``"shap"``: the
+        paper's SHAP estimate, a heuristic that can lose solutions. ``"none"``: no
+        probability pruning (exact, slower). ``"auto"``: ``"exact"`` when available, else
+        ``"none"``. ``bound_`` records the choice.
+    time_limit : float or None, default=None
+        Seconds per query; a query that runs out stops with a warning, and its front
+        may be partial (``extras["complete"]``).
+    shap_samples : int, default=100
+        Training rows (seeded sample) whose mean ``|SHAP|`` orders the search levels. For a
+        tree ensemble: path-dependent TreeSHAP of the margin
+        (:class:`~sklearn_xai.TreeShapExplainer`); otherwise (and for the ``"shap"``
+        bound's ``phi^max``) permutation SHAP of the desired-class probability with the
+        first 20 sample rows as background and 10 antithetic permutations per row
+        (:func:`sklearn_xai.shapley._estimators.permutation_shapley`).
+    random_state : int, RandomState or None, default=None
+        Seeds the isolation forest and the SHAP sample.
+    n_jobs : int or None, default=None
+        Workers over queries (the results do not depend on it).
+
+    Attributes
+    ----------
+    model_ : fitted model
+    grid_ : FeatureGrid
+        Per-feature grids, scales (``grid_.sigma``) and CDFs.
+    isolation_forest_ : IsolationForest
+    feature_order_ : ndarray of int
+        Searched features, in level order (decreasing mean ``|SHAP|``).
+    feature_importances_ : ndarray of shape (n_features,)
+        Mean ``|SHAP|`` on the sample (see ``shap_samples``).
+    importance_method_ : str
+        ``"tree_shap"`` or ``"permutation_shap"``.
+    bound_ : str
+        ``"tree"``, ``"linear"``, ``"shap"`` or ``"none"``.
+
+    Notes
+    -----
+    For tree ensembles and linear classifiers the search evaluates the model through its
+    flat reconstruction (checked at fit to match ``predict_proba`` within 1e-7 on up to
+    200 training rows, else not used); every returned point is re-predicted by the model
+    itself (``Counterfactuals.predictions`` and ``valid``).
+
+    Cost: one model call (a batch of at most one feature's candidates) per expanded node;
+    an exact tree bound costs one pruned traversal of the ensemble per child.
+    """
+
+    _parameter_constraints: dict = {
+        "model": "no_validation",
+        "objectives": [tuple, list],
+        "max_changes": [Interval(Integral, 1, None, closed="left")],
+        "threshold": [Interval(Real, 0, 1, closed="neither")],
+        "desired_class": "no_validation",
+        "grid_percentiles": [tuple, list],
+        "grid_step": [Interval(Real, 0, 1, closed="right")],
+        "categorical_features": [StrOptions({"auto"}), None, list, tuple, np.ndarray],
+        "immutable_features": [None, list, tuple, np.ndarray],
+        "monotone": [None, dict],
+        "plausibility": ["boolean"],
+        "contamination": [Interval(Real, 0, 0.5, closed="right")],
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "max_samples": [Interval(Integral, 1, None, closed="left"),
+                        Interval(Real, 0, 1, closed="right")],
+        "bound": [StrOptions({"auto", "exact", "shap", "none"})],
+        "time_limit": [None, Interval(Real, 0, None, closed="neither")],
+        "shap_samples": [Interval(Integral, 2, None, closed="left")],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+    }
+
+    def __init__(self, model, *, objectives=("max_distance", "n_changes", "mean_distance"),
+                 max_changes=3, threshold=0.5, desired_class=1, grid_percentiles=(1, 99),
+                 grid_step=0.05, categorical_features="auto", immutable_features=None,
+                 monotone=None, plausibility=True, contamination=0.05, n_estimators=100,
+                 max_samples=0.25, bound="auto", time_limit=None, shap_samples=100,
+                 random_state=None, n_jobs=None):
+        self.model = model
+        self.objectives = objectives
+        self.max_changes = max_changes
+        self.threshold = threshold
+        self.desired_class = desired_class
+        self.grid_percentiles = grid_percentiles
+        self.grid_step = grid_step
+        self.categorical_features = categorical_features
+        self.immutable_features = immutable_features
+        self.monotone = monotone
+        self.plausibility = plausibility
+        self.contamination = contamination
+        self.n_estimators = n_estimators
+        self.max_samples = max_samples
+        self.bound = bound
+        self.time_limit = time_limit
+        self.shap_samples = shap_samples
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    # ------------------------------------------------------------------ encoding
+    def _feature_index(self, spec, what):
+        names = self._feature_names()
+        d = len(names)
+        spec = list(np.asarray(spec).tolist()) if isinstance(spec, np.ndarray) else list(spec)
+        if spec and all(isinstance(s, bool | np.bool_) for s in spec):
+            if len(spec) != d:
+                raise ValueError(f"{what} as a boolean mask needs {d} entries, got {len(spec)}.")
+            return [j for j, s in enumerate(spec) if s]
+        out = []
+        for s in spec:
+            if isinstance(s, str):
+                if s not in names:
+                    raise ValueError(f"{what} names an unknown feature {s!r}.")
+                out.append(names.index(s))
+            elif isinstance(s, Integral) and -d <= int(s) < d:
+                out.append(int(s) % d)
+            else:
+                raise ValueError(f"{what} entry {s!r} is not a feature of X.")
+        return out
+
+    def _encode_fit(self, X):
+        """Internal float matrix; categorical string columns become category indices."""
+        import pandas as pd
+
+        d = X.shape[1]
+        self._frame_ = _is_frame(X)
+        cat = np.zeros(d, dtype=bool)
+        self._categories_ = [None] * d
+        self._string_cols_ = np.zeros(d, dtype=bool)
+        if self._frame_:
+            for j, name in enumerate(X.columns):
+                dt = X[name].dtype
+                is_num = (pd.api.types.is_numeric_dtype(dt) and not isinstance(
+                    dt, pd.CategoricalDtype)) or pd.api.types.is_bool_dtype(dt)
+                if not is_num:
+                    self._string_cols_[j] = True
+                    cat[j] = True
+        if isinstance(self.categorical_features, str):
+            pass
+        elif self.categorical_features is not None:
+            for j in self._feature_index(self.categorical_features, "categorical_features"):
+                cat[j] = True
+        Z = np.empty((X.shape[0], d))
+        for j in range(d):
+            col = X.iloc[:, j] if self._frame_ else X[:, j]
+            if self._string_cols_[j]:
+                dt = col.dtype
+                if isinstance(dt, pd.CategoricalDtype):
+                    cats = np.asarray(dt.categories, dtype=object)
+                else:
+                    cats = np.asarray(sorted(pd.unique(col.dropna()), key=str), dtype=object)
+                self._categories_[j] = cats
+                Z[:, j] = self._codes(j, col)
+            else:
+                Z[:, j] = np.asarray(col, dtype=np.float64)
+        if np.isnan(Z).any():
+            raise ValueError("P2CERecourse cannot take missing values in X (NaN found).")
+        return Z, cat
+
+    def _codes(self, j, col):
+        cats = self._categories_[j]
+        lookup = {c: k for k, c in enumerate(cats)}
+        vals = np.asarray(col, dtype=object)
+        codes = np.empty(len(vals))
+        for i, v in enumerate(vals):
+            if v not in lookup:
+                name = self._feature_names()[j]
+                raise ValueError(f"Unknown category {v!r} in feature {name!r}.")
+            codes[i] = lookup[v]
+        return codes
+
+    def _encode(self, X):
+        if self._frame_ != _is_frame(X):
+            raise TypeError("X must be a DataFrame when P2CERecourse was fitted on one, and "
+                            "an array otherwise.")
+        d = X.shape[1]
+        Z = np.empty((X.shape[0], d))
+        for j in range(d):
+            col = X.iloc[:, j] if self._frame_ else X[:, j]
+            if self._string_cols_[j]:
+                Z[:, j] = self._codes(j, col)
+            else:
+                Z[:, j] = np.asarray(col, dtype=np.float64)
+        if np.isnan(Z).any():
+            raise ValueError("P2CERecourse cannot take missing values in X (NaN found).")
+        return Z
+
+    def _decode(self, Z):
+        """Internal rows to model input (object array when categories are strings)."""
+        if not self._string_cols_.any():
+            return Z
+        out = Z.astype(object)
+        for j in np.flatnonzero(self._string_cols_):
+            out[:, j] = self._categories_[j][Z[:, j].astype(np.int64)]
+        return out
+
+    def _to_user(self, Z):
+        import pandas as pd
+
+        data = self._decode(Z)
+        frame = pd.DataFrame(np.asarray(data), columns=self._feature_names())
+        if self._frame_:
+            frame = self.model_fn_.to_model_input(np.asarray(data))
+            frame.columns = self.feature_names_in_
+        return frame
+
+    def _predict(self, Z):
+        """Probability of the desired class for internal rows, shape (n,)."""
+        return self.model_fn_(self._decode(Z))[:, 0]
+
+    def _predict_search(self, Z):
+        """The probability the search uses: the verified reconstruction when there is one."""
+        fast = getattr(self, "_fast_predict_", None)
+        return fast(Z) if fast is not None else self._predict(Z)
+
+    # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y=None):
+        """Fit the model (unless frozen), the grid, the isolation forest, order and bound.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Training rows (no missing values).
+        y : array-like of shape (n_samples,) or None
+            Labels to fit a clone of ``model``; ``None`` needs a ``FrozenEstimator``.
+
+        Returns
+        -------
+        self
+        """
+        objectives = tuple(self.objectives)
+        if not objectives:
+            raise ValueError("objectives must name at least one cost.")
+        bad = [o for o in objectives if o not in OBJECTIVES]
+        if bad or len(set(objectives)) != len(objectives):
+            raise ValueError(f"objectives must be distinct names among {OBJECTIVES}; "
+                             f"got {list(self.objectives)}.")
+        lo, hi = (tuple(self.grid_percentiles) + (None, None))[:2]
+        if (len(self.grid_percentiles) != 2 or not 0 <= lo < hi <= 100):
+            raise ValueError("grid_percentiles must be (low, high) with 0 <= low < high <= "
+                             f"100, got {self.grid_percentiles!r}.")
+        X = self._validate_X(X, reset=True, allow_nan=False)
+        self._fit_model(X, y)
+        classes = getattr(unwrap(self.model_), "classes_", None)
+        if classes is None or not hasattr(self.model_, "predict_proba"):
+            raise TypeError("P2CERecourse needs a classifier with predict_proba and classes_.")
+        classes = list(np.asarray(classes).tolist())
+        if self.desired_class not in classes:
+            raise ValueError(f"desired_class={self.desired_class!r} is not one of the "
+                             f"model's classes {classes}.")
+        Z, cat = self._encode_fit(X)
+        d = Z.shape[1]
+        immutable = np.zeros(d, dtype=bool)
+        if self.immutable_features is not None:
+            immutable[self._feature_index(self.immutable_features, "immutable_features")] = True
+        mono = np.zeros(d, dtype=np.int64)
+        if self.monotone is not None:
+            idx = self._feature_index(list(self.monotone.keys()), "monotone")
+            for j, direction in zip(idx, self.monotone.values()):
+                if direction not in (-1, 1):
+                    raise ValueError(f"monotone directions must be +1 or -1, got {direction!r}.")
+                if cat[j]:
+                    raise ValueError(f"monotone cannot apply to categorical feature "
+                                     f"{self._feature_names()[j]!r}.")
+                mono[j] = direction
+        self.grid_ = FeatureGrid(Z, categorical=cat, immutable=immutable, monotone=mono,
+                                 percentiles=(lo, hi), step=float(self.grid_step))
+        self._objectives_ = objectives
+        template = X.iloc[:0] if self._frame_ else None
+        probe = X.iloc[:1] if self._frame_ else X[:1]
+        self.model_fn_ = make_model_function(self.model_, "predict_proba", self.desired_class,
+                                             probe, template, None)
+        self.classes_ = np.asarray(classes)
+
+        base_seed = draw_base_seed(self.random_state)
+        rng = np.random.default_rng(np.random.SeedSequence(entropy=base_seed, spawn_key=(0,)))
+        self.isolation_forest_ = IsolationForest(
+            n_estimators=self.n_estimators, max_samples=self.max_samples,
+            contamination=self.contamination,
+            random_state=int(rng.integers(0, 2**31 - 1))).fit(Z)
+        self._iso_ = FlatIsolationForest(self.isolation_forest_)
+
+        # the model's verified reconstruction (tree ensemble or linear): exact bound and a
+        # fast evaluator for the search; returned points are re-predicted by the model
+        self._bound_obj_ = None
+        self._fast_predict_ = None
+        self.bound_ = "none"
+        exact, kind = self._exact_bound(Z[: min(_VERIFY_ROWS, Z.shape[0])], classes)
+        if exact is not None:
+            self._fast_predict_ = exact.predict
+        if self.bound in ("auto", "exact"):
+            if exact is None and self.bound == "exact":
+                raise ValueError(
+                    f"bound='exact' needs a tree ensemble (scikit-learn, XGBoost, LightGBM) "
+                    f"or a linear classifier; {type(unwrap(self.model_)).__name__} is "
+                    "neither (or its reconstruction did not match its predictions). Use "
+                    "bound='none' (exact, slower) or bound='shap' (heuristic).")
+            if exact is not None:
+                self._bound_obj_, self.bound_ = exact, kind
+
+        # feature order by mean |SHAP| on a seeded sample
+        n_s = min(self.shap_samples, Z.shape[0])
+        sample = Z[np.sort(rng.choice(Z.shape[0], size=n_s, replace=False))]
+        self._shap_background_ = sample[: min(_SHAP_BACKGROUND, n_s)]
+        self._shap_base_seed_ = base_seed
+        imp = self._tree_importances(sample, classes) if kind == "tree" else None
+        self.importance_method_ = "tree_shap" if imp is not None else "permutation_shap"
+        if imp is None or self.bound == "shap":
+            phi = self._shap(sample, np.arange(n_s) + 1_000_000)
+            self._phi_max_ = phi.max(axis=0)
+            if imp is None:
+                imp = np.abs(phi).mean(axis=0)
+        self.feature_importances_ = imp
+        searchable = [j for j in range(d) if not immutable[j]]
+        searchable.sort(key=lambda j: (-self.feature_importances_[j], j))
+        self.feature_order_ = np.asarray(searchable, dtype=np.int64)
+        if self.bound == "shap":
+            self._bound_obj_, self.bound_ = ShapBound(self._phi_max_), "shap"
+
+        return self
+
+    def _tree_importances(self, sample, classes):
+        """Mean |path-dependent TreeSHAP| (margin) of the sample, or None if unavailable."""
+        from sklearn.frozen import FrozenEstimator
+
+        from ..tree import TreeShapExplainer
+
+        try:
+            rows = self.model_fn_.to_model_input(self._decode(sample))
+            expl = TreeShapExplainer(FrozenEstimator(unwrap(self.model_))).fit(rows)
+            values = np.asarray(expl.explain(rows).values, dtype=np.float64)
+        except (TypeError, ValueError, ImportError):
+            return None
+        if values.ndim == 3:
+            k = classes.index(self.desired_class)
+            values = values[:, :, k] if values.shape[2] == len(classes) else values.mean(2)
+        if values.shape[1] != sample.shape[1]:
+            return None
+        return np.abs(values).mean(axis=0)
+
+    def _shap(self, rows, row_ids):
+        from ..shapley._estimators import permutation_shapley
+        from ..shapley._game import ImputationGame
+
+        def f(Zs):
+            return self._predict_search(np.asarray(Zs, dtype=np.float64))[:, None]
+
+        game = ImputationGame(f, rows, self._shap_background_)
+        P = rows.shape[1]
+        gens = row_generators(self._shap_base_seed_, row_ids)
+        phi, _ = permutation_shapley(game, 2 + _SHAP_PERMUTATIONS * max(P - 1, 1), gens)
+        return phi[:, :, 0]
+
+    def _exact_bound(self, verify, classes):
+        target = self._predict(verify)
+        inner = unwrap(self.model_)
+        k = classes.index(self.desired_class)
+        ens = parse_tree_model(inner)
+        if ens is not None and ens.n_features == verify.shape[1]:
+            obj = None
+            if ens.link == "logistic" and ens.n_outputs == 1 and len(classes) == 2:
+                obj = TreeBound(ens, 0, 1.0 if k == 1 else -1.0, "logistic")
+            elif ens.link == "identity" and ens.n_outputs == len(classes):
+                obj = TreeBound(ens, k, 1.0, "identity")
+            if obj is not None and np.allclose(obj.predict(verify), target, rtol=0, atol=1e-7):
+                return obj, "tree"
+        coefs = linear_coefficients(inner, verify, self.model_fn_.to_model_input)
+        if coefs is not None and len(classes) == 2 and not self._string_cols_.any():
+            w, b = coefs
+            s = 1.0 if k == 1 else -1.0
+            obj = LinearBound(s * w, s * b)
+            if np.allclose(obj.predict(verify), target, rtol=0, atol=1e-7):
+                return obj, "linear"
+        return None, "none"
+
+    # ------------------------------------------------------------------ explain
+    def _explain_rows(self, sl, Z):
+        out = []
+        for i in range(sl.start, sl.stop):
+            out.append(self._explain_one(Z[i], i))
+        return out
+
+    def _explain_one(self, x, row_id):
+        values, contrib = self.grid_.candidates(x)
+        order = [int(j) for j in self.feature_order_ if len(values[j]) > 1]
+        phi_x = None
+        if self.bound_ == "shap":
+            phi_x = self._shap(x[None, :], [row_id])[0]
+        deadline = None if self.time_limit is None else time.perf_counter() + self.time_limit
+        t0 = time.perf_counter()
+        res = search_query(x, values, contrib, order, grid=self.grid_,
+                           objectives=self._objectives_, predict=self._predict_search,
+                           threshold=self.threshold, max_changes=self.max_changes,
+                           iso=self._iso_, plausibility=self.plausibility,
+                           bound=self._bound_obj_, phi_x=phi_x, deadline=deadline)
+        res.seconds = time.perf_counter() - t0
+        return res
+
+    def _explain(self, X):
+        import pandas as pd
+
+        Z = self._encode(X)
+        n = Z.shape[0]
+        n_workers = 1 if self.n_jobs in (None, 1) else effective_n_jobs(self.n_jobs)
+        if n_workers > 1 and n > 1:
+            bounds = np.linspace(0, n, min(n, n_workers) + 1).astype(int)
+            slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+            parts = Parallel(n_jobs=self.n_jobs)(
+                delayed(self._explain_rows)(sl, Z) for sl in slices)
+        else:
+            parts = [self._explain_rows(slice(0, n), Z)]
+        results = [r for p in parts for r in p]
+        rows, qidx, pro, cost_rows = [], [], [], []
+        for i, res in enumerate(results):
+            if res.points.shape[0] == 0:
+                continue
+            allc = costs(self.grid_, OBJECTIVES, Z[i], res.points)
+            # best first: fewest changes, then the objectives in order
+            nch = allc[:, OBJECTIVES.index("n_changes")]
+            order = np.lexsort(tuple(res.costs.T[::-1]) + (nch,))
+            rows.append(res.points[order])
+            qidx.append(np.full(len(order), i))
+            cost_rows.append(allc[order])
+        n_incomplete = sum(not r.complete for r in results)
+        if n_incomplete:
+            warnings.warn(f"time_limit={self.time_limit}s stopped the search for "
+                          f"{n_incomplete} of {n} queries; their fronts may be partial "
+                          "(extras['complete'] is False for them).", UserWarning, stacklevel=3)
+        d = Z.shape[1]
+        P = np.vstack(rows) if rows else np.zeros((0, d))
+        q = np.concatenate(qidx).astype(np.int64) if qidx else np.zeros(0, dtype=np.int64)
+        C = np.vstack(cost_rows) if cost_rows else np.zeros((0, len(OBJECTIVES)))
+        pro = self._predict(P) if len(P) else np.zeros(0)
+        score = self._iso_.score_samples(P) if len(P) else np.zeros(0)
+        cf = self._to_user(P) if len(P) else self._to_user(np.zeros((0, d)))
+        cf = cf.reset_index(drop=True)
+        cf["query"] = q
+        queries = X.reset_index(drop=True) if self._frame_ else pd.DataFrame(
+            X, columns=self._feature_names())
+        cost_frame = pd.DataFrame(C, columns=list(OBJECTIVES))
+        cost_frame["outlier_score"] = score
+        cost_frame["inlier"] = score >= self._iso_.offset_
+        valid = pro >= self.threshold
+        found = np.zeros(n, dtype=bool)
+        found[np.unique(q[valid])] = True
+        extras = {
+            "pareto": np.ones(len(P), dtype=bool),
+            "objectives": list(self._objectives_),
+            "complete": np.array([r.complete for r in results]),
+            "nodes_expanded": np.array([r.counters["nodes_expanded"] for r in results]),
+            "counters": [dict(r.counters) for r in results],
+            "seconds": np.array([r.seconds for r in results]),
+            "bound": self.bound_,
+        }
+        return Counterfactuals(queries=queries, counterfactuals=cf, predictions=pro,
+                               valid=valid, costs=cost_frame, found=found,
+                               desired=np.full(n, self.desired_class, dtype=object),
+                               extras=extras)
+
+    def score(self, X, y=None):
+        """Validity rate minus half the mean normalised cost of the best counterfactuals.
+
+        For each row, the best counterfactual is the one :meth:`transform` returns (fewest
+        changes, then least cost); its normalised cost is ``mean_distance / (1 +
+        mean_distance)`` in ``[0, 1)``, counted as 1 when nothing was found. Higher is
+        better; a setting that finds nothing scores at most ``-0.5``.
+
+        Returns
+        -------
+        float
+        """
+        check_is_fitted(self)
+        res = self.explain(X)
+        n = res.n_queries
+        q = np.asarray(res.counterfactuals["query"])
+        md = res.costs["mean_distance"].to_numpy()
+        norm = np.ones(n)
+        for i in range(n):
+            rows = np.flatnonzero((q == i) & res.valid)
+            if rows.size:
+                norm[i] = md[rows[0]] / (1.0 + md[rows[0]])
+        return float(res.found.mean() - 0.5 * norm.mean())
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.non_deterministic = False
+        return tags

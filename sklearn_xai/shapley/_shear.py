@@ -1,0 +1,764 @@
+"""SHEAR: Shapley values from contributive cooperators (Wang et al., ICML 2022).
+
+For each player i, SHEAR picks the K players with the largest cross-contribution with i
+(its cooperators S_i), enumerates all 2^K subsets T of S_i with the Shapley weights of a
+(K+1)-player game, and fills the remaining players O_i = U \\ S_i \\ {i} with a random
+subset R_T (the same R_T with and without i). With antithetic pairing, (T, R) is paired with
+(S_i \\ T, O_i \\ R), which makes the estimate exact for every model whose interactions are at
+most pairwise.
+
+The functions in this module only choose coalitions and weights; they call a value function
+``value(masks) -> (n_rows, n_coalitions, n_outputs)`` where ``masks`` is boolean, either
+``(n_coalitions, n_players)`` shared by all rows or ``(n_rows, n_coalitions, n_players)``.
+"""
+
+from __future__ import annotations
+
+from math import factorial
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .._explanation import Attribution
+from .._torch import TorchModelFunction, _unwrap_frozen, is_torch_model
+from .._utils import draw_base_seed, row_generators
+from ..base import (
+    AttributionMixin,
+    BaseExplainer,
+    as_array,
+    reference_row,
+    resolve_feature_groups,
+)
+from ._estimators import exact_shapley
+from ._game import ImputationGame
+
+# --------------------------------------------------------------------------- budget
+
+
+def _n_cooperators(n_evals: int, n_players: int) -> int:
+    """K = log2(n_evals) - 1, capped at n_players - 1 (then the estimate is exact)."""
+    k = int(np.log2(n_evals)) - 1
+    return max(0, min(k, n_players - 1))
+
+
+def _cooperator_weights(n_cooperators: int) -> np.ndarray:
+    """Shapley weights w(t) = t! (K - t)! / (K + 1)! of the 2^K subsets T of S_i.
+
+    Returns an array of shape (2^K,), in the order of ``_subset_bits`` (subset number
+    ``t`` holds cooperator ``k`` when bit ``k`` of ``t`` is set). They sum to 1.
+    """
+    K = n_cooperators
+    size = _subset_bits(K).sum(axis=1)
+    table = np.array([factorial(t) * factorial(K - t) / factorial(K + 1) for t in range(K + 1)])
+    return table[size]
+
+
+def _subset_bits(n_cooperators: int) -> np.ndarray:
+    """(2^K, K) bool: row t holds the binary digits of t (bit k -> cooperator k)."""
+    K = n_cooperators
+    t = np.arange(2**K)
+    return ((t[:, None] >> np.arange(K)) & 1).astype(bool)
+
+
+# --------------------------------------------------------------------------- cross-contribution
+
+
+def _mask_diagonal(eta: np.ndarray) -> np.ndarray:
+    eta = np.array(eta, dtype=np.float64, copy=True)
+    P = eta.shape[-1]
+    eta[..., np.arange(P), np.arange(P)] = -np.inf
+    return eta
+
+
+def _cross_contribution_finite_difference(value, n_rows: int, n_players: int) -> np.ndarray:
+    """eta_ij = |v(U) - v(U \\ i) - v(U \\ j) + v(U \\ {i, j})|, summed over outputs.
+
+    The mixed difference of f between x and the reference r: exact for pairwise
+    interactions, defined for any model. Cost: 1 + P + P(P-1)/2 coalitions per row, in
+    one call of ``value``.
+
+    Returns
+    -------
+    eta : ndarray of shape (n_rows, n_players, n_players); the diagonal is ``-inf``.
+    """
+    P = n_players
+    iu, ju = np.triu_indices(P, 1)
+    masks = np.ones((1 + P + len(iu), P), dtype=bool)
+    masks[1 + np.arange(P), np.arange(P)] = False
+    rows = 1 + P + np.arange(len(iu))
+    masks[rows, iu] = False
+    masks[rows, ju] = False
+    v = np.asarray(value(masks), dtype=np.float64)  # (n, C, O)
+    full, single, pair = v[:, 0], v[:, 1 : 1 + P], v[:, 1 + P :]
+    delta = full[:, None, :] - single[:, iu] - single[:, ju] + pair  # (n, n_pairs, O)
+    eta = np.zeros((n_rows, P, P))
+    mag = np.abs(delta).sum(axis=-1)
+    eta[:, iu, ju] = mag
+    eta[:, ju, iu] = mag
+    return _mask_diagonal(eta)
+
+
+def _cross_contribution_hessian(hvp, X, reference, col_to_player, n_players):
+    """eta_ij = max over columns a of player i, b of player j of
+    |d2 f / dx_a dx_b (x)| |x_a - r_a| |x_b - r_b|, summed over outputs.
+
+    The Hessian is taken at the explained row x (as in the authors' code). Only the
+    columns where x differs from r matter (the others get weight 0), so only those
+    Hessian columns are computed: one Hessian-vector product per column where the row
+    differs from r (at most two per one-hot group when the reference is a valid
+    category). The result equals the block maximum over the full Hessian.
+
+    Parameters
+    ----------
+    hvp : callable ``(X (n, d), V (n, L, d)) -> (n, L, n_outputs, d)``
+    X : ndarray of shape (n, d), numeric
+    reference : ndarray of shape (d,)
+    col_to_player : ndarray of shape (d,), int
+    n_players : int
+
+    Returns
+    -------
+    eta : ndarray of shape (n, n_players, n_players); the diagonal is ``-inf``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    dist = np.abs(X - np.asarray(reference, dtype=np.float64)[None, :])
+    nz = dist > 0
+    L = int(nz.sum(axis=1).max()) if n else 0
+    eta = np.zeros((n, n_players, n_players))
+    if L == 0:
+        return _mask_diagonal(eta)
+    idx = np.argsort(~nz, axis=1, kind="stable")[:, :L]  # (n, L): nonzero columns first
+    valid = np.take_along_axis(nz, idx, axis=1)
+    # one (row, column) pair per Hessian column needed: no padding to L directions
+    pr, ps = np.nonzero(valid)
+    V = np.zeros((pr.size, 1, d))
+    V[np.arange(pr.size), 0, idx[pr, ps]] = 1.0
+    flat = np.asarray(hvp(X[pr], V), dtype=np.float64)[:, 0]  # (n_pairs, O, d)
+    HV = np.zeros((n, L) + flat.shape[1:])
+    HV[pr, ps] = flat  # (n, L, O, d)
+    sub = np.take_along_axis(HV, idx[:, None, None, :], axis=3)  # (n, L, O, L)
+    w = np.take_along_axis(dist, idx, axis=1) * valid  # (n, L)
+    E = np.abs(sub) * w[:, :, None, None] * w[:, None, None, :]  # (n, L, O, L)
+    g = np.asarray(col_to_player)[idx]  # (n, L)
+    n_out = E.shape[2]
+    per_out = np.zeros((n, n_out, n_players, n_players))
+    np.maximum.at(
+        per_out,
+        (
+            np.arange(n)[:, None, None, None],
+            np.arange(n_out)[None, None, :, None],
+            g[:, :, None, None],
+            g[:, None, None, :],
+        ),
+        E,
+    )
+    return _mask_diagonal(per_out.sum(axis=1))
+
+
+def _cross_contribution_from_full_hessian(H, X, reference, col_to_player, n_players):
+    """Reference version of :func:`_cross_contribution_hessian` from full Hessians
+    ``H`` of shape (n, n_outputs, d, d): block maximum of |H| |x - r| |x - r|^T."""
+    dist = np.abs(np.asarray(X, float) - np.asarray(reference, float)[None, :])
+    E = np.abs(H) * dist[:, None, :, None] * dist[:, None, None, :]
+    n, n_out = E.shape[:2]
+    eta = np.zeros((n, n_out, n_players, n_players))
+    g = np.asarray(col_to_player)
+    for i in range(n_players):
+        for j in range(n_players):
+            eta[:, :, i, j] = E[:, :, g == i][:, :, :, g == j].max(axis=(2, 3))
+    return _mask_diagonal(eta.sum(axis=1))
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def _top_k_cooperators(eta: np.ndarray, n_cooperators: int) -> np.ndarray:
+    """S_i = the K players j != i with the largest eta_ij (ties: lowest index first).
+
+    Parameters
+    ----------
+    eta : ndarray of shape (n, P, P), diagonal ``-inf``
+
+    Returns
+    -------
+    cooperators : ndarray of shape (n, P, K), int, sorted ascending within each S_i.
+    """
+    eta = _mask_diagonal(eta)  # whatever the caller did, i never cooperates with itself
+    order = np.argsort(-eta, axis=-1, kind="stable")[..., :n_cooperators]
+    return np.sort(order, axis=-1)
+
+
+def _random_cooperators(n_players: int, n_cooperators: int, rngs) -> np.ndarray:
+    """The authors' ablation: S_i uniformly random among the other players, per row."""
+    P, K = n_players, n_cooperators
+    out = np.empty((len(rngs), P, K), dtype=np.intp)
+    for r, rng in enumerate(rngs):
+        for i in range(P):
+            others = np.delete(np.arange(P), i)
+            out[r, i] = np.sort(rng.choice(others, size=K, replace=False))
+    return out
+
+
+# --------------------------------------------------------------------------- estimator
+
+
+def _shear_masks(cooperators, rngs, *, antithetic=True, non_cooperators="shapley"):
+    """Coalitions of SHEAR for every row and player.
+
+    Parameters
+    ----------
+    cooperators : ndarray of shape (n, P, K), int
+    rngs : sequence of n ``numpy.random.Generator``, one per row
+    antithetic : bool
+        Pair subset T with S_i \\ T and its random fill R with O_i \\ R (needs K >= 1).
+    non_cooperators : {"shapley", "uniform"}
+        How R_T is drawn. ``"uniform"``: every non-cooperator present with probability 1/2
+        (the authors' estimator). ``"shapley"``: present with probability u drawn from
+        Beta(|T| + 1, K - |T| + 1), the law of the Shapley "arrival time" given that
+        exactly T of S_i is present; this makes the estimate unbiased for any model (the
+        partner of (T, u) is (S_i \\ T, 1 - u)).
+
+    Returns
+    -------
+    masks : ndarray of shape (n, P, 2^K, 2, P), bool
+        ``masks[r, i, t, 0]`` is T_t u R_t u {i}, ``masks[r, i, t, 1]`` is T_t u R_t.
+    """
+    cooperators = np.asarray(cooperators, dtype=np.intp)
+    n, P, K = cooperators.shape
+    n_sub = 2**K
+    bits = _subset_bits(K)
+    size = bits.sum(axis=1)
+    paired = antithetic and K >= 1
+    n_draw = n_sub // 2 if paired else n_sub  # with pairing: t < 2^(K-1) (top bit 0)
+    present = np.empty((n, P, n_sub, P), dtype=bool)
+    for r, rng in enumerate(rngs):
+        if non_cooperators == "shapley":
+            u = rng.beta(size[:n_draw] + 1.0, K - size[:n_draw] + 1.0, size=(P, n_draw))
+        else:
+            u = np.full((P, n_draw), 0.5)
+        draw = rng.random((P, n_draw, P)) < u[:, :, None]
+        row = present[r]  # view (P, 2^K, P)
+        row[:, :n_draw] = draw
+        if paired:
+            # partner of t is 2^K - 1 - t (the complement of T in S_i): complement of R
+            row[:, n_sub - 1 - np.arange(n_draw)] = ~draw
+    idx = np.broadcast_to(cooperators[:, :, None, :], (n, P, n_sub, K))
+    val = np.broadcast_to(bits[None, None, :, :], (n, P, n_sub, K))
+    np.put_along_axis(present, idx, val, axis=-1)
+    ar = np.arange(P)
+    without = present
+    without[:, ar, :, ar] = False
+    with_i = without.copy()
+    with_i[:, ar, :, ar] = True
+    return np.stack([with_i, without], axis=3)
+
+
+def _shear_combine(values, n_cooperators):
+    """phi_i = sum_T w(|T|) [v(T u R_T u {i}) - v(T u R_T)].
+
+    Parameters
+    ----------
+    values : ndarray of shape (n, P, 2^K, 2, n_outputs)
+
+    Returns
+    -------
+    phi : ndarray of shape (n, P, n_outputs)
+    """
+    w = _cooperator_weights(n_cooperators)
+    diff = values[:, :, :, 0] - values[:, :, :, 1]
+    return np.einsum("t,npto->npo", w, diff)
+
+
+def _redistribute(phi, total, how):
+    """Spread the efficiency residual total - sum_i phi_i over the players.
+
+    ``how="even"``: equally; ``how="redistribute"``: proportionally to |phi_i| (equally
+    for a row/output whose phi are all zero).
+    """
+    resid = total - phi.sum(axis=1)  # (n, O)
+    if how == "even":
+        share = np.full_like(phi, 1.0 / phi.shape[1])
+    else:
+        mag = np.abs(phi)
+        tot = mag.sum(axis=1, keepdims=True)
+        share = np.where(tot > 0, mag / np.where(tot > 0, tot, 1.0), 1.0 / phi.shape[1])
+    return phi + share * resid[:, None, :]
+
+
+def _shear_estimate(value, cooperators, rngs, *, antithetic=True, non_cooperators="shapley",
+                    efficiency="none"):
+    """SHEAR estimates for a batch of rows from a value function.
+
+    Evaluates P * 2^(K+1) + 2 coalitions per row (the SHEAR coalitions, the empty one for
+    the base value and the full one for the efficiency residual) in one call of ``value``.
+
+    Returns
+    -------
+    phi : ndarray of shape (n, P, n_outputs)
+    base : ndarray of shape (n, n_outputs), v(empty)
+    full : ndarray of shape (n, n_outputs), v(U)
+    """
+    cooperators = np.asarray(cooperators, dtype=np.intp)
+    n, P, K = cooperators.shape
+    masks = _shear_masks(cooperators, rngs, antithetic=antithetic,
+                         non_cooperators=non_cooperators)
+    flat = masks.reshape(n, -1, P)
+    ends = np.zeros((n, 2, P), dtype=bool)
+    ends[:, 1] = True
+    v = np.asarray(value(np.concatenate([flat, ends], axis=1)), dtype=np.float64)
+    base, full = v[:, -2], v[:, -1]
+    phi = _shear_combine(v[:, :-2].reshape(masks.shape[:4] + (v.shape[-1],)), K)
+    if efficiency != "none":
+        phi = _redistribute(phi, full - base, efficiency)
+    return phi, base, full
+
+
+# --------------------------------------------------------------------------- reference row
+
+
+def _group_reference(X, groups):
+    """The reference row of SHEAR: numeric means and categorical modes (from
+    :func:`~sklearn_xai.base.reference_row`), except that a multi-column group whose
+    columns each take at most two distinct values (a one-hot or standardised one-hot block)
+    gets its most frequent row pattern, a valid category, instead of the off-manifold mean.
+
+    Returns
+    -------
+    ndarray of shape (1, n_features)
+    """
+    ref = reference_row(X)
+    A = as_array(X)
+    for cols in groups:
+        if len(cols) < 2:
+            continue
+        block = A[:, cols]
+        try:
+            block = block.astype(np.float64)
+        except (TypeError, ValueError):
+            continue
+        if any(np.unique(block[:, k][~np.isnan(block[:, k])]).size > 2 for k in
+               range(block.shape[1])):
+            continue
+        patterns, counts = np.unique(block, axis=0, return_counts=True)
+        ref[0, cols] = patterns[np.argmax(counts)]
+    return ref
+
+
+# --------------------------------------------------------------------------- torch outputs
+
+
+def _torch_model_function(model, response_method, target, device, batch_size):
+    """A :class:`~sklearn_xai._torch.TorchModelFunction` selecting the explained output.
+
+    * plain ``torch.nn.Module``: the module output (``response_method`` "auto" or
+      "predict"); ``target`` is an output column index, ``None`` keeps all columns;
+    * skorch classifier: ``"auto"``/``"predict_proba"`` explain ``predict_proba`` (the net's
+      ``predict_nonlinearity`` applied to the module output); ``"decision_function"``
+      explains the module's raw output, i.e. the logits of a net trained with
+      ``CrossEntropyLoss`` (or the single logit of ``NeuralNetBinaryClassifier``).
+      ``target`` is a class label; binary problems explain ``classes_[1]``;
+    * skorch regressor: the module output, all columns.
+    """
+    from .._torch import TorchModelFunction, _is_skorch_net, _unwrap_frozen
+
+    net = _unwrap_frozen(model)
+    if not _is_skorch_net(net):
+        if response_method not in ("auto", "predict"):
+            raise ValueError(
+                f"response_method={response_method!r} is not defined for a torch module; use "
+                "'auto' (the module output).")
+        cols = None if target is None else [int(target)]
+        names = None if target is None else [f"output_{int(target)}"]
+        return TorchModelFunction(net, output="raw", output_columns=cols, output_names=names,
+                                  device=device, batch_size=batch_size)
+    classes = getattr(net, "classes_", None)
+    is_clf = hasattr(net, "predict_proba") and classes is not None
+    if not is_clf:
+        if response_method not in ("auto", "predict"):
+            raise ValueError(f"response_method={response_method!r} is not defined for "
+                             f"{type(net).__name__}; use 'auto' or 'predict'.")
+        if target is not None:
+            raise ValueError("target can only be used with a classifier.")
+        return TorchModelFunction(net, output="raw", device=device, batch_size=batch_size)
+    classes = list(np.asarray(classes).tolist())
+    if target is not None and target not in classes:
+        raise ValueError(f"target={target!r} is not one of the model's classes {classes}.")
+    if response_method == "predict":
+        raise ValueError("response_method='predict' returns labels; explain 'predict_proba' "
+                         "or 'decision_function' (the logits) of a skorch classifier.")
+    chosen = [classes[1]] if (target is None and len(classes) == 2) else (
+        classes if target is None else [target])
+    cols = [classes.index(c) for c in chosen]
+    if response_method == "decision_function":
+        one_logit = type(net).__name__ == "NeuralNetBinaryClassifier"
+        if one_logit and chosen != [classes[1]]:
+            raise ValueError("A NeuralNetBinaryClassifier has one logit, that of classes_[1]; "
+                             f"target={target!r} cannot be explained with decision_function.")
+        return TorchModelFunction(net, output="raw", output_columns=[0] if one_logit else cols,
+                                  output_names=[f"logit({c})" for c in chosen], device=device,
+                                  batch_size=batch_size)
+    return TorchModelFunction(net, output="proba", output_columns=cols,
+                              output_names=[f"P({c})" for c in chosen], device=device,
+                              batch_size=batch_size)
+
+
+# --------------------------------------------------------------------------- torch game
+
+
+class _TorchReferenceGame:
+    """``v(S) = f(x_S, r_~S)`` for a :class:`~sklearn_xai._torch.TorchModelFunction`, with
+    the hybrid rows built in torch on the model's device.
+
+    Same values as :class:`~sklearn_xai.shapley.ImputationGame` with one reference row
+    (tested), without the float64 numpy copy of every hybrid row: on CPU it saves about
+    half of SHEAR's time, on a GPU it keeps the work on the device. Private to SHEAR.
+
+    Parameters
+    ----------
+    model_fn : TorchModelFunction
+    X : ndarray of shape (n_rows, n_features)
+    reference : ndarray of shape (1, n_features)
+    col_to_player : ndarray of shape (n_features,), int
+    n_players : int
+    max_rows : int, default=65536
+        Largest number of model rows per forward pass.
+    """
+
+    def __init__(self, model_fn, X, reference, col_to_player, n_players, max_rows=65536):
+        self.model_fn = model_fn
+        self.X = np.asarray(X)
+        self.reference = np.asarray(reference).reshape(1, -1)
+        self.col_to_player = np.asarray(col_to_player, dtype=np.intp)
+        self._n_players = int(n_players)
+        self.max_rows = int(max_rows)
+        self.n_evaluations = 0
+
+    @property
+    def n_rows(self):
+        return self.X.shape[0]
+
+    @property
+    def n_players(self):
+        return self._n_players
+
+    def value(self, masks, rows=None, count=True):
+        """Evaluate coalitions: ``masks`` (C, P) or (n_rows, C, P) -> (n_rows, C, n_outputs)."""
+        import torch
+
+        fn = self.model_fn
+        masks = np.asarray(masks, dtype=bool)
+        X = self.X if rows is None else self.X[rows]
+        n, d = X.shape
+        per_row = masks.ndim == 3
+        C = masks.shape[-2]
+        Xt = fn._to_tensor(X)
+        rt = fn._to_tensor(self.reference)
+        c2p = torch.as_tensor(self.col_to_player, device=Xt.device)
+        chunk = max(1, self.max_rows // max(C, 1))
+        out = None
+        with torch.inference_mode():
+            shared = None if per_row else torch.as_tensor(masks, device=Xt.device)[:, c2p]
+            for r0 in range(0, n, chunk):
+                r1 = min(n, r0 + chunk)
+                colm = (torch.as_tensor(masks[r0:r1], device=Xt.device)[..., c2p] if per_row
+                        else shared[None])
+                Z = torch.where(colm, Xt[r0:r1, None, :], rt)
+                y = fn._forward(Z.reshape(-1, d)).to(torch.float64).cpu().numpy()
+                y = y.reshape(r1 - r0, C, -1)
+                if out is None:
+                    out = np.empty((n, C, y.shape[-1]))
+                out[r0:r1] = y
+        if count:
+            self.n_evaluations += n * C
+        return out
+
+
+# --------------------------------------------------------------------------- explainer
+
+
+
+class ShearExplainer(AttributionMixin, BaseExplainer):
+    """SHEAR: Shapley values from a few contributive cooperators per feature.
+
+    Wang et al., "Accelerating Shapley Explanation via Contributive Cooperator Selection",
+    ICML 2022. The game is the single-reference (baseline Shapley) game
+    ``v(S) = f(x_S, r_{~S})``. For each player ``i`` SHEAR
+
+    1. scores every other player ``j`` by its cross-contribution with ``i``,
+       ``eta_ij = |d2f / dx_i dx_j (x)| |x_i - r_i| |x_j - r_j|`` (block maximum over the
+       columns of feature groups) or its model-agnostic mixed-difference counterpart;
+    2. keeps the ``K = log2(n_evals) - 1`` players with the largest ``eta_ij`` as the
+       cooperators ``S_i``;
+    3. enumerates the ``2^K`` subsets ``T`` of ``S_i`` with the Shapley weights of a
+       ``(K+1)``-player game, ``w(|T|) = |T|! (K-|T|)! / (K+1)!``, and fills the other
+       players with a random subset ``R_T``; the same ``R_T`` is used with and without
+       ``i``, and (``antithetic=True``) ``(T, R_T)`` is paired with
+       ``(S_i \\ T, O_i \\ R_T)``.
+
+    Parameters
+    ----------
+    model : estimator, skorch net, torch.nn.Module or FrozenEstimator
+        The model to explain. A ``FrozenEstimator`` (or a torch module) is used as is;
+        any other estimator is cloned and fitted on ``fit``'s ``(X, y)``.
+    n_evals : int, default=16
+        Model evaluations per player ``N`` (a power of two, at least 2). Uses
+        ``K = min(log2(N) - 1, n_players - 1)`` cooperators. When ``N >= 2^n_players``
+        the values are exact (computed by enumerating the ``2^n_players`` coalitions once,
+        which gives the same numbers as the SHEAR coalitions at a lower cost).
+    reference : "mean" or array-like of shape (n_features,) or (1, n_features), default="mean"
+        The reference row ``r``. ``"mean"``: numeric column means, the most frequent value
+        of non-numeric columns, and for a feature group made of two-valued columns
+        (one-hot blocks) the group's most frequent pattern, i.e. a valid category rather
+        than the off-manifold mean one-hot vector.
+    cooperators : {"auto", "hessian", "finite_difference", "random"}, default="auto"
+        How the cross-contribution is computed.
+
+        * ``"hessian"``: input Hessian at ``x`` by torch autograd (torch modules and skorch
+          nets whose input is ``X``), on the model's device, vectorised over rows with
+          batched Hessian-vector products; only the Hessian columns where ``x != r`` are
+          computed (at most two per one-hot group when the reference is a valid
+          category), which gives the same block maximum as the full Hessian.
+        * ``"finite_difference"``: the mixed difference
+          ``v(U) - v(U - i) - v(U - j) + v(U - {i, j})`` of the game itself; any model,
+          and ReLU nets whose Hessian is zero. Costs ``1 + P + P (P - 1) / 2`` extra
+          model evaluations per row.
+        * ``"random"``: uniformly random cooperators (the paper's ablation).
+        * ``"auto"``: ``"hessian"`` for torch/skorch models whose activation modules are all
+          smooth, else ``"finite_difference"``.
+    antithetic : bool, default=True
+        Pair each subset and random fill with their complements. With pairing the values
+        are exact for every model whose interactions are at most pairwise.
+    non_cooperators : {"shapley", "uniform"}, default="shapley"
+        How the non-cooperators are filled. ``"uniform"``: each is present with probability
+        1/2, the authors' estimator (biased once interactions of order three or more link
+        ``i`` to a non-cooperator). ``"shapley"``: present with a probability ``u`` drawn
+        from ``Beta(|T| + 1, K - |T| + 1)``, which makes every estimate unbiased at the
+        same cost (the antithetic partner uses ``1 - u``).
+    efficiency : {"none", "redistribute", "even"}, default="none"
+        SHEAR values need not add up to ``f(x) - f(r)``. ``"none"`` returns them as
+        estimated; ``"redistribute"`` adds the residual ``f(x) - f(r) - sum(phi)`` to the
+        players in proportion to ``|phi_i|``; ``"even"`` splits it equally. Either choice
+        makes the values efficient; for models with at most pairwise interactions, and
+        for exact budgets, the residual is already zero and nothing changes.
+    feature_groups : None, list of lists or dict name -> list, default=None
+        Players made of several columns (e.g. one-hot blocks), masked together.
+    response_method : {"auto", "predict_proba", "decision_function", "predict"}, default="auto"
+        Which model output is explained. For skorch classifiers ``"decision_function"``
+        explains the module's raw output (the logits of a net trained with
+        ``CrossEntropyLoss``), ``"auto"`` the probabilities; for torch modules the module
+        output.
+    target : class label, int or None, default=None
+        For classifiers the class explained (binary default: ``classes_[1]``); for torch
+        modules an output column.
+    device : str or None, default=None
+        Torch device for torch/skorch models; ``None`` uses the net's (or module's).
+    batch_size : int, default=128
+        Explained rows processed together (their ``P * n_evals`` coalitions go through the
+        model in one pass of at most 65,536 model rows).
+    n_jobs : int or None, default=None
+        Parallel workers over row batches.
+    random_state : int, RandomState, Generator or None, default=None
+        Seeds the per-row generators; the same value gives the same values whatever
+        ``n_jobs`` and ``batch_size``.
+
+    Attributes
+    ----------
+    model_ : the explained (fitted) model
+    model_fn_ : callable ``f(X) -> (n, n_outputs)``
+    reference_ : ndarray of shape (1, n_features)
+    groups_ : list of ndarray of int
+    player_names_, output_names_ : list of str
+    n_cooperators_ : int
+        ``K``.
+    cross_contribution_ : str
+        The resolved ``cooperators`` method.
+    n_features_in_, feature_names_in_ : see scikit-learn.
+
+    Notes
+    -----
+    Cost per explained row: ``P * 2^(K+1) + 2`` coalition evaluations (``P * n_evals``
+    below the exact regime, plus ``f(r)`` and ``f(x)``), plus the cross-contribution
+    (``"hessian"``: one Hessian-vector product per column where ``x != r``, batched, about
+    three forwards each; ``"finite_difference"``:
+    ``1 + P(P+1)/2`` evaluations, already counting ``f(x)``; ``"random"``: none).
+
+    The values are neither guaranteed efficient nor symmetric (each player uses its own
+    cooperators); see ``efficiency``. :meth:`explain` returns an
+    :class:`~sklearn_xai.Attribution` whose ``extras`` hold ``"cooperators"`` (int array
+    of shape (n_samples, n_players, K), the players selected for each player) and
+    ``"cross_contribution"`` ((n_samples, n_players, n_players), ``-inf`` on the diagonal;
+    ``None`` for random or exact selection).
+    """
+
+    _parameter_constraints: dict = {
+        **BaseExplainer._parameter_constraints,
+        "n_evals": [Interval(Integral, 2, None, closed="left")],
+        "reference": [StrOptions({"mean"}), "array-like"],
+        "cooperators": [StrOptions({"auto", "hessian", "finite_difference", "random"})],
+        "antithetic": ["boolean"],
+        "non_cooperators": [StrOptions({"shapley", "uniform"})],
+        "efficiency": [StrOptions({"none", "redistribute", "even"})],
+        "feature_groups": [None, list, dict],
+        "device": "no_validation",
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, model=None, *, n_evals=16, reference="mean", cooperators="auto",
+                 antithetic=True, non_cooperators="shapley", efficiency="none",
+                 feature_groups=None, response_method="auto", target=None, device=None,
+                 batch_size=128, n_jobs=None, random_state=None):
+        self.model = model
+        self.n_evals = n_evals
+        self.reference = reference
+        self.cooperators = cooperators
+        self.antithetic = antithetic
+        self.non_cooperators = non_cooperators
+        self.efficiency = efficiency
+        self.feature_groups = feature_groups
+        self.response_method = response_method
+        self.target = target
+        self.device = device
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Learn the reference row, the players and the explained output function.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Data for the reference row (and for fitting a clone of an unfrozen model).
+        y : array-like of shape (n_samples,) or None
+            Targets, only used to fit a clone of an unfrozen model.
+
+        Returns
+        -------
+        self
+        """
+        n = int(self.n_evals)
+        if n & (n - 1):
+            raise ValueError(f"n_evals must be a power of two (2, 4, 8, ...); got {n}.")
+        torch_model = is_torch_model(self.model)
+        plain_module = torch_model and not hasattr(_unwrap_frozen(self.model), "module_") \
+            and not hasattr(_unwrap_frozen(self.model), "fit")
+        X = self._validate_X(X, reset=True)
+        if plain_module:
+            self.model_ = self.model
+        else:
+            self._fit_model(X, y)
+        self.groups_, self.player_names_ = resolve_feature_groups(
+            self.feature_groups, self._feature_names())
+        P = len(self.groups_)
+        self.col_to_player_ = np.empty(self.n_features_in_, dtype=np.intp)
+        for p, cols in enumerate(self.groups_):
+            self.col_to_player_[cols] = p
+        if torch_model:
+            if as_array(X).dtype == object:
+                raise ValueError("A torch model takes numeric input; X has non-numeric columns.")
+            self.model_fn_ = _torch_model_function(
+                self.model_, self.response_method, self.target, self.device, None)
+            self.model_fn_.set_output_names_from(as_array(X)[:1])
+            self.output_names_ = list(self.model_fn_.output_names)
+        else:
+            self._setup_outputs(X)
+        if isinstance(self.reference, str):
+            self.reference_ = _group_reference(X, self.groups_)
+        else:
+            ref = np.asarray(self.reference)
+            if ref.ndim == 1:
+                ref = ref[None, :]
+            if ref.shape != (1, self.n_features_in_):
+                raise ValueError(
+                    f"reference must have shape ({self.n_features_in_},) or "
+                    f"(1, {self.n_features_in_}); got {np.shape(self.reference)}.")
+            self.reference_ = ref
+        method = self.cooperators
+        is_torch_fn = isinstance(self.model_fn_, TorchModelFunction)
+        if method == "auto":
+            method = "hessian" if is_torch_fn and self.model_fn_.is_smooth() else \
+                "finite_difference"
+        if method == "hessian" and not is_torch_fn:
+            raise ValueError(
+                "cooperators='hessian' needs a torch module or skorch net whose input is X; "
+                f"got {type(_unwrap_frozen(self.model_)).__name__}. Use 'finite_difference'.")
+        self.cross_contribution_ = method
+        self.n_cooperators_ = _n_cooperators(n, P)
+        return self
+
+    def _exact_regime(self):
+        return self.n_cooperators_ == len(self.groups_) - 1
+
+    def _explain_batch(self, rows, Xa, base_seed):
+        P, K = len(self.groups_), self.n_cooperators_
+        Xb = Xa[rows]
+        if isinstance(self.model_fn_, TorchModelFunction):
+            game = _TorchReferenceGame(self.model_fn_, Xb, self.reference_, self.col_to_player_,
+                                       P)
+        else:
+            game = ImputationGame(self.model_fn_, Xb, self.reference_, groups=self.groups_)
+        n = Xb.shape[0]
+        if self._exact_regime():
+            phi, base = exact_shapley(game)
+            coop = np.broadcast_to(
+                np.array([np.delete(np.arange(P), i) for i in range(P)], dtype=np.intp
+                         ).reshape(P, K), (n, P, K)).copy()
+            full = game.value(np.ones((1, P), dtype=bool))[:, 0]
+            if self.efficiency != "none":
+                phi = _redistribute(phi, full - base, self.efficiency)
+            return phi, base, coop, None
+        rngs = row_generators(base_seed, range(rows.start, rows.stop))
+        eta = None
+        if self.cross_contribution_ == "random":
+            coop = _random_cooperators(P, K, rngs)
+        else:
+            if self.cross_contribution_ == "hessian":
+                eta = _cross_contribution_hessian(
+                    self.model_fn_.hessian_vector_product, Xb.astype(np.float64),
+                    self.reference_[0].astype(np.float64), self.col_to_player_, P)
+            else:
+                eta = _cross_contribution_finite_difference(game.value, n, P)
+            coop = _top_k_cooperators(eta, K)
+        phi, base, _ = _shear_estimate(
+            game.value, coop, rngs, antithetic=self.antithetic,
+            non_cooperators=self.non_cooperators, efficiency=self.efficiency)
+        return phi, base, coop, eta
+
+    def _explain(self, X):
+        Xa = as_array(X)
+        base_seed = draw_base_seed(self.random_state)
+        parts = self._map_batches(self._explain_batch, Xa.shape[0], Xa, base_seed)
+        phi = np.concatenate([p[0] for p in parts])
+        base = np.concatenate([p[1] for p in parts])
+        coop = np.concatenate([p[2] for p in parts])
+        eta = None if parts[0][3] is None else np.concatenate([p[3] for p in parts])
+        if phi.shape[2] == 1:
+            phi, base = phi[:, :, 0], base[:, 0]
+        return Attribution(
+            values=phi, base_values=base, data=Xa, feature_names=list(self.player_names_),
+            output_names=list(self.output_names_),
+            extras={"cooperators": coop, "cross_contribution": eta,
+                    "n_cooperators": self.n_cooperators_,
+                    "cross_contribution_method": self.cross_contribution_})
+
+    def explain(self, X):
+        """SHEAR attributions of the rows of ``X``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+
+        Returns
+        -------
+        Attribution
+            ``values`` (n_samples, n_players) for one output, else
+            (n_samples, n_players, n_outputs); ``base_values`` ``f(r)``; ``extras`` with
+            ``"cooperators"`` (n_samples, n_players, K) and ``"cross_contribution"``.
+        """
+        check_is_fitted(self)
+        return super().explain(X)

@@ -1,0 +1,523 @@
+"""The flat tree-ensemble format shared by the parsers and the kernels.
+
+Every parser (scikit-learn, XGBoost, LightGBM) turns a fitted model into one
+:class:`FlatEnsemble`; the TreeSHAP kernels and the P2CE bound computations read
+only this format. The parsers know nothing of Shapley values and the kernels
+know nothing of libraries.
+
+Format (stable; other modules rely on it)
+------------------------------------------
+All per-node arrays are concatenated over the trees and indexed by **global node
+index**. Tree ``t`` owns nodes ``tree_offsets[t]:tree_offsets[t + 1]`` and its
+root is node ``tree_offsets[t]``. Children indices are global too.
+
+``tree_offsets`` : int64 (T + 1,)
+``children_left``, ``children_right`` : int64 (n_nodes,)
+    Global indices of the children; ``-1`` at leaves (both).
+``feature`` : int64 (n_nodes,)
+    Split column of the *explained* input (after any reordering); ``-1`` at leaves.
+``threshold`` : float64 (n_nodes,)
+    Numeric threshold; for ``MODE_LT32`` it is already the float32 threshold
+    widened to float64. Unused (0) for categorical nodes and leaves.
+``mode`` : int8 (n_nodes,)
+    How a present (non-missing) value is compared:
+
+    * ``MODE_LE64`` (0): left iff ``x <= threshold`` in float64 (LightGBM, HGB);
+    * ``MODE_LE32`` (1): left iff ``float32(x) <= threshold`` (scikit-learn trees);
+    * ``MODE_LT32`` (2): left iff ``float32(x) < float32(threshold)`` (XGBoost);
+    * ``MODE_CAT`` (3): left iff ``x >= 0`` and ``int(x)`` (truncated) is one of the
+      node's categories ``cat_values[cat_offsets[i]:cat_offsets[i + 1]]``; every
+      other present value (negative, unknown, not listed) goes right. Parsers swap
+      children where the library lists the categories that go right.
+``missing`` : int8 (n_nodes,)
+    What counts as missing and how it is routed:
+
+    * ``MISSING_NAN`` (0): NaN is missing and follows ``default_left``;
+    * ``MISSING_NONE`` (1): NaN is replaced by 0.0, then compared (LightGBM "None");
+    * ``MISSING_ZERO`` (2): NaN is replaced by 0.0; values with ``|x| <= 1e-35``
+      are missing and follow ``default_left`` (LightGBM "Zero").
+``default_left`` : bool (n_nodes,)
+    Direction of missing values.
+``cat_offsets`` : int64 (n_nodes + 1,), ``cat_values`` : int64 (n_cat_total,)
+    CSR of the categories that go LEFT at each ``MODE_CAT`` node (sorted); empty
+    segments elsewhere.
+``cover`` : float64 (n_nodes,)
+    The library's node weight used for the path-dependent expectation (sample
+    weights, hessian sums or counts). Zero-fraction of edge ``p -> c`` is
+    ``cover[c] / cover[p]`` (``0.5`` when ``cover[p] <= 0``).
+``value`` : float64 (n_nodes, n_value_outputs)
+    Leaf values in margin space, already multiplied by learning rate, DART
+    weight or forest averaging 1/T. Internal rows are the cover-weighted means of
+    their leaves (informational only).
+``tree_output`` : int64 (T,)
+    The output each tree adds to; ``-1`` means the leaf vector ``value[i, :]``
+    covers all outputs (then ``n_value_outputs == n_outputs``). When every tree has
+    an index, ``n_value_outputs == 1``.
+``base_score`` : float64 (n_outputs,)
+    Constant added in margin space.
+``n_features``, ``n_outputs`` : int
+``link`` : ``'identity'``, ``'logistic'``, ``'softmax'``, ``'logistic2x'`` or ``'exp'``
+    Maps the margin to the model's prediction (probability for classifiers;
+    ``'logistic2x'`` is ``1 / (1 + exp(-2 m))``, ``'exp'`` is for log-link regressors).
+``output_names`` : list of str
+    One name per output (class labels or target names).
+``feature_names`` : list of str or None
+``missing_value`` : float
+    Input values equal to it are missing (XGBoost's ``missing=``); NaN by default.
+``model_name`` : str
+``raw_space`` : str
+    What the margin is: ``'margin'`` (log-odds / logits / regression value) or
+    ``'probability'`` (forest classifiers average probabilities).
+
+Helpers
+-------
+``goes_left(ens, nodes, values)`` (vectorised routing of one value per node),
+``apply(ens, X)`` (global leaf per row and tree), ``predict_raw(ens, X)``
+(margins), ``apply_link(link, raw)``, ``zero_fractions(ens)``, ``preorder(ens, t)``,
+``subset_outputs(ens, outputs)`` and ``make_ensemble(trees, ...)`` (what the parsers
+call). Parsers: ``_parse_sklearn.parse_sklearn``, ``_parse_xgboost.parse_xgboost``,
+``_parse_lightgbm.parse_lightgbm`` or ``sklearn_xai.tree.parse_model`` (any of them,
+Pipelines' last step); each returns ``(ens, input_transform)`` where
+``input_transform`` (or None) maps model inputs to the ensemble's numeric columns
+(HistGradientBoosting's categorical encoding).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit, prange
+
+MODE_LE64 = 0
+MODE_LE32 = 1
+MODE_LT32 = 2
+MODE_CAT = 3
+
+MISSING_NAN = 0
+MISSING_NONE = 1
+MISSING_ZERO = 2
+
+
+@dataclass
+class FlatEnsemble:
+    """A tree ensemble as flat arrays; see the module docstring for the format."""
+
+    tree_offsets: np.ndarray
+    children_left: np.ndarray
+    children_right: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    mode: np.ndarray
+    missing: np.ndarray
+    default_left: np.ndarray
+    cat_offsets: np.ndarray
+    cat_values: np.ndarray
+    cover: np.ndarray
+    value: np.ndarray
+    tree_output: np.ndarray
+    base_score: np.ndarray
+    n_features: int
+    n_outputs: int
+    link: str = "identity"
+    output_names: list = field(default_factory=list)
+    feature_names: list | None = None
+    missing_value: float = float("nan")
+    model_name: str = ""
+    raw_space: str = "margin"
+
+    @property
+    def n_trees(self):
+        return len(self.tree_offsets) - 1
+
+    def __setstate__(self, state):
+        self.__dict__.update(writeable_state(state))
+
+    @property
+    def n_nodes(self):
+        return len(self.feature)
+
+    def validate(self):
+        """Check shapes and index ranges; raise ValueError naming the problem."""
+        n = self.n_nodes
+        for name in ("children_left", "children_right", "threshold", "mode", "missing",
+                     "default_left", "cover"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"FlatEnsemble.{name} has length {len(getattr(self, name))}, "
+                                 f"expected {n}")
+        if self.value.ndim != 2 or self.value.shape[0] != n:
+            raise ValueError("FlatEnsemble.value must be (n_nodes, n_value_outputs)")
+        if len(self.cat_offsets) != n + 1:
+            raise ValueError("FlatEnsemble.cat_offsets must have n_nodes + 1 entries")
+        if self.tree_offsets[0] != 0 or self.tree_offsets[-1] != n:
+            raise ValueError("FlatEnsemble.tree_offsets must start at 0 and end at n_nodes")
+        leaf = self.children_left < 0
+        if np.any(self.children_right[leaf] >= 0) or np.any(self.feature[leaf] >= 0):
+            raise ValueError("FlatEnsemble leaves must have children -1 and feature -1")
+        if np.any(self.feature[~leaf] >= self.n_features):
+            raise ValueError("FlatEnsemble.feature out of range")
+        if np.any(self.tree_output >= self.n_outputs):
+            raise ValueError("FlatEnsemble.tree_output out of range")
+        if np.any(self.tree_output < 0) and self.value.shape[1] != self.n_outputs:
+            raise ValueError("vector-leaf trees need value.shape[1] == n_outputs")
+        if len(self.base_score) != self.n_outputs:
+            raise ValueError("FlatEnsemble.base_score must have n_outputs entries")
+        return self
+
+    def arrays(self):
+        """The routing arrays in the order the numba helpers take them."""
+        return (self.children_left, self.children_right, self.feature, self.threshold,
+                self.mode, self.missing, self.default_left, self.cat_offsets, self.cat_values)
+
+    def prepare_X(self, X):
+        """``X`` as C-contiguous float64 with ``missing_value`` entries set to NaN."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if not X.flags.writeable:  # one numba specialisation: writeable C arrays only
+            X = X.copy()
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must be 2-D with {self.n_features} columns, got shape {X.shape}")
+        if not np.isnan(self.missing_value):
+            X = np.where(X == self.missing_value, np.nan, X)
+        return X
+
+
+def writeable_state(state):
+    """Copy read-only arrays of an unpickled state (e.g. joblib memory maps).
+
+    The numba kernels are compiled for writeable arrays; a read-only array would
+    trigger a second compilation.
+    """
+    return {k: (v.copy() if isinstance(v, np.ndarray) and not v.flags.writeable else v)
+            for k, v in state.items()}
+
+
+@njit(cache=True, inline="always")
+def _go_left(node, x, threshold, mode, missing, default_left, cat_offsets, cat_values):
+    """Routing of one present-or-missing value ``x`` at ``node``."""
+    miss = missing[node]
+    if np.isnan(x):
+        if miss == MISSING_NAN:
+            return default_left[node]
+        x = 0.0
+    if miss == MISSING_ZERO and abs(x) <= 1e-35:
+        return default_left[node]
+    m = mode[node]
+    if m == MODE_LE64:
+        return x <= threshold[node]
+    if m == MODE_LE32:
+        return np.float64(np.float32(x)) <= threshold[node]
+    if m == MODE_LT32:
+        return np.float64(np.float32(x)) < threshold[node]
+    # categorical
+    if x < 0.0 or x >= 9.0e18:
+        return False
+    c = np.int64(x)
+    lo = cat_offsets[node]
+    hi = cat_offsets[node + 1]
+    while lo < hi:  # binary search in the sorted segment
+        mid = (lo + hi) // 2
+        v = cat_values[mid]
+        if v == c:
+            return True
+        if v < c:
+            lo = mid + 1
+        else:
+            hi = mid
+    return False
+
+
+@njit(cache=True)
+def _goes_left_many(nodes, xs, children_left, children_right, feature, threshold, mode,
+                    missing, default_left, cat_offsets, cat_values):
+    out = np.empty(len(nodes), dtype=np.bool_)
+    for i in range(len(nodes)):
+        out[i] = _go_left(nodes[i], xs[i], threshold, mode, missing, default_left,
+                          cat_offsets, cat_values)
+    return out
+
+
+def goes_left(ens, node_indices, x_values):
+    """Vectorised routing: does value ``x_values[i]`` go left at ``node_indices[i]``?
+
+    Parameters
+    ----------
+    ens : FlatEnsemble
+    node_indices : array-like of int, shape (n,)
+        Global indices of internal nodes.
+    x_values : array-like of float, shape (n,)
+        The value of the node's split feature (NaN for missing). Broadcast against
+        ``node_indices``.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+    """
+    nodes, xs = np.broadcast_arrays(np.asarray(node_indices, dtype=np.int64),
+                                    np.asarray(x_values, dtype=np.float64))
+    shape = nodes.shape
+    nodes = np.array(nodes.ravel(), dtype=np.int64, order="C")
+    xs = np.array(xs.ravel(), dtype=np.float64, order="C")
+    if not np.isnan(ens.missing_value):
+        xs = np.where(xs == ens.missing_value, np.nan, xs)
+    return _goes_left_many(nodes, xs, *ens.arrays()).reshape(shape)
+
+
+@njit(cache=True, parallel=True)
+def _predict_leaves(X, tree_offsets, children_left, children_right, feature, threshold, mode,
+                    missing, default_left, cat_offsets, cat_values):
+    n = X.shape[0]
+    T = len(tree_offsets) - 1
+    out = np.empty((n, T), dtype=np.int64)
+    for i in prange(n):
+        for t in range(T):
+            node = tree_offsets[t]
+            while children_left[node] >= 0:
+                if _go_left(node, X[i, feature[node]], threshold, mode, missing, default_left,
+                            cat_offsets, cat_values):
+                    node = children_left[node]
+                else:
+                    node = children_right[node]
+            out[i, t] = node
+    return out
+
+
+def apply(ens, X):
+    """Global leaf index reached by each row in each tree, shape (n, T)."""
+    X = ens.prepare_X(X)
+    return _predict_leaves(X, ens.tree_offsets, *ens.arrays())
+
+
+def predict_raw(ens, X):
+    """Margin-space prediction ``base_score + sum of leaf values``, shape (n, n_outputs).
+
+    Trees are summed in order in float64.
+    """
+    leaves = apply(ens, X)
+    n = leaves.shape[0]
+    out = np.tile(ens.base_score.astype(np.float64), (n, 1))
+    for t in range(ens.n_trees):
+        k = ens.tree_output[t]
+        v = ens.value[leaves[:, t]]
+        if k < 0:
+            out += v
+        else:
+            out[:, k] += v[:, 0]
+    return out
+
+
+def apply_link(link, raw):
+    """Map margins (n, K) to predictions with ``link``."""
+    if link == "identity":
+        return raw
+    if link == "logistic":
+        return 1.0 / (1.0 + np.exp(-raw))
+    if link == "logistic2x":  # scikit-learn's exponential loss (AdaBoost)
+        return 1.0 / (1.0 + np.exp(-2.0 * raw))
+    if link == "exp":
+        return np.exp(raw)
+    if link == "softmax":
+        z = raw - raw.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+    raise ValueError(f"unknown link {link!r}")
+
+
+def zero_fractions(ens):
+    """Zero fraction ``cover[n] / cover[parent(n)]`` of the edge into every node.
+
+    Roots get 1. A parent with ``cover <= 0`` gives ``0.5`` to each child.
+    """
+    z = np.ones(ens.n_nodes)
+    internal = np.flatnonzero(ens.children_left >= 0)
+    pc = ens.cover[internal]
+    for child in (ens.children_left[internal], ens.children_right[internal]):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z[child] = np.where(pc > 0, ens.cover[child] / np.where(pc > 0, pc, 1.0), 0.5)
+    return z
+
+
+def make_ensemble(trees, *, n_features, n_outputs, base_score, link="identity",
+                  output_names=None, feature_names=None, missing_value=float("nan"),
+                  model_name="", raw_space="margin"):
+    """Concatenate per-tree dicts (local indices) into a :class:`FlatEnsemble`.
+
+    Each tree dict has local ``children_left``, ``children_right``, ``feature``,
+    ``threshold``, ``mode``, ``missing``, ``default_left``, ``cover``, ``value``
+    (n_nodes, n_value_outputs), ``output`` (int) and optionally ``cats``
+    (dict node -> sorted categories going left).
+    """
+    offs = [0]
+    cl, cr, ft, th, md, ms, dl, cv, vals, outs = ([] for _ in range(10))
+    cat_off = []
+    cat_vals = []
+    pos = 0
+    for tr in trees:
+        n = len(tr["feature"])
+        base = offs[-1]
+        left = np.asarray(tr["children_left"], dtype=np.int64)
+        right = np.asarray(tr["children_right"], dtype=np.int64)
+        cl.append(np.where(left >= 0, left + base, -1))
+        cr.append(np.where(right >= 0, right + base, -1))
+        f = np.asarray(tr["feature"], dtype=np.int64)
+        ft.append(np.where(left >= 0, f, -1))
+        th.append(np.where(left >= 0, np.asarray(tr["threshold"], dtype=np.float64), 0.0))
+        md.append(np.asarray(tr["mode"], dtype=np.int8) * np.ones(n, dtype=np.int8))
+        ms.append(np.asarray(tr["missing"], dtype=np.int8) * np.ones(n, dtype=np.int8))
+        dl.append(np.asarray(tr["default_left"], dtype=bool) & np.ones(n, dtype=bool))
+        cv.append(np.asarray(tr["cover"], dtype=np.float64))
+        v = np.asarray(tr["value"], dtype=np.float64)
+        vals.append(v.reshape(n, -1))
+        outs.append(int(tr["output"]))
+        cats = tr.get("cats") or {}
+        for i in range(n):
+            cat_off.append(pos)
+            if i in cats:
+                c = np.unique(np.asarray(cats[i], dtype=np.int64))
+                cat_vals.append(c)
+                pos += len(c)
+        offs.append(base + n)
+    cat_off.append(pos)
+    widths = {v.shape[1] for v in vals}
+    if len(widths) != 1:
+        raise ValueError(f"trees disagree on the leaf value width: {sorted(widths)}")
+    ens = FlatEnsemble(
+        tree_offsets=np.asarray(offs, dtype=np.int64),
+        children_left=np.concatenate(cl),
+        children_right=np.concatenate(cr),
+        feature=np.concatenate(ft),
+        threshold=np.concatenate(th),
+        mode=np.concatenate(md),
+        missing=np.concatenate(ms),
+        default_left=np.concatenate(dl),
+        cat_offsets=np.asarray(cat_off, dtype=np.int64),
+        cat_values=(np.concatenate(cat_vals) if cat_vals else np.zeros(0, dtype=np.int64)),
+        cover=np.concatenate(cv),
+        value=np.ascontiguousarray(np.concatenate(vals, axis=0)),
+        tree_output=np.asarray(outs, dtype=np.int64),
+        base_score=np.asarray(base_score, dtype=np.float64).reshape(-1),
+        n_features=int(n_features),
+        n_outputs=int(n_outputs),
+        link=link,
+        output_names=list(output_names) if output_names is not None else
+        [str(k) for k in range(n_outputs)],
+        feature_names=list(feature_names) if feature_names is not None else None,
+        missing_value=float(missing_value),
+        model_name=model_name,
+        raw_space=raw_space,
+    )
+    _fill_internal_values(ens)
+    return ens.validate()
+
+
+def _fill_internal_values(ens):
+    """Set internal-node values to cover-weighted means of their children (in place)."""
+    z = zero_fractions(ens)
+    _fill_values_jit(ens.tree_offsets, ens.children_left, ens.children_right, z, ens.value)
+
+
+@njit(cache=True)
+def _preorder_jit(children_left, children_right, root, nodes, depths):
+    """Write the pre-order (left first) of the tree at ``root``; return the count."""
+    stack = np.empty(len(children_left) + 1, dtype=np.int64)
+    sdep = np.empty(len(children_left) + 1, dtype=np.int64)
+    top = 0
+    stack[0] = root
+    sdep[0] = 0
+    k = 0
+    while top >= 0:
+        node = stack[top]
+        d = sdep[top]
+        top -= 1
+        nodes[k] = node
+        depths[k] = d
+        k += 1
+        if children_left[node] >= 0:
+            top += 1
+            stack[top] = children_right[node]
+            sdep[top] = d + 1
+            top += 1
+            stack[top] = children_left[node]
+            sdep[top] = d + 1
+    return k
+
+
+@njit(cache=True)
+def _fill_values_jit(tree_offsets, children_left, children_right, z, value):
+    n_nodes = len(children_left)
+    nodes = np.empty(n_nodes, dtype=np.int64)
+    depths = np.empty(n_nodes, dtype=np.int64)
+    for t in range(len(tree_offsets) - 1):
+        k = _preorder_jit(children_left, children_right, tree_offsets[t], nodes, depths)
+        for i in range(k - 1, -1, -1):
+            node = nodes[i]
+            left = children_left[node]
+            if left >= 0:
+                right = children_right[node]
+                for j in range(value.shape[1]):
+                    value[node, j] = z[left] * value[left, j] + z[right] * value[right, j]
+
+
+def preorder(ens, t):
+    """Nodes of tree ``t`` in pre-order (left first) and their depths."""
+    size = int(ens.tree_offsets[t + 1] - ens.tree_offsets[t])
+    nodes = np.empty(size, dtype=np.int64)
+    depths = np.empty(size, dtype=np.int64)
+    k = _preorder_jit(ens.children_left, ens.children_right, ens.tree_offsets[t], nodes, depths)
+    return nodes[:k], depths[:k]
+
+
+def subset_outputs(ens, outputs):
+    """A FlatEnsemble that keeps only ``outputs`` (list of output indices), in that order.
+
+    Trees of other outputs are dropped and vector leaves keep only those columns.
+    """
+    outputs = [int(k) for k in outputs]
+    pos = {k: i for i, k in enumerate(outputs)}
+    keep = [t for t in range(ens.n_trees)
+            if ens.tree_output[t] < 0 or int(ens.tree_output[t]) in pos]
+    lo = ens.tree_offsets[:-1][keep]
+    hi = ens.tree_offsets[1:][keep]
+    sizes = hi - lo
+    idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)]) if keep else \
+        np.zeros(0, dtype=np.int64)
+    new_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    shift = np.repeat(new_offsets[:-1] - lo, sizes)
+
+    def remap(ch):
+        c = ch[idx]
+        return np.where(c >= 0, c + shift, -1)
+
+    seg_lo = ens.cat_offsets[idx]
+    seg_hi = ens.cat_offsets[idx + 1]
+    cat_vals = [ens.cat_values[a:b] for a, b in zip(seg_lo, seg_hi, strict=True)]
+    cat_off = np.concatenate([[0], np.cumsum(seg_hi - seg_lo)]).astype(np.int64)
+    vector = ens.tree_output < 0
+    if np.any(vector[keep]):
+        value = ens.value[idx][:, outputs]
+    else:
+        value = ens.value[idx][:, :1]
+    tree_output = np.asarray([-1 if ens.tree_output[t] < 0 else pos[int(ens.tree_output[t])]
+                              for t in keep], dtype=np.int64)
+    return FlatEnsemble(
+        tree_offsets=new_offsets,
+        children_left=remap(ens.children_left),
+        children_right=remap(ens.children_right),
+        feature=ens.feature[idx],
+        threshold=ens.threshold[idx],
+        mode=ens.mode[idx],
+        missing=ens.missing[idx],
+        default_left=ens.default_left[idx],
+        cat_offsets=cat_off,
+        cat_values=np.concatenate(cat_vals).astype(np.int64) if cat_vals else
+        np.zeros(0, dtype=np.int64),
+        cover=ens.cover[idx],
+        value=np.ascontiguousarray(value),
+        tree_output=tree_output,
+        base_score=ens.base_score[outputs],
+        n_features=ens.n_features,
+        n_outputs=len(outputs),
+        link=ens.link,
+        output_names=[ens.output_names[k] for k in outputs],
+        feature_names=ens.feature_names,
+        missing_value=ens.missing_value,
+        model_name=ens.model_name,
+        raw_space=ens.raw_space,
+    ).validate()

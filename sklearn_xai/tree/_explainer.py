@@ -1,0 +1,549 @@
+"""TreeShapExplainer: exact TreeSHAP for scikit-learn, XGBoost and LightGBM tree models."""
+
+import warnings
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.frozen import FrozenEstimator
+from sklearn.pipeline import Pipeline
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import check_is_fitted
+
+from .._explanation import Attribution
+from .._utils import batch_slices
+from ..base import AttributionMixin, BaseExplainer, _is_frame, as_array
+from ._ensemble import apply_link, predict_raw, subset_outputs, zero_fractions
+
+__all__ = ["TreeShapExplainer", "parse_model"]
+
+
+# ---------------------------------------------------------------------------
+# model dispatch
+# ---------------------------------------------------------------------------
+
+
+def _module(model):
+    return type(model).__module__.split(".")[0]
+
+
+def parse_model(model):
+    """Parse a fitted tree model (or a Pipeline ending in one) into a FlatEnsemble.
+
+    Returns
+    -------
+    ens : FlatEnsemble
+    input_transform : callable or None
+        Maps (pipeline-transformed) inputs to the ensemble's numeric columns.
+    """
+    if isinstance(model, FrozenEstimator):
+        model = model.estimator
+    mod = _module(model)
+    if mod == "sklearn":
+        from ._parse_sklearn import parse_sklearn
+
+        return parse_sklearn(model)
+    if mod == "xgboost":
+        from ._parse_xgboost import parse_xgboost
+
+        return parse_xgboost(model)
+    if mod == "lightgbm":
+        from ._parse_lightgbm import parse_lightgbm
+
+        return parse_lightgbm(model)
+    raise TypeError(
+        f"TreeShapExplainer cannot explain {type(model).__name__}: supported models are "
+        "scikit-learn DecisionTree*, RandomForest*, ExtraTrees*, GradientBoosting*, "
+        "HistGradientBoosting*, XGBoost (XGB* / Booster) and LightGBM (LGBM* / Booster), "
+        "or a Pipeline ending in one of them.")
+
+
+def _split_pipeline(model):
+    """(preprocessing steps or None, final tree model)."""
+    inner = model.estimator if isinstance(model, FrozenEstimator) else model
+    if isinstance(inner, Pipeline):
+        pre = inner[:-1] if len(inner.steps) > 1 else None
+        return pre, inner.steps[-1][1]
+    return None, inner
+
+
+class _CategoryCodes:
+    """DataFrame -> float array, category columns as codes of fixed categories (NaN missing)."""
+
+    def __init__(self, columns, categories):
+        self.columns = list(columns)
+        self.categories = categories  # dict column -> list of categories
+
+    def __call__(self, X):
+        import pandas as pd
+
+        out = np.empty((X.shape[0], len(self.columns)))
+        for j, c in enumerate(self.columns):
+            col = X[c]
+            if c in self.categories:
+                codes = pd.Categorical(col, categories=self.categories[c]).codes
+                out[:, j] = np.where(codes < 0, np.nan, codes)
+            else:
+                out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        return out
+
+
+class _EnsembleFunction:
+    """Picklable ``f(Z) -> (n, K)`` of the explained outputs on numeric tree inputs."""
+
+    def __init__(self, ens, outputs, probability, sign, offset, output_names):
+        self.ens = ens
+        self.outputs = list(outputs)
+        self.probability = probability
+        self.sign = sign
+        self.offset = offset
+        self.output_names = list(output_names)
+
+    @property
+    def n_outputs(self):
+        return len(self.outputs)
+
+    def __call__(self, Z):
+        raw = predict_raw(self.ens, np.asarray(Z, dtype=np.float64))
+        if self.probability:
+            raw = apply_link(self.ens.link, raw)
+        return self.offset + self.sign * raw[:, self.outputs]
+
+
+# ---------------------------------------------------------------------------
+# the explainer
+# ---------------------------------------------------------------------------
+
+
+class TreeShapExplainer(AttributionMixin, BaseExplainer):
+    """Exact SHAP values of tree ensembles (path-dependent or interventional).
+
+    Path-dependent values use the quadrature form of TreeSHAP: Gauss-Legendre with
+    ``Q = ceil(U / 2)`` points per tree, ``U`` the tree's largest number of distinct
+    features on a root-to-leaf path, which is exact (never fewer points). Work is
+    ``O(n_rows * n_nodes * Q)``, in float64, in numba kernels that process blocks of
+    rows with the rows innermost.
+
+    Parameters
+    ----------
+    model : estimator
+        A tree model: scikit-learn ``DecisionTree*``, ``RandomForest*``,
+        ``ExtraTrees*``, ``GradientBoosting*`` (constant init),
+        ``HistGradientBoosting*``; XGBoost ``XGB*`` or ``Booster``; LightGBM ``LGBM*``
+        or ``Booster``; or a ``Pipeline`` ending in one (explained in the space after
+        the preceding steps, named by their ``get_feature_names_out``). It is cloned
+        and fitted on ``fit(X, y)`` unless it is a ``FrozenEstimator`` (or a Booster,
+        which is used as is).
+    feature_perturbation : {"tree_path_dependent", "interventional"}
+        ``"tree_path_dependent"``: absent features follow both branches weighted by
+        the training cover (the library's own: sample weights, hessian sums for
+        XGBoost, counts for LightGBM). ``"interventional"``: absent features take the
+        values of background rows (the ``X`` given to ``fit``); cost
+        ``O(n_rows * n_background * visited nodes)``.
+    model_output : {"raw", "probability"}
+        ``"raw"`` explains the margin (log-odds / logits for boosted classifiers, the
+        averaged probability for forest classifiers, the prediction for regressors).
+        ``"probability"`` needs ``feature_perturbation="interventional"`` for
+        boosted classifiers: each (row, background) pair's attributions are rescaled
+        by ``(p(x) - p(r)) / (f(x) - f(r))`` (a linearisation that stays additive;
+        for a softmax output whose margin did not move, the pair's attributions are
+        projected on the joint margin change instead). For forest classifiers the
+        raw output already is the probability.
+    target : class label or None
+        Explain only this class. ``None``: the positive class of a binary classifier,
+        every class of a multi-class one, every output of a regressor.
+    max_background : int or None
+        Largest number of background rows kept for interventional values; more rows
+        are subsampled (seeded by ``random_state``) with a warning naming the counts.
+        ``None`` keeps all of them.
+    batch_size : int
+        Rows explained per kernel call (bounds memory, notably for interactions).
+    n_jobs : int or None
+        ``None``: one process, the kernels use numba's current thread count (all cores
+        by default). ``1``: one thread. ``k > 1`` or ``-1``: row batches of
+        ``batch_size`` run on ``k`` joblib workers (threads by default; any joblib
+        backend set with ``joblib.parallel_config``, e.g. Dask), each kernel call on one
+        numba thread. Results do not depend on it.
+    random_state : int, RandomState or None
+        Seeds the background subsample only.
+
+    Attributes
+    ----------
+    ensemble_ : FlatEnsemble
+        The parsed model (all outputs).
+    n_quadrature_points_ : ndarray of int (n_trees,)
+        Q per tree (path-dependent only).
+    expected_value_ : ndarray (n_outputs,)
+        The base value of every explained row.
+    player_names_, output_names_ : list of str
+    """
+
+    _parameter_constraints = {
+        **BaseExplainer._parameter_constraints,
+        "feature_perturbation": [StrOptions({"tree_path_dependent", "interventional"})],
+        "model_output": [StrOptions({"raw", "probability"})],
+        "max_background": [None, Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+    _parameter_constraints.pop("response_method")
+
+    def __init__(self, model=None, *, feature_perturbation="tree_path_dependent",
+                 model_output="raw", target=None, max_background=None, batch_size=1024,
+                 n_jobs=None, random_state=None):
+        self.model = model
+        self.feature_perturbation = feature_perturbation
+        self.model_output = model_output
+        self.target = target
+        self.max_background = max_background
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    # -- fit ----------------------------------------------------------------------------
+
+    def _allow_nan(self):
+        return True  # routing handles NaN as each library does
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y=None, **fit_params):
+        """Parse the (fitted or cloned-and-fitted) model and precompute tables.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame (n_samples, n_features)
+            Training rows when ``y`` is given; the background for interventional values.
+        y : array-like or None
+            Targets to fit a clone of ``model``; ``None`` needs a frozen model.
+
+        Returns
+        -------
+        self
+        """
+        X = self._validate_X(X, reset=True)
+        if _module(self.model) in ("xgboost", "lightgbm") and type(self.model).__name__ == \
+                "Booster":
+            self.model_ = self.model
+        else:
+            self._fit_model(X, y, **fit_params)
+        pre, final = _split_pipeline(self.model_)
+        self._pre = pre
+        ens, transform = parse_model(final)
+        self.ensemble_ = ens
+        Xt = pre.transform(X) if pre is not None else X
+        names = None
+        if pre is not None:
+            try:
+                names = [str(n) for n in pre.get_feature_names_out()]
+            except (AttributeError, ValueError, TypeError):
+                names = None
+        elif getattr(self, "feature_names_in_", None) is not None:
+            names = [str(n) for n in self.feature_names_in_]
+        self._codes = None
+        if _is_frame(Xt) and transform is None:
+            self._codes = self._category_coder(Xt, final)
+            if names is None:
+                names = [str(c) for c in Xt.columns]
+        self._input_transform = transform
+        Z = self._numeric(Xt)
+        if Z.shape[1] != ens.n_features:
+            raise ValueError(f"The model takes {ens.n_features} features but X has "
+                             f"{Z.shape[1]} columns after preprocessing.")
+        if names is None:
+            names = list(ens.feature_names) if ens.feature_names else \
+                [f"x{j}" for j in range(ens.n_features)]
+        self.player_names_ = names
+
+        outputs, sign, offset, probability = self._select_outputs(final, ens)
+        self._outputs, self._sign, self._offset = outputs, sign, offset
+        self._probability = probability
+        # softmax probabilities depend on every margin: compute all, then select
+        self._kernel_outputs = list(range(ens.n_outputs)) if (
+            probability and ens.link == "softmax") else outputs
+        self._select = [self._kernel_outputs.index(k) for k in outputs]
+        self._sub = subset_outputs(ens, self._kernel_outputs)
+        space = "probability" if (probability or ens.raw_space == "probability") else "margin"
+        if self._is_classifier(final, ens):
+            self.output_names_ = [f"{space}({ens.output_names[k]})" for k in outputs]
+        elif ens.n_outputs == 1:
+            self.output_names_ = [space]
+        else:
+            self.output_names_ = [f"{space}[{k}]" for k in outputs]
+        self.model_fn_ = _EnsembleFunction(ens, outputs, probability, sign, offset,
+                                           self.output_names_)
+        if self.feature_perturbation == "tree_path_dependent":
+            from ._kernels import PathTables
+
+            self._tables = PathTables(self._sub, zero_fractions(self._sub))
+            self.n_quadrature_points_ = self._tables.Qt
+            roots = self._sub.tree_offsets[:-1]
+            base = self._sub.base_score.copy()
+            for t, r in enumerate(roots):
+                k = self._sub.tree_output[t]
+                if k < 0:
+                    base += self._sub.value[r]
+                else:
+                    base[k] += self._sub.value[r, 0]
+            self.expected_value_ = offset + sign * base
+        else:
+            bg = Z
+            if self.max_background is not None and bg.shape[0] > self.max_background:
+                rng = check_random_state(self.random_state)
+                idx = np.sort(rng.choice(bg.shape[0], self.max_background, replace=False))
+                warnings.warn(f"Using max_background={self.max_background} of "
+                              f"{bg.shape[0]} background rows for interventional values.",
+                              UserWarning, stacklevel=2)
+                bg = bg[idx]
+            self.background_ = bg
+            fr = predict_raw(ens, bg)
+            pr = apply_link(ens.link, fr) if probability else fr
+            self._bg_raw = (fr, pr)
+            self.expected_value_ = offset + sign * pr[:, outputs].mean(axis=0)
+        self.reference_ = np.nanmean(Z, axis=0)[None, :] if Z.shape[0] else None
+        return self
+
+    def _category_coder(self, Xt, final):
+        import pandas as pd
+
+        cats = {}
+        lgb_cats = None
+        if _module(final) == "lightgbm":
+            from ._parse_lightgbm import lightgbm_categories
+
+            lgb_cats = lightgbm_categories(final)
+        cat_cols = [c for c in Xt.columns if isinstance(Xt[c].dtype, pd.CategoricalDtype)]
+        for i, c in enumerate(cat_cols):
+            if lgb_cats is not None and i < len(lgb_cats):
+                cats[c] = list(lgb_cats[i])
+            else:
+                cats[c] = list(Xt[c].cat.categories)
+        for c in Xt.columns:
+            if c not in cats and not (pd.api.types.is_numeric_dtype(Xt[c].dtype) or
+                                      pd.api.types.is_bool_dtype(Xt[c].dtype)):
+                raise ValueError(
+                    f"Column {c!r} has dtype {Xt[c].dtype}; tree models take numeric or "
+                    "pandas 'category' columns.")
+        return _CategoryCodes(Xt.columns, cats)
+
+    def _numeric(self, Xt):
+        """Preprocessed input -> float64 array in the ensemble's feature space."""
+        if self._input_transform is not None:
+            Z = self._input_transform(Xt)
+        elif self._codes is not None:
+            Z = self._codes(Xt)
+        else:
+            if hasattr(Xt, "toarray"):
+                raise TypeError("Sparse input is not supported by TreeShapExplainer; "
+                                "densify it (absent entries become what the model saw).")
+            Z = np.asarray(Xt, dtype=np.float64)
+        return self.ensemble_.prepare_X(Z)
+
+    @staticmethod
+    def _is_classifier(final, ens):
+        return hasattr(final, "classes_") or ens.link in ("logistic", "softmax", "logistic2x")
+
+    def _select_outputs(self, final, ens):
+        is_clf = self._is_classifier(final, ens)
+        probability = self.model_output == "probability"
+        if probability:
+            if not is_clf:
+                raise ValueError(
+                    f"model_output='probability' needs a classifier; {ens.model_name} "
+                    "is a regressor (use model_output='raw').")
+            if ens.raw_space == "probability":
+                probability = False  # forests already average probabilities
+            elif self.feature_perturbation == "tree_path_dependent":
+                raise ValueError(
+                    "model_output='probability' is only available with "
+                    "feature_perturbation='interventional': path-dependent values of "
+                    "the probability are not additive. Use model_output='raw' (margin) "
+                    "or interventional values with a background.")
+        names = list(ens.output_names)
+        K = ens.n_outputs
+        sign, offset = 1.0, 0.0
+        if self.target is None:
+            if ens.raw_space == "probability" and K == 2:
+                return [1], sign, offset, probability
+            return list(range(K)), sign, offset, probability
+        t = str(self.target)
+        if t in names:
+            return [names.index(t)], sign, offset, probability
+        classes = [str(c) for c in getattr(final, "classes_", [])]
+        if K == 1 and len(classes) == 2 and t == classes[0]:
+            # binary margin model: the other class is the negated margin
+            return [0], -1.0, (1.0 if probability else 0.0), probability
+        raise ValueError(f"target={self.target!r} is not one of the model's outputs "
+                         f"{classes or names}.")
+
+    # -- explain ------------------------------------------------------------------------
+
+    def _transform_input(self, X, with_data=False):
+        Xt = self._pre.transform(X) if self._pre is not None else X
+        Z = self._numeric(Xt)
+        if not with_data:
+            return Z
+        # what the attribution shows: original values (categories as labels) when the
+        # tree input is a DataFrame, else the numeric tree input
+        return Z, (as_array(Xt) if _is_frame(Xt) else Z)
+
+    def _threads(self):
+        import numba
+
+        if self.n_jobs is None:
+            return numba.get_num_threads()
+        n_max = numba.config.NUMBA_NUM_THREADS
+        if self.n_jobs < 0:
+            return max(1, n_max + 1 + self.n_jobs)
+        return max(1, min(int(self.n_jobs), n_max))
+
+    def _run(self, func, Z):
+        """Apply a kernel to row batches of ``Z``.
+
+        ``n_jobs=None`` (or 1, or a single batch): one process, the kernel's own numba
+        threads. ``n_jobs > 1``: the batches go through joblib (threads by default, or
+        any backend chosen with ``joblib.parallel_config``, e.g. Dask), each kernel call on
+        one numba thread so workers do not oversubscribe the cores.
+        """
+        import numba
+
+        slices = batch_slices(Z.shape[0], self.batch_size)
+        if self.n_jobs in (None, 1) or len(slices) == 1:
+            old = numba.get_num_threads()
+            numba.set_num_threads(self._threads())
+            try:
+                return [func(Z[s]) for s in slices]
+            finally:
+                numba.set_num_threads(old)
+
+        def one_batch(rows):
+            old = numba.get_num_threads()
+            numba.set_num_threads(1)  # thread-local in numba
+            try:
+                return func(Z[rows])
+            finally:
+                numba.set_num_threads(old)
+
+        return Parallel(n_jobs=self.n_jobs, prefer="threads")(
+            delayed(one_batch)(s) for s in slices)
+
+    def _phi(self, Z):
+        sub = self._sub
+        K = sub.n_outputs
+        if self.feature_perturbation == "tree_path_dependent":
+            from ._kernels import shap_path_dependent
+
+            def func(B):
+                return shap_path_dependent(sub, self._tables, B, sub.value, sub.tree_output, K)
+        else:
+            from ._kernels import shap_interventional
+
+            ens = self.ensemble_
+            depth = _max_depth(sub)
+            fr, pr = self._bg_raw
+
+            def func(B):
+                resc = None
+                if self._probability:
+                    fx = predict_raw(ens, B)
+                    px = apply_link(ens.link, fx)
+                    cols = self._kernel_outputs
+                    resc = (fx[:, cols], fr[:, cols], px[:, cols], pr[:, cols])
+                return shap_interventional(sub, B, self.background_, sub.value,
+                                           sub.tree_output, K, max_depth=depth,
+                                           rescale=resc)
+        parts = self._run(func, Z)
+        phi = np.concatenate(parts, axis=0) if parts else np.zeros((0, Z.shape[1], K))
+        return self._sign * phi[:, :, self._select]
+
+    def _explain(self, X, return_numeric=False):
+        Z, data = self._transform_input(X, with_data=True)
+        phi = self._phi(Z)
+        base = np.tile(self.expected_value_, (Z.shape[0], 1))
+        if phi.shape[2] == 1:
+            phi, base = phi[:, :, 0], base[:, 0]
+        att = Attribution(phi, base, data, list(self.player_names_), list(self.output_names_),
+                          extras={"feature_perturbation": self.feature_perturbation})
+        return (att, Z) if return_numeric else att
+
+    def explain_interactions(self, X, features=None):
+        """SHAP interaction values (path-dependent).
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        features : list of int or str, or None
+            Rows of the interaction matrix to compute (all when None). Memory is
+            ``n_samples * len(features) * n_players * n_outputs`` floats; cost
+            ``O(n_samples * n_nodes * Q * depth)``.
+
+        Returns
+        -------
+        Attribution
+            ``values`` are the SHAP values; ``extras["interactions"]`` has shape
+            (n_samples, S, n_players[, n_outputs]) with the main effects on the
+            diagonal (``[:, s, features[s]]``), each row summing to the SHAP value;
+            ``extras["interaction_features"]`` lists the row features.
+        """
+        check_is_fitted(self)
+        if self.feature_perturbation != "tree_path_dependent":
+            raise ValueError("explain_interactions needs "
+                             "feature_perturbation='tree_path_dependent'.")
+        from ._kernels import shap_interactions
+
+        X = self._validate_X(X, reset=False)
+        Z, data = self._transform_input(X, with_data=True)
+        M = Z.shape[1]
+        if features is None:
+            feats = np.arange(M)
+        else:
+            feats = []
+            for f in np.atleast_1d(features):
+                if isinstance(f, str):
+                    if f not in self.player_names_:
+                        raise ValueError(f"features names an unknown feature {f!r}.")
+                    feats.append(self.player_names_.index(f))
+                elif isinstance(f, Integral | np.integer) and 0 <= int(f) < M:
+                    feats.append(int(f))
+                else:
+                    raise ValueError(f"features entry {f!r} is not a feature index.")
+            feats = np.asarray(feats, dtype=np.int64)
+        sub = self._sub
+
+        def func(B):
+            return shap_interactions(sub, self._tables, B, sub.value, sub.tree_output,
+                                     sub.n_outputs, feats)
+
+        parts = self._run(func, Z)
+        phi = self._sign * np.concatenate([p[0] for p in parts])
+        inter = self._sign * np.concatenate([p[1] for p in parts])
+        base = np.tile(self.expected_value_, (Z.shape[0], 1))
+        if phi.shape[2] == 1:
+            phi, inter, base = phi[:, :, 0], inter[..., 0], base[:, 0]
+        return Attribution(phi, base, data, list(self.player_names_),
+                           list(self.output_names_),
+                           extras={"interactions": inter,
+                                   "interaction_features": [self.player_names_[f]
+                                                            for f in feats]})
+
+    def score(self, X, y=None):
+        """Deletion faithfulness in the explained (tree input) space; see AttributionMixin."""
+        from ..metrics import faithfulness
+
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        attribution, Z = self._explain(X, return_numeric=True)
+        ref = np.nan_to_num(self.reference_)
+        return faithfulness(self.model_fn_, Z, attribution, ref)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+
+def _max_depth(ens):
+    from ._kernels import _orders
+
+    _, depth, _ = _orders(ens.tree_offsets, ens.children_left, ens.children_right)
+    return int(depth.max()) if len(depth) else 0

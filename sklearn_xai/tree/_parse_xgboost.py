@@ -1,0 +1,152 @@
+"""Read XGBoost models (``XGBModel`` wrappers or ``xgboost.Booster``) into a FlatEnsemble.
+
+The model is read from ``Booster.save_raw("json")`` (never from the rounded text
+dumps). Thresholds are float32 and compared as ``float32(x) < float32(t)``; cover
+is ``sum_hessian``; categorical nodes list the categories that go *right*, so the
+parser swaps the children to fit the format (listed categories go left).
+``base_score`` (a list-string since XGBoost 3.1) is mapped to margin space.
+"""
+
+import ast
+import json
+import math
+
+import numpy as np
+
+from ._ensemble import MISSING_NAN, MODE_CAT, MODE_LT32, make_ensemble
+
+_LOGIT = {"binary:logistic", "reg:logistic"}
+_LOG = {"count:poisson", "reg:gamma", "reg:tweedie", "survival:cox", "survival:aft"}
+
+
+def _base_margin(objective, base):
+    base = np.asarray(base, dtype=np.float64)
+    if objective in _LOGIT:
+        with np.errstate(divide="ignore"):
+            return np.log(base) - np.log1p(-base)
+    if objective in _LOG:
+        return np.log(base)
+    return base
+
+
+def _link(objective, n_outputs):
+    if objective in _LOGIT:
+        return "logistic"
+    if objective.startswith("multi:"):
+        return "softmax"
+    if objective in _LOG:
+        return "exp"
+    return "identity"
+
+
+def parse_xgboost(model):
+    """Parse a fitted XGBoost model.
+
+    Parameters
+    ----------
+    model : xgboost.XGBModel or xgboost.Booster
+
+    Returns
+    -------
+    ens : FlatEnsemble
+    input_transform : None
+    """
+    import xgboost as xgb
+
+    if isinstance(model, xgb.XGBModel):
+        booster = model.get_booster()
+        missing = getattr(model, "missing", np.nan)
+        missing = np.nan if missing is None else float(missing)
+        best = getattr(model, "best_iteration", None) if _has_best(model) else None
+        name = type(model).__name__
+        classes = getattr(model, "classes_", None)
+    elif isinstance(model, xgb.Booster):
+        booster, missing, best, name, classes = model, np.nan, None, "Booster", None
+    else:
+        raise TypeError(f"{type(model).__name__} is not an XGBoost model")
+    js = json.loads(booster.save_raw("json"))
+    learner = js["learner"]
+    gb = learner["gradient_booster"]
+    objective = learner["objective"]["name"]
+    weights = None
+    if gb["name"] == "dart":
+        weights = np.asarray(gb["weight_drop"], dtype=np.float64)
+        gb = gb["gbtree"]
+    elif gb["name"] != "gbtree":
+        raise ValueError(f"{name} uses booster={gb['name']!r}; only tree boosters "
+                         "(gbtree, dart) can be explained by TreeSHAP")
+    mp = learner["learner_model_param"]
+    n_features = int(mp["num_feature"])
+    n_class = int(mp.get("num_class", "0"))
+    n_target = int(mp.get("num_target", "1"))
+    K = max(n_class, n_target, 1)
+    bs = mp["base_score"]
+    base = ast.literal_eval(bs) if bs.strip().startswith("[") else float(bs)
+    base = np.broadcast_to(np.asarray(base, dtype=np.float64).reshape(-1), (K,)).copy()
+    base = _base_margin(objective, base)
+
+    trees_js = gb["model"]["trees"]
+    info = gb["model"]["tree_info"]
+    n_trees = len(trees_js)
+    if best is not None:
+        indptr = gb["model"].get("iteration_indptr")
+        if indptr is not None and best + 1 < len(indptr):
+            n_trees = int(indptr[best + 1])
+    trees = []
+    for i in range(n_trees):
+        t = trees_js[i]
+        if int(t["tree_param"].get("size_leaf_vector", "1")) > 1:
+            raise ValueError(
+                f"{name} has vector-leaf trees (multi_strategy='multi_output_tree'); "
+                "they are not supported, use multi_strategy='one_output_per_tree'")
+        left = np.asarray(t["left_children"], dtype=np.int64)
+        right = np.asarray(t["right_children"], dtype=np.int64)
+        leaf = left < 0
+        cond = np.asarray(t["split_conditions"], dtype=np.float32).astype(np.float64)
+        dl = np.asarray(t["default_left"], dtype=bool)
+        stype = np.asarray(t["split_type"], dtype=np.int64) if t.get("split_type") else \
+            np.zeros(len(left), dtype=np.int64)
+        is_cat = (stype == 1) & ~leaf
+        cats = {}
+        if np.any(is_cat):
+            cv = t["categories"]
+            seg = t["categories_segments"]
+            size = t["categories_sizes"]
+            for node, s, z in zip(t["categories_nodes"], seg, size, strict=True):
+                cats[int(node)] = np.asarray(cv[s:s + z], dtype=np.int64)
+            # listed categories go right in XGBoost: swap to make them go left
+            left, right = np.where(is_cat, right, left), np.where(is_cat, left, right)
+            dl = np.where(is_cat, ~dl, dl)
+        scale = 1.0 if weights is None else weights[i]
+        value = np.where(leaf, cond, 0.0) * scale
+        trees.append({
+            "children_left": left,
+            "children_right": right,
+            "feature": np.asarray(t["split_indices"], dtype=np.int64),
+            "threshold": np.where(leaf | is_cat, 0.0, cond),
+            "mode": np.where(is_cat, MODE_CAT, MODE_LT32),
+            "missing": MISSING_NAN,
+            "default_left": dl,
+            "cover": np.asarray(t["sum_hessian"], dtype=np.float64),
+            "value": value[:, None],
+            "output": int(info[i]) if K > 1 else 0,
+            "cats": cats,
+        })
+    if classes is not None and K > 1:
+        names = [str(c) for c in classes]
+    elif classes is not None:
+        names = [str(classes[-1])]
+    else:
+        names = [f"output{k}" for k in range(K)] if K > 1 else ["margin"]
+    fnames = learner.get("feature_names") or None
+    return make_ensemble(trees, n_features=n_features, n_outputs=K, base_score=base,
+                         link=_link(objective, K), output_names=names, feature_names=fnames,
+                         missing_value=missing, model_name=name), None
+
+
+def _has_best(model):
+    try:
+        b = model.best_iteration
+    except AttributeError:
+        return False
+    return b is not None and not (isinstance(b, float) and math.isnan(b))
