@@ -465,7 +465,9 @@ class KnockoffSAGE(BaseExplainer):
         Returns
         -------
         result : Bunch
-            ``importances`` (n_players,): loss reduction, higher = more important;
+            ``importances`` (n_players,): loss reduction, higher = more important
+            (also under the key ``"values"``: ``result["values"]``; the attribute
+            ``result.values`` is the dict method);
             ``std`` (n_players,): their standard errors;
             ``feature_names`` (list of str); ``n_permutations`` (rounds run, 0 for
             exact); ``converged`` (bool); ``loss`` (str); ``imputation`` (str).
@@ -507,8 +509,8 @@ class KnockoffSAGE(BaseExplainer):
             samples = phi[:, :, 0]
             values = samples.mean(axis=0)
             std = samples.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(P)
-            return Bunch(importances=values, std=std, feature_names=list(self.player_names_),
-                         n_permutations=0, converged=True, loss=self.loss_,
+            return Bunch(importances=values, values=values, std=std,
+                         feature_names=list(self.player_names_), n_permutations=0, converged=True, loss=self.loss_,
                          imputation=self.imputation)
 
         ends_masks = np.array([np.zeros(P, bool), np.ones(P, bool)])
@@ -547,8 +549,8 @@ class KnockoffSAGE(BaseExplainer):
                 if np.max(std) < self.convergence_tol * spread:
                     converged = True
                     break
-        return Bunch(importances=values, std=std, feature_names=list(self.player_names_),
-                     n_permutations=rounds, converged=converged, loss=self.loss_,
+        return Bunch(importances=values, values=values, std=std,
+                     feature_names=list(self.player_names_), n_permutations=rounds, converged=converged, loss=self.loss_,
                      imputation=self.imputation)
 
 
