@@ -510,8 +510,8 @@ class KnockoffSAGE(BaseExplainer):
             values = samples.mean(axis=0)
             std = samples.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(P)
             return Bunch(importances=values, values=values, std=std,
-                         feature_names=list(self.player_names_), n_permutations=0, converged=True, loss=self.loss_,
-                         imputation=self.imputation)
+                         feature_names=list(self.player_names_), n_permutations=0,
+                         converged=True, loss=self.loss_, imputation=self.imputation)
 
         ends_masks = np.array([np.zeros(P, bool), np.ones(P, bool)])
         ends = np.concatenate(self._map_batches(lambda rows: losses(rows, ends_masks), n))
@@ -550,8 +550,8 @@ class KnockoffSAGE(BaseExplainer):
                     converged = True
                     break
         return Bunch(importances=values, values=values, std=std,
-                     feature_names=list(self.player_names_), n_permutations=rounds, converged=converged, loss=self.loss_,
-                     imputation=self.imputation)
+                     feature_names=list(self.player_names_), n_permutations=rounds,
+                     converged=converged, loss=self.loss_, imputation=self.imputation)
 
 
 class _ArrayGame:
