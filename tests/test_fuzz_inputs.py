@@ -483,17 +483,7 @@ Y_KINDS = {"y_len": _y_len, "y_none": _y_none, "y_nan": _y_nan, "y_unseen": _y_u
 # (explainer, variant, method, kind) -> (reason, seed, n_rows): reproduced with that seed and
 # row count in test_known_defect (xfail, strict); the kind is left out of the generated runs
 # of that (explainer, variant, method).
-_HUGE_GAUSS = ("fit on X with +-1e300 values: GaussianKnockoffs raises 'Input contains NaN.' "
-               "though X has no NaN (overflow in the covariance); the message should say the "
-               "values are too large")
-_HUGE_SEQ = ("fit on a DataFrame with +-1e300 values: SequentialKnockoffs lets an "
-             "UnboundLocalError ('best_l1_ratio') escape from LogisticRegressionCV instead of a "
-             "ValueError about the values")
 KNOWN_DEFECTS = {
-    ("KnockoffSHAP", "num", "fit", "huge"): (_HUGE_GAUSS, 0, N_TRAIN),
-    ("KnockoffSAGE", "num", "fit", "huge"): (_HUGE_GAUSS, 0, N_TRAIN),
-    ("KnockoffSHAP", "frame", "fit", "huge"): (_HUGE_SEQ, 0, N_TRAIN),
-    ("KnockoffSAGE", "frame", "fit", "huge"): (_HUGE_SEQ, 0, N_TRAIN),
 }
 
 

@@ -209,6 +209,12 @@ def test_gaussian_estimator_api_and_errors():
     with pytest.raises(ValueError, match="singular"):
         GaussianKnockoffs(shrinkage=None).fit(Xs)
     GaussianKnockoffs().fit(Xs)  # Ledoit-Wolf makes it positive definite
+    Xh = X.copy()
+    Xh[:, 0] = np.where(np.arange(len(X)) % 2, 1e300, -1e300)
+    with pytest.raises(ValueError, match="too large"), np.errstate(over="ignore"):
+        GaussianKnockoffs().fit(Xh)
+    with pytest.raises(ValueError, match="too large"), np.errstate(over="ignore"):
+        SequentialKnockoffs(cv=2).fit(Xh)
 
 
 def test_gaussian_score_is_loglikelihood():

@@ -116,10 +116,22 @@ class GaussianKnockoffs(BaseEstimator):
         if vary.size == 0:
             raise ValueError("Every column of X is constant; there is nothing to model.")
         Xv = X[:, vary]
+        with np.errstate(over="ignore", invalid="ignore"):
+            spread = np.std(Xv, axis=0)
+        if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(spread))):
+            raise ValueError(
+                "X has values too large for a covariance in float64 (it overflows to inf); "
+                "rescale the columns."
+            )
         if self.shrinkage == "ledoit_wolf":
             cov_v, _ = ledoit_wolf(Xv, assume_centered=False)
         else:
             cov_v = np.cov(Xv, rowvar=False, bias=True).reshape(vary.size, vary.size)
+        if not np.all(np.isfinite(cov_v)) or not np.all(np.isfinite(mean)):
+            raise ValueError(
+                "X has values too large for a covariance in float64 (it overflows to inf); "
+                "rescale the columns."
+            )
         scale = np.sqrt(np.diag(cov_v))
         C = cov_v / np.outer(scale, scale)
         C = (C + C.T) / 2.0

@@ -219,8 +219,14 @@ class SequentialKnockoffs(BaseEstimator):
                     pass
             else:
                 v = cols[j].astype(float)
-                self._center[j] = v.mean()
-                sd = v.std()
+                with np.errstate(over="ignore", invalid="ignore"):
+                    self._center[j] = v.mean()
+                    sd = v.std()
+                if not (np.isfinite(self._center[j]) and np.isfinite(sd)):
+                    raise ValueError(
+                        f"Column {j} has values too large to standardise in float64 (its "
+                        "mean or standard deviation overflows to inf); rescale it."
+                    )
                 self._scale[j] = sd if sd > 0 else 1.0
         enc_x = [self._encode_column(j, cols[j]) for j in range(p)]
         enc_ko = [None] * p
