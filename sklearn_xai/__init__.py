@@ -11,6 +11,7 @@ __version__ = "0.1.0.dev0"
 _LAZY = {
     "Attribution": "sklearn_xai._explanation",
     "Counterfactuals": "sklearn_xai._explanation",
+    "GlobalImportance": "sklearn_xai._explanation",
     "TreeShapExplainer": "sklearn_xai.tree",
     "ShearExplainer": "sklearn_xai.shapley",
     "KnockoffSHAP": "sklearn_xai.shapley",

@@ -341,3 +341,78 @@ def _fmt(v):
     if isinstance(v, float | np.floating):
         return f"{float(v):.6g}"
     return str(v)
+
+
+@dataclass
+class GlobalImportance:
+    """Global feature importances (e.g. SAGE) with their standard errors.
+
+    Attributes
+    ----------
+    importances : ndarray of shape (n_players,)
+        Importance of each player (for SAGE: the loss reduction it accounts for; higher is
+        more important). Also available as ``values``.
+    std : ndarray of shape (n_players,)
+        Standard errors of ``importances`` (0 for exact values).
+    feature_names : list of str, length n_players
+    n_permutations : int
+        Sampling rounds run (0 when computed exactly).
+    converged : bool
+        Whether the convergence criterion stopped the sampling.
+    loss : str
+        The loss whose reduction is attributed.
+    imputation : str
+        How features outside a coalition were filled (``"knockoff"`` or ``"marginal"``).
+    extras : dict
+    """
+
+    importances: np.ndarray
+    std: np.ndarray
+    feature_names: list
+    n_permutations: int = 0
+    converged: bool = True
+    loss: str = ""
+    imputation: str = ""
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def values(self):
+        """The importances, shape (n_players,)."""
+        return self.importances
+
+    def __getitem__(self, key):
+        """Dictionary-style access to the fields (``result["std"]``)."""
+        if key == "values":
+            return self.importances
+        if key in self.__dataclass_fields__:
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def to_frame(self):
+        """Importances and standard errors, sorted by importance.
+
+        Returns
+        -------
+        pandas.DataFrame of shape (n_players, 2), indexed by feature name
+        """
+        import pandas as pd
+
+        frame = pd.DataFrame({"importance": self.importances, "std": self.std},
+                             index=pd.Index([str(n) for n in self.feature_names],
+                                            name="feature"))
+        return frame.sort_values("importance", ascending=False)
+
+    def plot_bar(self, max_display=10, ax=None):
+        """Horizontal bars of the importances with +-1.96 standard-error whiskers."""
+        import matplotlib.pyplot as plt
+
+        order = np.argsort(-self.importances)[:max_display]
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 0.4 * len(order) + 1.5))
+        pos = np.arange(len(order))[::-1]
+        ax.barh(pos, self.importances[order], xerr=1.96 * np.nan_to_num(self.std[order]),
+                color="#1f77b4")
+        ax.set_yticks(pos)
+        ax.set_yticklabels([str(self.feature_names[j]) for j in order])
+        ax.set_xlabel(f"importance ({self.imputation} imputation, loss {self.loss})")
+        return ax

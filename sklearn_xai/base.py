@@ -315,12 +315,17 @@ class BaseExplainer(BaseEstimator):
     # -- outputs --------------------------------------------------------------------------
 
     def _setup_outputs(self, X):
-        """Set ``model_fn_`` (the explained function) and ``output_names_``."""
+        """Set ``model_fn_`` (the explained function) and ``output_names_``.
+
+        ``batch_size`` of an explainer counts explained rows per task (see
+        :meth:`_map_batches`); the model itself is called on whatever block a game builds
+        (an :class:`~sklearn_xai.shapley.ImputationGame` bounds it by its own
+        ``batch_size`` of model rows), so the model function is not re-batched here.
+        """
         template = X.iloc[:0] if _is_frame(X) else None
         probe = take_rows(X, slice(0, 1))
         self.model_fn_ = make_model_function(
-            self.model_, self.response_method, self.target, probe, template,
-            getattr(self, "batch_size", None))
+            self.model_, self.response_method, self.target, probe, template, None)
         try:
             self.model_fn_(as_array(probe) if template is not None else probe)
         except (ValueError, TypeError, KeyError) as exc:

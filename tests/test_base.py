@@ -261,3 +261,17 @@ def test_hypothesis_bad_shapes_raise_clear_errors():
                    ("sample", "feature", "NaN", "infinity", "2D", "dimension"))
 
     run()
+
+
+def test_global_importance_object():
+    from sklearn_xai import GlobalImportance
+
+    res = GlobalImportance(np.array([0.1, 0.5, -0.02]), np.array([0.01, 0.02, 0.0]),
+                           ["a", "b", "c"], n_permutations=4, converged=False, loss="mse",
+                           imputation="knockoff")
+    np.testing.assert_array_equal(res.values, res.importances)
+    assert res["std"][1] == 0.02 and res["values"][0] == 0.1
+    assert list(res.to_frame().index) == ["b", "a", "c"]
+    assert res.plot_bar() is not None
+    with pytest.raises(KeyError):
+        res["nope"]

@@ -508,9 +508,8 @@ def _check_result(explainer, method, X, result):
         assert np.isfinite(result), f"{name}.score returned {result}"
         return
     if name == "KnockoffSAGE":
-        # a Bunch: ``result.values`` is dict.values, the importances are result["values"]
-        assert result["values"].shape == (len(explainer.player_names_),)
-        assert np.all(np.isfinite(result["values"]))
+        assert result.values.shape == (len(explainer.player_names_),)
+        assert np.all(np.isfinite(result.values))
         return
     if name in RECOURSE:
         if method == "explain":

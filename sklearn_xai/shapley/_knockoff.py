@@ -11,11 +11,10 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context, clone, is_classifier
-from sklearn.utils import Bunch
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._explanation import Attribution
+from .._explanation import Attribution, GlobalImportance
 from .._utils import draw_base_seed, row_generators, take_rows
 from ..base import (
     AttributionMixin,
@@ -464,11 +463,9 @@ class KnockoffSAGE(BaseExplainer):
 
         Returns
         -------
-        result : Bunch
-            ``importances`` (n_players,): loss reduction, higher = more important
-            (also under the key ``"values"``: ``result["values"]``; the attribute
-            ``result.values`` is the dict method);
-            ``std`` (n_players,): their standard errors;
+        result : GlobalImportance
+            ``importances`` (n_players,) (also ``values``): loss reduction, higher =
+            more important; ``std`` (n_players,): their standard errors;
             ``feature_names`` (list of str); ``n_permutations`` (rounds run, 0 for
             exact); ``converged`` (bool); ``loss`` (str); ``imputation`` (str).
         """
@@ -509,9 +506,8 @@ class KnockoffSAGE(BaseExplainer):
             samples = phi[:, :, 0]
             values = samples.mean(axis=0)
             std = samples.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(P)
-            return Bunch(importances=values, values=values, std=std,
-                         feature_names=list(self.player_names_), n_permutations=0,
-                         converged=True, loss=self.loss_, imputation=self.imputation)
+            return GlobalImportance(values, std, list(self.player_names_), 0, True,
+                                    self.loss_, self.imputation)
 
         ends_masks = np.array([np.zeros(P, bool), np.ones(P, bool)])
         ends = np.concatenate(self._map_batches(lambda rows: losses(rows, ends_masks), n))
@@ -549,9 +545,8 @@ class KnockoffSAGE(BaseExplainer):
                 if np.max(std) < self.convergence_tol * spread:
                     converged = True
                     break
-        return Bunch(importances=values, values=values, std=std,
-                     feature_names=list(self.player_names_), n_permutations=rounds,
-                     converged=converged, loss=self.loss_, imputation=self.imputation)
+        return GlobalImportance(values, std, list(self.player_names_), rounds, converged,
+                                self.loss_, self.imputation)
 
 
 class _ArrayGame:
