@@ -98,8 +98,8 @@ fig.suptitle("Slack et al.'s adversary on German Credit: who is blamed?")
 fig.tight_layout()
 
 # %%
-# Mean |phi| per feature
-# ----------------------
+# Mean ``|phi|`` per feature
+# --------------------------
 
 order = np.argsort(-np.abs(phi_knockoff).mean(axis=0))[:8]
 fig, ax = plt.subplots(figsize=(8, 4))
