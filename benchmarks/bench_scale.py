@@ -147,6 +147,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="TreeSHAP over 100k rows and MACE over 2k rows")
+    parser.add_argument("--only", choices=["TreeSHAP", "MACE"],
+                        help="run the configurations of one method only")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help="also write the table (markdown) to this file")
     args = parser.parse_args(argv)
@@ -157,6 +159,8 @@ def main(argv=None):
     env.setdefault("NUMBA_CACHE_DIR", "/tmp/numba_bench_scale")
     rows = []
     for config in configs(args.quick):
+        if args.only and config["method"] != args.only:
+            continue
         proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(config)],
                               capture_output=True, text=True, env=env, check=False)
         line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
