@@ -397,13 +397,17 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             return max(1, n_max + 1 + self.n_jobs)
         return max(1, min(int(self.n_jobs), n_max))
 
-    def _run(self, func, Z):
+    def _run(self, func, Z, out=None):
         """Apply a kernel to row batches of ``Z``.
 
         ``n_jobs=None`` (or 1, or a single batch): one process, the kernel's own numba
         threads. ``n_jobs > 1``: the batches go through joblib (threads by default, or
         any backend chosen with ``joblib.parallel_config``, e.g. Dask), each kernel call on
         one numba thread so workers do not oversubscribe the cores.
+
+        With ``out`` (an array with one row per row of ``Z``), each batch's result is written
+        into it as it arrives, so no second copy of the whole result is made; else the list
+        of batch results is returned.
         """
         import numba
 
@@ -412,7 +416,11 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             old = numba.get_num_threads()
             numba.set_num_threads(self._threads())
             try:
-                return [func(Z[s]) for s in slices]
+                if out is None:
+                    return [func(Z[s]) for s in slices]
+                for s in slices:
+                    out[s] = func(Z[s])
+                return out
             finally:
                 numba.set_num_threads(old)
 
@@ -420,12 +428,17 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             old = numba.get_num_threads()
             numba.set_num_threads(1)  # thread-local in numba
             try:
-                return func(Z[rows])
+                return rows, func(Z[rows])
             finally:
                 numba.set_num_threads(old)
 
-        return Parallel(n_jobs=self.n_jobs, prefer="threads")(
+        results = Parallel(n_jobs=self.n_jobs, prefer="threads", return_as="generator")(
             delayed(one_batch)(s) for s in slices)
+        if out is None:
+            return [part for _, part in results]
+        for rows, part in results:
+            out[rows] = part
+        return out
 
     def _phi(self, Z):
         sub = self._sub
@@ -452,9 +465,13 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                 return shap_interventional(sub, B, self.background_, sub.value,
                                            sub.tree_output, K, max_depth=depth,
                                            rescale=resc)
-        parts = self._run(func, Z)
-        phi = np.concatenate(parts, axis=0) if parts else np.zeros((0, Z.shape[1], K))
-        return self._sign * phi[:, :, self._select]
+        phi = self._run(func, Z, out=np.empty((Z.shape[0], Z.shape[1], K)))
+        select = np.asarray(self._select)
+        if not np.array_equal(select, np.arange(K)):
+            phi = phi[:, :, select]
+        if self._sign != 1:
+            phi *= self._sign
+        return phi
 
     def _explain(self, X, return_numeric=False):
         Z, data = self._transform_input(X, with_data=True)
