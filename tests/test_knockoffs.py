@@ -171,7 +171,7 @@ def test_gaussian_seeds_and_batches():
     np.testing.assert_array_equal(a[:5], kn.sample(X[:5], 4, random_state=7))
     assert not np.allclose(a, kn.sample(X[:20], 4, random_state=8))
     # rows 10..19 alone, with their global indices, reproduce the full call
-    from sklearn_xai.knockoffs._base import _draw_base_seed
+    from sklearn_xai._utils import draw_base_seed as _draw_base_seed
 
     base = _draw_base_seed(7)
     np.testing.assert_array_equal(a[10:], kn._sample_seeded(X[10:20], 4, base, range(10, 20)))

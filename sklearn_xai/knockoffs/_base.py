@@ -10,16 +10,8 @@ the sampling itself).
 
 import numpy as np
 from scipy.special import ndtri
-from sklearn.utils import check_random_state
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _draw_base_seed(random_state):
-    """One integer drawn from ``random_state``; per-row seeds derive from it."""
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**63 - 1))
-    return int(check_random_state(random_state).randint(0, 2**31 - 1))
 
 
 def _mix(z):

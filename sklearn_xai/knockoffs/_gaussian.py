@@ -9,7 +9,8 @@ from sklearn.covariance import ledoit_wolf
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import _draw_base_seed, _row_draws
+from .._utils import draw_base_seed as _draw_base_seed
+from ._base import _row_draws
 from ._smatrix import solve_s
 
 

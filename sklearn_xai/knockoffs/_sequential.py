@@ -11,7 +11,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import _draw_base_seed, _row_draws
+from .._utils import draw_base_seed as _draw_base_seed
+from ._base import _row_draws
 
 
 def _as_frame(X):

@@ -85,7 +85,27 @@ def _check_background(background, X, n_features):
     return bg
 
 
-class KnockoffSHAP(AttributionMixin, BaseExplainer):
+class _KnockoffFitMixin:
+    """The fit steps KnockoffSHAP and KnockoffSAGE share."""
+
+    def _fit_players(self, X, y):
+        """Validate X, fit the model (unless frozen), the outputs and the players."""
+        X = self._validate_X(X, reset=True)
+        self._fit_model(X, y)
+        self._setup_outputs(X)
+        self.groups_, self.player_names_ = resolve_feature_groups(
+            self.feature_groups, self._feature_names())
+        return X
+
+    def _fit_imputation(self, X):
+        """Fit the knockoff sampler, or check the marginal background."""
+        if self.imputation == "knockoff":
+            self.sampler_ = _fit_sampler(self.sampler, X, self.random_state)
+        else:
+            self.background_ = _check_background(self.background, X, self.n_features_in_)
+
+
+class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
     """Shapley values with knockoff imputation.
 
     For an explained row ``x`` with knockoffs ``x~_1..x~_K`` drawn from the fitted
@@ -214,11 +234,7 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
         -------
         self : KnockoffSHAP
         """
-        X = self._validate_X(X, reset=True)
-        self._fit_model(X, y)
-        self._setup_outputs(X)
-        self.groups_, self.player_names_ = resolve_feature_groups(
-            self.feature_groups, self._feature_names())
+        X = self._fit_players(X, y)
         P = len(self.groups_)
         estimator = self.estimator
         if estimator == "auto":
@@ -237,10 +253,7 @@ class KnockoffSHAP(AttributionMixin, BaseExplainer):
             raise ValueError(
                 f"n_evals={self.n_evals_} is below the 2 * (P - 1) + 2 = {2 * (P - 1) + 2} "
                 "evaluations of one antithetic pair of permutations.")
-        if self.imputation == "knockoff":
-            self.sampler_ = _fit_sampler(self.sampler, X, self.random_state)
-        else:
-            self.background_ = _check_background(self.background, X, self.n_features_in_)
+        self._fit_imputation(X)
         self.reference_ = reference_row(X)
         return self
 
@@ -303,7 +316,7 @@ def _loss_values(loss, pred, y, classes):
     return -np.log(p)
 
 
-class KnockoffSAGE(BaseExplainer):
+class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
     """SAGE global feature importance with knockoff (or marginal) imputation.
 
     For each explained row ``(x_i, y_i)`` the prediction with coalition ``S`` known is the
@@ -416,11 +429,7 @@ class KnockoffSAGE(BaseExplainer):
                 and self.convergence_tol is None:
             raise ValueError("Set n_permutations or convergence_tol: with neither, the "
                              "permutation estimator would never stop.")
-        X = self._validate_X(X, reset=True)
-        self._fit_model(X, y)
-        self._setup_outputs(X)
-        self.groups_, self.player_names_ = resolve_feature_groups(
-            self.feature_groups, self._feature_names())
+        X = self._fit_players(X, y)
         if self.estimator == "exact" and len(self.groups_) > 20:
             raise ValueError("estimator='exact' is limited to 20 players.")
         loss = self.loss
@@ -430,10 +439,7 @@ class KnockoffSAGE(BaseExplainer):
             raise ValueError("loss='cross_entropy' needs probabilities: use "
                              "response_method='predict_proba' (or 'auto') on a classifier.")
         self.loss_ = loss
-        if self.imputation == "knockoff":
-            self.sampler_ = _fit_sampler(self.sampler, X, self.random_state)
-        else:
-            self.background_ = _check_background(self.background, X, self.n_features_in_)
+        self._fit_imputation(X)
         return self
 
     def _check_y(self, y, n):
