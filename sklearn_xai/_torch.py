@@ -202,13 +202,46 @@ class TorchModelFunction:
 
     def _forward(self, x):
         """Module output for a 2-D tensor, post-processed to (n, n_kept_outputs)."""
-        out = self._module()(x)
+        return self._post(self._module()(x))
+
+    def _post(self, out):
+        """The net's output nonlinearity and the kept columns, as a (n, n_kept) tensor."""
         if self.nonlinearity is not None:
             out = self.nonlinearity(out)
         out = out.reshape(out.shape[0], -1)
         if self.output_columns is not None:
             out = out[:, self.output_columns]
         return out
+
+    def first_linear_layer(self):
+        """The module as ``f(x) = tail(x W^T + b)`` when it is a plain ``nn.Sequential``
+        whose first layer is a plain ``nn.Linear`` (the usual tabular MLP), else ``None``.
+
+        Returns
+        -------
+        (weight, bias, tail) or None
+            ``weight`` tensor (h, n_features), ``bias`` tensor (h,) or ``None``, ``tail`` a
+            callable from the first layer's output (n, h) to the post-processed outputs
+            (n, n_kept). Callers use it to evaluate many hybrids of the same rows from
+            per-player partial products, or to take input Hessians through the tail only
+            (the first layer is linear, so H_x = W^T H_z W); both are exact identities.
+        """
+        torch = _import_torch()
+        module = self._module()
+        if type(module) is not torch.nn.Sequential or len(module) == 0:
+            return None
+        first = module[0]
+        if type(first) is not torch.nn.Linear:
+            return None
+        if any(m._forward_hooks or m._forward_pre_hooks for m in (module, first)):
+            return None
+        rest = module[1:]
+
+        def tail(z):
+            return self._post(rest(z))
+
+        bias = None if first.bias is None else first.bias.detach()
+        return first.weight.detach(), bias, tail
 
     def _single(self, x):
         """Output vector (n_outputs,) of one row x (n_features,); used under torch.func."""
@@ -339,13 +372,25 @@ class TorchModelFunction:
                     for sl in self._chunks(n, None)]
             return np.concatenate(outs, axis=0)
         rows = self.batch_size or max(1, 65536 // L)
+        split = self.first_linear_layer()
         outs = []
         for sl in self._chunks(n, rows):
             m = sl.stop - sl.start
-            Xr = Xt[sl, None, :].expand(m, L, d).reshape(m * L, d).detach().requires_grad_(True)
+            Xr = Xt[sl, None, :].expand(m, L, d).reshape(m * L, d)
             Vr = Vt[sl].reshape(m * L, d)
+            if split is not None:
+                # first layer linear: H_x v = W^T H_z (W v), the double backward runs
+                # through the tail only, in the first layer's (usually narrower) space
+                W, b, tail = split
+                with torch.no_grad():
+                    Xr = torch.nn.functional.linear(Xr, W, b)
+                    Vr = Vr @ W.T
+                forward = tail
+            else:
+                forward = self._forward
+            Xr = Xr.detach().requires_grad_(True)
             with torch.enable_grad():
-                out = self._forward(Xr)
+                out = forward(Xr)
                 n_out = out.shape[1]
                 res = []
                 for o in range(n_out):
@@ -355,9 +400,67 @@ class TorchModelFunction:
                                                     retain_graph=o < n_out - 1)
                     else:
                         hv = None
-                    hv = torch.zeros_like(Xr) if hv is None else hv
-                    res.append(hv.detach().reshape(m, L, d))
+                    hv = torch.zeros_like(Xr) if hv is None else hv.detach()
+                    if split is not None:
+                        hv = hv @ split[0]
+                    res.append(hv.reshape(m, L, d))
             outs.append(torch.stack(res, dim=2).to(torch.float64).cpu().numpy())
+        return np.concatenate(outs, axis=0)
+
+    def hessian_columns(self, X, rows, cols):
+        """Columns of input Hessians: ``H(X[rows[q]]) e_{cols[q]}`` for each pair q.
+
+        The batched Hessian-vector product of :meth:`hessian_vector_product` with unit
+        directions, without building them: for a module starting with a linear layer
+        (:meth:`first_linear_layer`) the direction is the weight column ``W e_a`` and the
+        double backward runs through the tail only.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+        rows : array-like of int, shape (k,)
+        cols : array-like of int, shape (k,)
+
+        Returns
+        -------
+        HC : ndarray of shape (k, n_outputs, n_features), float64
+        """
+        torch = _import_torch()
+        Xt = self._to_tensor(X)
+        n, d = Xt.shape
+        rows = torch.as_tensor(np.asarray(rows, dtype=np.int64), device=Xt.device)
+        cols = torch.as_tensor(np.asarray(cols, dtype=np.int64), device=Xt.device)
+        if rows.shape != cols.shape or rows.ndim != 1:
+            raise ValueError("rows and cols must be 1-D of the same length.")
+        k = rows.shape[0]
+        if k == 0:
+            return np.zeros((0, self._forward(Xt[:1]).shape[1] if n else 0, d))
+        split = self.first_linear_layer()
+        if split is not None:
+            W, b, forward = split
+            with torch.no_grad():
+                Z = torch.nn.functional.linear(Xt, W, b)
+            directions = W.T  # row a: W e_a
+        else:
+            Z, forward = Xt, self._forward
+            directions = torch.eye(d, dtype=Xt.dtype, device=Xt.device)
+        outs = []
+        for sl in self._chunks(k, self.batch_size or 65536):
+            Zr = Z[rows[sl]].detach().requires_grad_(True)
+            Vr = directions[cols[sl]]
+            with torch.enable_grad():
+                out = forward(Zr)
+                n_out = out.shape[1]
+                res = []
+                for o in range(n_out):
+                    (g,) = torch.autograd.grad(out[:, o].sum(), Zr, create_graph=True)
+                    hv = None
+                    if g.requires_grad:  # a model linear in x has a constant gradient
+                        (hv,) = torch.autograd.grad((g * Vr).sum(), Zr, allow_unused=True,
+                                                    retain_graph=o < n_out - 1)
+                    hv = torch.zeros_like(Zr) if hv is None else hv.detach()
+                    res.append(hv @ split[0] if split is not None else hv)
+            outs.append(torch.stack(res, dim=1).to(torch.float64).cpu().numpy())
         return np.concatenate(outs, axis=0)
 
     def is_smooth(self):

@@ -76,7 +76,7 @@ def gens(n, seed=0):
 
 
 def shear_on_game(game, coop, seed=0, **kw):
-    phi, base, _ = S._shear_estimate(game.value, coop, gens(game.n_rows, seed), **kw)
+    phi, base, _ = S._shear_estimate(game.value, coop, np.arange(game.n_rows), seed, **kw)
     return phi, base
 
 
@@ -193,7 +193,7 @@ def test_shapley_fill_is_unbiased_and_uniform_fill_is_not():
 
 def test_masks_pair_subsets_and_fills_with_their_complements():
     coop = np.array([[[1, 2], [0, 3], [1, 3], [0, 1]]])
-    masks = S._shear_masks(coop, gens(1), antithetic=True)  # (1, P, 4, 2, P)
+    masks = S._shear_masks(coop, [0], 0, antithetic=True)  # (1, P, 4, 2, P)
     P = 4
     for i in range(P):
         others = [j for j in range(P) if j != i and j not in coop[0, i]]
@@ -251,7 +251,7 @@ def test_hessian_eta_hvp_equals_full_hessian_block_max_with_groups():
     r = rng.normal(size=d)
     X[0, [1, 2]] = r[[1, 2]]  # some columns equal to the reference: skipped HVPs
     X[3] = r                  # a row equal to the reference: eta 0
-    fast = S._cross_contribution_hessian(fn.hessian_vector_product, X, r, col_to_player, 5)
+    fast = S._cross_contribution_hessian(fn.hessian_columns, X, r, col_to_player, 5)
     full = S._cross_contribution_from_full_hessian(fn.hessian(X), X, r, col_to_player, 5)
     np.testing.assert_allclose(fast, full, rtol=1e-10, atol=1e-14)
     assert np.all(fast[3][~np.eye(5, dtype=bool)] == 0)
@@ -293,9 +293,13 @@ def test_torch_gradient_and_hessian_equal_finite_differences():
     for method in ("batched", "vmap"):
         np.testing.assert_allclose(fn.hessian_vector_product(X, V, method=method),
                                    np.einsum("noab,nlb->nloa", H, V), atol=1e-12)
+    rows, cols = np.array([0, 0, 3, 4, 4]), np.array([1, 3, 0, 2, 3])
+    np.testing.assert_allclose(fn.hessian_columns(X, rows, cols),
+                               H[rows, :, :, cols], atol=1e-12)
     # a linear module: zero Hessian, no graph for the second derivative
     lin = TorchModelFunction(torch.nn.Linear(d, 1).double())
     np.testing.assert_array_equal(lin.hessian_vector_product(X, V), 0.0)
+    np.testing.assert_array_equal(lin.hessian_columns(X, [0, 1], [2, 0]), 0.0)
 
 
 # ----------------------------------------------------------------------------- explainer
@@ -514,7 +518,27 @@ def test_bad_parameters_raise(data):
         e.explain(X[:, :5])
 
 
-def test_torch_reference_game_equals_imputation_game():
+class _Wrapped(torch.nn.Module):
+    """A custom module around an MLP: no first-layer factorisation (generic path)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def _no_bias_mlp(d, seed):
+    net = softplus_mlp(d, n_out=2, seed=seed)
+    first = torch.nn.Linear(d, 16, bias=False).double()
+    with torch.no_grad():
+        first.weight.copy_(net[0].weight)
+    return torch.nn.Sequential(first, *list(net)[1:])
+
+
+@pytest.mark.parametrize("kind", ["sequential", "no_bias", "custom"])
+def test_torch_reference_game_equals_imputation_game(kind):
     from sklearn_xai._torch import TorchModelFunction
     from sklearn_xai.shapley import ImputationGame
 
@@ -522,7 +546,19 @@ def test_torch_reference_game_equals_imputation_game():
     X, r = rng.normal(size=(7, 6)), rng.normal(size=(1, 6))
     groups = [[0, 3], [1], [2, 4, 5]]
     c2p = np.array([0, 1, 2, 0, 2, 2])
-    fn = TorchModelFunction(softplus_mlp(6, n_out=2, seed=14))
+    module = {"sequential": lambda: softplus_mlp(6, n_out=2, seed=14),
+              "no_bias": lambda: _no_bias_mlp(6, 14),
+              "custom": lambda: _Wrapped(softplus_mlp(6, n_out=2, seed=14))}[kind]()
+    fn = TorchModelFunction(module)
+    # the Sequential models take the factored first layer, the custom module does not
+    assert (fn.first_linear_layer() is None) == (kind == "custom")
+    V = rng.normal(size=(7, 3, 6))
+    np.testing.assert_allclose(fn.hessian_vector_product(X, V),
+                               fn.hessian_vector_product(X, V, method="vmap"), atol=1e-12)
+    H = fn.hessian(X)
+    rows, cols = np.array([0, 2, 2, 6]), np.array([5, 0, 3, 1])
+    np.testing.assert_allclose(fn.hessian_columns(X, rows, cols),
+                               H[rows, :, :, cols], atol=1e-12)
     fast = S._TorchReferenceGame(fn, X, r, c2p, 3, max_rows=10)
     slow = ImputationGame(fn, X, r, groups=groups)
     shared = rng.random((5, 3)) < 0.5

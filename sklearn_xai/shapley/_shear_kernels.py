@@ -1,0 +1,164 @@
+"""Compiled kernels of SHEAR: coalition masks and the block maximum of the cross-contribution.
+
+The masks use a counter-based random stream per row (SplitMix64 seeded from the base seed
+and the row's global position), so a row's coalitions depend on ``random_state`` and its
+position only, never on the batch it is computed in or on ``n_jobs``, and a batch of rows is
+drawn in one compiled pass instead of one ``numpy.random.Generator`` per row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(cache=True, inline="always")
+def _mix64(z):
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def _uniform(state):
+    """Next float in [0, 1) of the SplitMix64 stream held in ``state[0]``."""
+    state[0] += _GOLDEN
+    return np.float64(_mix64(state[0]) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def shear_coalitions(cooperators, row_ids, seed, antithetic, shapley_fill):
+    """SHEAR coalitions of a batch of rows, plus the empty and the full coalition.
+
+    Parameters
+    ----------
+    cooperators : int64 array of shape (n, P, K)
+    row_ids : int64 array of shape (n,)
+        Global positions of the rows (their random streams).
+    seed : uint64
+    antithetic : bool
+        Pair subset t with 2^K - 1 - t (the complement of T in S_i) and the complement of
+        its random fill of the non-cooperators (needs K >= 1).
+    shapley_fill : bool
+        Non-cooperators present with probability u ~ Beta(|T| + 1, K - |T| + 1), drawn as
+        the (|T| + 1)-th smallest of K + 1 uniforms (the partner gets 1 - u through the
+        complement); else with probability 1/2 (the authors' fill).
+
+    Returns
+    -------
+    masks : bool array of shape (n, P * 2^K * 2 + 2, P)
+        Coalition ``(i * 2^K + t) * 2 + 0`` is T_t u R_t u {i}, ``... + 1`` is T_t u R_t;
+        the last two are the empty and the full coalition.
+    """
+    n, P, K = cooperators.shape
+    n_sub = 1 << K
+    paired = antithetic and K >= 1
+    n_draw = n_sub // 2 if paired else n_sub
+    C = P * n_sub * 2
+    masks = np.zeros((n, C + 2, P), dtype=np.bool_)
+    is_coop = np.zeros(P, dtype=np.bool_)
+    order = np.empty(K + 1)
+    state = np.zeros(1, dtype=np.uint64)
+    for r in range(n):
+        state[0] = _mix64(seed ^ _mix64(np.uint64(row_ids[r]) + _GOLDEN))
+        for i in range(P):
+            is_coop[:] = False
+            for k in range(K):
+                is_coop[cooperators[r, i, k]] = True
+            for t in range(n_draw):
+                size = 0
+                for k in range(K):
+                    size += (t >> k) & 1
+                if shapley_fill:
+                    for k in range(K + 1):  # insertion sort of K + 1 uniforms
+                        v = _uniform(state)
+                        q = k
+                        while q > 0 and order[q - 1] > v:
+                            order[q] = order[q - 1]
+                            q -= 1
+                        order[q] = v
+                    u = order[size]
+                else:
+                    u = 0.5
+                c = (i * n_sub + t) * 2
+                cp = (i * n_sub + n_sub - 1 - t) * 2
+                for k in range(K):
+                    bit = ((t >> k) & 1) == 1
+                    j = cooperators[r, i, k]
+                    masks[r, c, j] = bit
+                    masks[r, c + 1, j] = bit
+                    if paired:
+                        masks[r, cp, j] = not bit
+                        masks[r, cp + 1, j] = not bit
+                for j in range(P):
+                    if j == i or is_coop[j]:
+                        continue
+                    present = _uniform(state) < u
+                    masks[r, c, j] = present
+                    masks[r, c + 1, j] = present
+                    if paired:
+                        masks[r, cp, j] = not present
+                        masks[r, cp + 1, j] = not present
+            for t in range(n_sub):
+                masks[r, (i * n_sub + t) * 2, i] = True
+        for j in range(P):
+            masks[r, C + 1, j] = True
+    return masks
+
+
+@njit(cache=True)
+def block_max_cross_contribution(HC, pair_row, pair_col, dist, col_to_player, n_rows,
+                                 n_players):
+    """eta[r, i, j] = sum over outputs of the maximum over the columns a of player i and b
+    of player j where row r differs from the reference of |H_ab| |x_a - r_a| |x_b - r_b|.
+
+    Parameters
+    ----------
+    HC : float64 array of shape (k, O, d)
+        Hessian columns ``H(x_r) e_a`` for the k pairs (r, a) = (pair_row, pair_col).
+    pair_row, pair_col : int64 arrays of shape (k,)
+        The (row, column) pairs with ``dist[r, a] > 0``, sorted by row.
+    dist : float64 array of shape (n, d), |x - r|
+    col_to_player : int64 array of shape (d,)
+    n_rows, n_players : int
+
+    Returns
+    -------
+    eta : float64 array of shape (n, P, P), diagonal ``-inf``
+    """
+    k, O, _ = HC.shape
+    P = n_players
+    eta = np.zeros((n_rows, P, P))
+    best = np.zeros((O, P, P))
+    start = 0
+    while start < k:
+        r = pair_row[start]
+        stop = start
+        while stop < k and pair_row[stop] == r:
+            stop += 1
+        best[:, :, :] = 0.0
+        for q in range(start, stop):
+            a = pair_col[q]
+            pa = col_to_player[a]
+            wa = dist[r, a]
+            for q2 in range(start, stop):
+                b = pair_col[q2]
+                pb = col_to_player[b]
+                w = wa * dist[r, b]
+                for o in range(O):
+                    e = abs(HC[q, o, b]) * w
+                    if e > best[o, pa, pb]:
+                        best[o, pa, pb] = e
+        for o in range(O):
+            for i in range(P):
+                for j in range(P):
+                    eta[r, i, j] += best[o, i, j]
+        start = stop
+    for r in range(n_rows):
+        for i in range(P):
+            eta[r, i, i] = -np.inf
+    return eta
