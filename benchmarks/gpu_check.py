@@ -72,6 +72,8 @@ def main(argv=None):
             "hvp batched (200x6)": (lambda f: f.hessian_vector_product(X[:200], V), 1.0),
             "hvp vmap (200x6)": (lambda f: f.hessian_vector_product(X[:200], V, method="vmap"),
                                  1.0),
+            "hessian columns (1200)": (lambda f: f.hessian_columns(
+                X[:200], np.repeat(np.arange(200), 6), np.tile(np.arange(6), 200)), 1.0),
         }
         name = str(dtype).replace("torch.", "")
         for label, (call, scale) in checks.items():

@@ -554,7 +554,8 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
     n_jobs : int or None, default=None
         Parallel workers over row batches.
     random_state : int, RandomState, Generator or None, default=None
-        Seeds the per-row generators; the same value gives the same values whatever
+        Seeds the per-row random streams (a row's coalitions depend only on this value
+        and the row's position); the same value gives the same values whatever
         ``n_jobs`` and ``batch_size``.
 
     Attributes
@@ -577,6 +578,13 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
     (``"hessian"``: one Hessian-vector product per column where ``x != r``, batched, about
     three forwards each; ``"finite_difference"``:
     ``1 + P(P+1)/2`` evaluations, already counting ``f(x)``; ``"random"``: none).
+
+    For a torch model that is a plain ``nn.Sequential`` starting with ``nn.Linear`` (the
+    usual tabular MLP), the first layer is factored over the players: its output for a
+    coalition is ``W r + b + sum_{p in S} W_p (x - r)_p``, with the per-player products
+    computed once per row, so no hybrid row is built; the Hessian columns are taken through
+    the layers after it (``H_x = W^T H_z W``). Both are exact; other modules are evaluated
+    on hybrid rows built on the model's device.
 
     The values are neither guaranteed efficient nor symmetric (each player uses its own
     cooperators); see ``efficiency``. :meth:`explain` returns an
