@@ -407,7 +407,7 @@ class TorchModelFunction:
             outs.append(torch.stack(res, dim=2).to(torch.float64).cpu().numpy())
         return np.concatenate(outs, axis=0)
 
-    def hessian_columns(self, X, rows, cols):
+    def hessian_columns(self, X, rows, cols, *, float64=True):
         """Columns of input Hessians: ``H(X[rows[q]]) e_{cols[q]}`` for each pair q.
 
         The batched Hessian-vector product of :meth:`hessian_vector_product` with unit
@@ -420,10 +420,12 @@ class TorchModelFunction:
         X : ndarray of shape (n_samples, n_features)
         rows : array-like of int, shape (k,)
         cols : array-like of int, shape (k,)
+        float64 : bool, default=True
+            Return float64; ``False`` keeps the module's dtype (saves a conversion).
 
         Returns
         -------
-        HC : ndarray of shape (k, n_outputs, n_features), float64
+        HC : ndarray of shape (k, n_outputs, n_features)
         """
         torch = _import_torch()
         Xt = self._to_tensor(X)
@@ -460,8 +462,9 @@ class TorchModelFunction:
                                                     retain_graph=o < n_out - 1)
                     hv = torch.zeros_like(Zr) if hv is None else hv.detach()
                     res.append(hv @ split[0] if split is not None else hv)
-            outs.append(torch.stack(res, dim=1).to(torch.float64).cpu().numpy())
-        return np.concatenate(outs, axis=0)
+            block = torch.stack(res, dim=1)
+            outs.append((block.to(torch.float64) if float64 else block).cpu().numpy())
+        return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
 
     def is_smooth(self):
         """Whether every activation module is smooth (no ReLU-like kinks).

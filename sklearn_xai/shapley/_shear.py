@@ -14,6 +14,7 @@ The functions in this module only choose coalitions and weights; they call a val
 
 from __future__ import annotations
 
+from functools import partial
 from math import factorial
 from numbers import Integral
 
@@ -133,7 +134,9 @@ def _cross_contribution_hessian(hessian_columns, X, reference, col_to_player, n_
     pair_row, pair_col = np.nonzero(dist > 0)  # sorted by row
     if pair_row.size == 0:
         return _mask_diagonal(np.zeros((n, n_players, n_players)))
-    HC = np.asarray(hessian_columns(X, pair_row, pair_col), dtype=np.float64)
+    HC = np.asarray(hessian_columns(X, pair_row, pair_col))
+    if HC.dtype not in (np.float32, np.float64):
+        HC = HC.astype(np.float64)
     return block_max_cross_contribution(
         np.ascontiguousarray(HC), pair_row.astype(np.int64), pair_col.astype(np.int64), dist,
         np.asarray(col_to_player, dtype=np.int64), n, int(n_players))
@@ -719,7 +722,7 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
         else:
             if self.cross_contribution_ == "hessian":
                 eta = _cross_contribution_hessian(
-                    self.model_fn_.hessian_columns, Xb.astype(np.float64),
+                    partial(self.model_fn_.hessian_columns, float64=False), Xb.astype(np.float64),
                     self.reference_[0].astype(np.float64), self.col_to_player_, P)
             else:
                 eta = _cross_contribution_finite_difference(game.value, n, P)
