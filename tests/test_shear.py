@@ -638,3 +638,17 @@ def test_dataframe_with_strings_through_a_pipeline():
                     {"a": float, "b": float}))[:, 1]
                 truth[:, i] += w * (f1 - f0)
     np.testing.assert_allclose(a.values, truth, atol=1e-12)
+
+
+def test_top_k_cooperators_equals_stable_sort_with_ties_and_nan():
+    rng = np.random.default_rng(21)
+    eta = rng.integers(0, 4, size=(30, 7, 7)).astype(float)  # many ties
+    eta[rng.random(eta.shape) < 0.1] = np.nan
+    eta[:, np.arange(7), np.arange(7)] = rng.normal(size=(30, 7)) * 100  # diagonal ignored
+    for K in range(0, 7):
+        masked = eta.copy()
+        masked[:, np.arange(7), np.arange(7)] = -np.inf
+        key = np.where(np.isnan(masked), np.inf, -masked)  # NaN last, then stable
+        key[:, np.arange(7), np.arange(7)] = np.nan  # the diagonal after everything
+        expected = np.sort(np.argsort(key, axis=-1, kind="stable")[..., :K], axis=-1)
+        np.testing.assert_array_equal(S._top_k_cooperators(eta, K), expected)

@@ -107,10 +107,11 @@ def _cross_contribution_hessian(hessian_columns, X, reference, col_to_player, n_
     |d2 f / dx_a dx_b (x)| |x_a - r_a| |x_b - r_b|, summed over outputs.
 
     The Hessian is taken at the explained row x (as in the authors' code). Only the
-    columns where x differs from r matter (the others get weight 0), so only those
-    Hessian columns are computed: one Hessian-vector product per column where the row
-    differs from r (at most two per one-hot group when the reference is a valid
-    category). The result equals the block maximum over the full Hessian.
+    columns where x differs from r matter (the others get weight 0), and since H is
+    symmetric and the entries within one player are not needed, the columns of the player
+    with the most such columns are skipped too (every other pair keeps a computed member:
+    a minimum vertex cover of the players' columns). One Hessian-vector product per
+    remaining column; the result equals the block maximum over the full Hessian.
 
     Parameters
     ----------
@@ -131,15 +132,20 @@ def _cross_contribution_hessian(hessian_columns, X, reference, col_to_player, n_
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
     dist = np.abs(X - np.asarray(reference, dtype=np.float64)[None, :])
+    col_to_player = np.asarray(col_to_player, dtype=np.int64)
     pair_row, pair_col = np.nonzero(dist > 0)  # sorted by row
-    if pair_row.size == 0:
+    pair_player = col_to_player[pair_col]
+    counts = np.zeros((n, n_players), dtype=np.int64)
+    np.add.at(counts, (pair_row, pair_player), 1)
+    computed = pair_player != np.argmax(counts, axis=1)[pair_row]
+    if not computed.any():
         return _mask_diagonal(np.zeros((n, n_players, n_players)))
-    HC = np.asarray(hessian_columns(X, pair_row, pair_col))
+    HC = np.asarray(hessian_columns(X, pair_row[computed], pair_col[computed]))
     if HC.dtype not in (np.float32, np.float64):
         HC = HC.astype(np.float64)
     return block_max_cross_contribution(
-        np.ascontiguousarray(HC), pair_row.astype(np.int64), pair_col.astype(np.int64), dist,
-        np.asarray(col_to_player, dtype=np.int64), n, int(n_players))
+        np.ascontiguousarray(HC), pair_row.astype(np.int64), pair_col.astype(np.int64),
+        computed, dist, col_to_player, n, int(n_players))
 
 
 def _cross_contribution_from_full_hessian(H, X, reference, col_to_player, n_players):
@@ -170,9 +176,11 @@ def _top_k_cooperators(eta: np.ndarray, n_cooperators: int) -> np.ndarray:
     -------
     cooperators : ndarray of shape (n, P, K), int, sorted ascending within each S_i.
     """
-    eta = _mask_diagonal(eta)  # whatever the caller did, i never cooperates with itself
-    order = np.argsort(-eta, axis=-1, kind="stable")[..., :n_cooperators]
-    return np.sort(order, axis=-1)
+    from ._shear_kernels import top_k_cooperators
+
+    # i never cooperates with itself, whatever the diagonal holds
+    return top_k_cooperators(np.ascontiguousarray(eta, dtype=np.float64),
+                             int(n_cooperators)).astype(np.intp, copy=False)
 
 
 def _random_cooperators(n_players: int, n_cooperators: int, rngs) -> np.ndarray:
@@ -285,7 +293,8 @@ def _shear_estimate(value, cooperators, row_ids, seed, *, antithetic=True,
                               non_cooperators=non_cooperators)
     v = np.asarray(value(masks), dtype=np.float64)
     base, full = v[:, -2], v[:, -1]
-    phi = _shear_combine(v[:, :-2].reshape(n, P, 2**K, 2, v.shape[-1]), K)
+    pairs = v[:, :-2].reshape(n, P, 2**K, 2, v.shape[-1])
+    phi = _shear_combine(pairs, K)
     if efficiency != "none":
         phi = _redistribute(phi, full - base, efficiency)
     return phi, base, full

@@ -111,17 +111,21 @@ def shear_coalitions(cooperators, row_ids, seed, antithetic, shapley_fill):
 
 
 @njit(cache=True)
-def block_max_cross_contribution(HC, pair_row, pair_col, dist, col_to_player, n_rows,
-                                 n_players):
+def block_max_cross_contribution(HC, pair_row, pair_col, computed, dist, col_to_player,
+                                 n_rows, n_players):
     """eta[r, i, j] = sum over outputs of the maximum over the columns a of player i and b
-    of player j where row r differs from the reference of |H_ab| |x_a - r_a| |x_b - r_b|.
+    of player j (i != j) where row r differs from the reference of
+    |H_ab| |x_a - r_a| |x_b - r_b|.
 
     Parameters
     ----------
-    HC : float64 array of shape (k, O, d)
-        Hessian columns ``H(x_r) e_a`` for the k pairs (r, a) = (pair_row, pair_col).
+    HC : float array of shape (k_computed, O, d)
+        Hessian columns ``H(x_r) e_a`` of the computed pairs, in pair order.
     pair_row, pair_col : int64 arrays of shape (k,)
-        The (row, column) pairs with ``dist[r, a] > 0``, sorted by row.
+        Every (row, column) pair with ``dist[r, a] > 0``, sorted by row.
+    computed : bool array of shape (k,)
+        Pairs whose Hessian column is in ``HC``. Every pair of columns of different
+        players of a row must have at least one computed member (H is symmetric).
     dist : float64 array of shape (n, d), |x - r|
     col_to_player : int64 array of shape (d,)
     n_rows, n_players : int
@@ -130,11 +134,13 @@ def block_max_cross_contribution(HC, pair_row, pair_col, dist, col_to_player, n_
     -------
     eta : float64 array of shape (n, P, P), diagonal ``-inf``
     """
-    k, O, _ = HC.shape
+    k = pair_row.shape[0]
+    O = HC.shape[1]
     P = n_players
     eta = np.zeros((n_rows, P, P))
     best = np.zeros((O, P, P))
     start = 0
+    m = 0  # index into HC
     while start < k:
         r = pair_row[start]
         stop = start
@@ -142,17 +148,25 @@ def block_max_cross_contribution(HC, pair_row, pair_col, dist, col_to_player, n_
             stop += 1
         best[:, :, :] = 0.0
         for q in range(start, stop):
+            if not computed[q]:
+                continue
             a = pair_col[q]
             pa = col_to_player[a]
             wa = dist[r, a]
             for q2 in range(start, stop):
                 b = pair_col[q2]
                 pb = col_to_player[b]
+                if pb == pa:
+                    continue
                 w = wa * dist[r, b]
                 for o in range(O):
-                    e = abs(HC[q, o, b]) * w
+                    e = abs(np.float64(HC[m, o, b])) * w
                     if e > best[o, pa, pb]:
                         best[o, pa, pb] = e
+                        best[o, pb, pa] = e
+                    elif e > best[o, pb, pa]:
+                        best[o, pb, pa] = e
+            m += 1
         for o in range(O):
             for i in range(P):
                 for j in range(P):
@@ -162,3 +176,52 @@ def block_max_cross_contribution(HC, pair_row, pair_col, dist, col_to_player, n_
         for i in range(P):
             eta[r, i, i] = -np.inf
     return eta
+
+
+@njit(cache=True)
+def top_k_cooperators(eta, n_cooperators):
+    """The K players j != i with the largest eta[r, i, j] (ties and NaN: as a stable
+    descending sort, i.e. lowest index first, NaN last), sorted ascending.
+
+    Parameters
+    ----------
+    eta : float64 array of shape (n, P, P)
+    n_cooperators : int
+
+    Returns
+    -------
+    cooperators : int64 array of shape (n, P, K)
+    """
+    n, P, _ = eta.shape
+    K = n_cooperators
+    out = np.empty((n, P, K), dtype=np.int64)
+    taken = np.zeros(P, dtype=np.bool_)
+    for r in range(n):
+        for i in range(P):
+            taken[:] = False
+            taken[i] = True
+            for k in range(K):
+                best = -1
+                best_val = 0.0
+                for j in range(P):
+                    if taken[j]:
+                        continue
+                    e = eta[r, i, j]
+                    if best == -1:
+                        best, best_val = j, e
+                    elif np.isnan(best_val):
+                        if not np.isnan(e):
+                            best, best_val = j, e
+                    elif e > best_val:
+                        best, best_val = j, e
+                taken[best] = True
+                out[r, i, k] = best
+            # insertion sort of the K chosen indices
+            for k in range(1, K):
+                v = out[r, i, k]
+                q = k
+                while q > 0 and out[r, i, q - 1] > v:
+                    out[r, i, q] = out[r, i, q - 1]
+                    q -= 1
+                out[r, i, q] = v
+    return out
