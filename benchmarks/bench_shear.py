@@ -165,7 +165,8 @@ def main(argv=None):
             a = e2.explain(X)
             row[label + "_ae"] = absolute_error(a.values, truth)
         row["cc_time"], _ = timed(lambda: _cross_contribution_hessian(
-            partial(fn.hessian_columns, float64=False), X.astype(np.float64), ref[0].astype(np.float64),
+            partial(fn.hessian_columns, float64=False), X.astype(np.float64),
+            ref[0].astype(np.float64),
             e.col_to_player_, M), args.repeats)
         g = ImputationGame(fn, X, ref, groups=base.groups_)
         t, res = timed(lambda: perm(g, M * N, row_generators(0, range(rows)), antithetic=True),
