@@ -83,7 +83,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         seed) calls some of them outliers. A contamination above the level at which
         plausibility will be judged leaves a margin: in ``benchmarks/bench_p2ce.py``,
         0.15 against a judging forest at 0.05 gave no judged outlier on any of nine
-        dataset/model cells, where 0.05 gave 3 to 13 % of the individuals, at the price of
+        dataset/model cells, where 0.05 gave 3 to 15 % of the individuals, at the price of
         fewer individuals with a plausible counterfactual within the change budget.
     n_estimators : int, default=100
         Trees of the isolation forest.
