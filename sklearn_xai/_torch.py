@@ -61,6 +61,15 @@ def is_torch_model(model) -> bool:
     return isinstance(model, torch.nn.Module)
 
 
+def _ELEMENTWISE_ACTIVATIONS(nn):
+    """Activation modules that act element by element (their Jacobian is diagonal)."""
+    return (
+        nn.Softplus, nn.Tanh, nn.Sigmoid, nn.SiLU, nn.GELU, nn.ELU, nn.CELU, nn.SELU,
+        nn.Mish, nn.LogSigmoid, nn.Softsign, nn.Tanhshrink, nn.ReLU, nn.LeakyReLU,
+        nn.ReLU6, nn.Hardtanh, nn.Hardswish, nn.Hardsigmoid,
+    )
+
+
 class TorchModelFunction:
     """Picklable function ``f(X) -> (n, n_outputs)`` of a torch module or a fitted skorch net,
     with input gradients and Hessians.
@@ -437,6 +446,10 @@ class TorchModelFunction:
         k = rows.shape[0]
         if k == 0:
             return np.zeros((0, self._forward(Xt[:1]).shape[1] if n else 0, d))
+        chain = self._mlp_chain()
+        if chain is not None:
+            HC = self._chain_hessian_columns(chain, Xt, rows, cols)
+            return (HC.to(torch.float64) if float64 else HC).cpu().numpy()
         split = self.first_linear_layer()
         if split is not None:
             W, b, forward = split
@@ -465,6 +478,109 @@ class TorchModelFunction:
             block = torch.stack(res, dim=1)
             outs.append((block.to(torch.float64) if float64 else block).cpu().numpy())
         return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
+
+    def _mlp_chain(self):
+        """The layers of a plain ``nn.Sequential`` made only of ``nn.Linear`` layers and
+        element-wise activations (and identities, dropout in eval mode), starting with a
+        ``Linear``, explained on its raw output; else ``None``."""
+        torch = _import_torch()
+        nn = torch.nn
+        if self.nonlinearity is not None:
+            return None
+        module = self._module()
+        if type(module) is not nn.Sequential or len(module) == 0:
+            return None
+        layers = []
+        for m in module:
+            if m._forward_hooks or m._forward_pre_hooks:
+                return None
+            if type(m) is nn.Linear:
+                layers.append(("linear", m))
+            elif type(m) in _ELEMENTWISE_ACTIVATIONS(nn):
+                layers.append(("act", m))
+            elif type(m) in (nn.Identity, nn.Dropout, nn.AlphaDropout):
+                continue  # identities in eval mode
+            else:
+                return None
+        if module._forward_hooks or module._forward_pre_hooks or layers[0][0] != "linear":
+            return None
+        return layers
+
+    def _chain_hessian_columns(self, chain, Xt, rows, cols):
+        """Hessian columns of an MLP chain by Pearlmutter's R-operator, written out.
+
+        One forward and one backward pass on the unique rows give each activation's
+        input ``a``, ``s1 = act'(a)``, ``s2 = act''(a)`` and the gradient ``g`` at its
+        output; then for every (row, column) pair the directional forward
+        ``R{a}`` and the directional backward
+        ``R{delta_a} = R{delta_y} * s1 + g * s2 * R{a}`` are two matrix products per
+        linear layer on the pairs, with no autograd graph over the duplicated rows.
+        Exact (the same arithmetic as a double backward), for element-wise activations.
+
+        Returns
+        -------
+        HC : tensor of shape (k, n_outputs, n_features), the module's dtype
+        """
+        torch = _import_torch()
+        with torch.no_grad():
+            # forward on the unique rows, keeping each activation's derivatives
+            h = Xt
+            acts = []  # (layer index, s1, s2) per activation
+            for idx, (kind, m) in enumerate(chain):
+                if kind == "linear":
+                    h = torch.nn.functional.linear(h, m.weight, m.bias)
+                else:
+                    with torch.enable_grad():
+                        a = h.detach().requires_grad_(True)
+                        y = m(a)
+                        (s1,) = torch.autograd.grad(y.sum(), a, create_graph=True)
+                        s2 = (torch.autograd.grad(s1.sum(), a, allow_unused=True)[0]
+                              if s1.requires_grad else None)
+                    s2 = torch.zeros_like(a) if s2 is None else s2
+                    acts.append((idx, s1.detach(), s2.detach()))
+                    h = y.detach()
+            n_all = h.shape[1]
+            cols_out = (np.arange(n_all) if self.output_columns is None
+                        else self.output_columns)
+            # directional forward for every pair: R{x} = e_col
+            first = chain[0][1]
+            R = first.weight.T[cols]  # (k, h1): R{a} after the first linear layer
+            R_in = {}  # activation layer index -> R{a}
+            for idx, (kind, m) in enumerate(chain[1:], start=1):
+                if kind == "linear":
+                    R = R @ m.weight.T
+                else:
+                    R_in[idx] = R
+                    s1 = next(s for j, s, _ in acts if j == idx)
+                    R = R * s1[rows]
+            res = []
+            for o in cols_out:
+                # backward for output o on the unique rows: gradient at each activation
+                delta = torch.zeros((Xt.shape[0], n_all), dtype=Xt.dtype, device=Xt.device)
+                delta[:, int(o)] = 1.0
+                grad_out = {}
+                for idx in range(len(chain) - 1, -1, -1):
+                    kind, m = chain[idx]
+                    if kind == "linear":
+                        delta = delta @ m.weight
+                    else:
+                        grad_out[idx] = delta
+                        s1 = next(s for j, s, _ in acts if j == idx)
+                        delta = delta * s1
+                # directional backward on the pairs (R{delta} = 0 at the output)
+                Rd = None
+                for idx in range(len(chain) - 1, -1, -1):
+                    kind, m = chain[idx]
+                    if kind == "linear":
+                        if Rd is not None:
+                            Rd = Rd @ m.weight
+                    else:
+                        _, s1, s2 = next(t for t in acts if t[0] == idx)
+                        term = grad_out[idx][rows] * s2[rows] * R_in[idx]
+                        Rd = term if Rd is None else Rd * s1[rows] + term
+                res.append(Rd if Rd is not None else torch.zeros(
+                    (rows.shape[0], Xt.shape[1]), dtype=Xt.dtype, device=Xt.device))
+            return torch.stack(res, dim=1)
 
     def is_smooth(self):
         """Whether every activation module is smooth (no ReLU-like kinks).

@@ -652,3 +652,42 @@ def test_top_k_cooperators_equals_stable_sort_with_ties_and_nan():
         key[:, np.arange(7), np.arange(7)] = np.nan  # the diagonal after everything
         expected = np.sort(np.argsort(key, axis=-1, kind="stable")[..., :K], axis=-1)
         np.testing.assert_array_equal(S._top_k_cooperators(eta, K), expected)
+
+
+@pytest.mark.parametrize("act", [torch.nn.Softplus, torch.nn.Tanh, torch.nn.GELU, torch.nn.SiLU,
+                                 torch.nn.ReLU])
+def test_mlp_chain_hessian_columns_equal_autograd(act, monkeypatch):
+    from sklearn_xai._torch import TorchModelFunction
+
+    torch.manual_seed(3)
+    d = 7
+    module = torch.nn.Sequential(
+        torch.nn.Linear(d, 12), act(), torch.nn.Dropout(0.1), torch.nn.Linear(12, 9), act(),
+        torch.nn.Linear(9, 3)).double()
+    fn = TorchModelFunction(module, output_columns=[2, 0])
+    assert fn._mlp_chain() is not None
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(6, d))
+    rows = np.repeat(np.arange(6), 3)
+    cols = rng.integers(0, d, size=rows.size)
+    fast = fn.hessian_columns(X, rows, cols)
+    H = fn.hessian(X)  # vmap(hessian), no chain involved
+    np.testing.assert_allclose(fast, H[rows, :, :, cols], atol=1e-12)
+    # the autograd path (first-layer split) gives the same numbers
+    monkeypatch.setattr(TorchModelFunction, "_mlp_chain", lambda self: None)
+    np.testing.assert_allclose(fn.hessian_columns(X, rows, cols), fast, atol=1e-12)
+
+
+def test_mlp_chain_not_used_for_probabilities_or_other_layers():
+    from sklearn_xai._torch import TorchModelFunction
+
+    d = 4
+    conv_like = torch.nn.Sequential(torch.nn.Linear(d, 5), torch.nn.Softplus(),
+                                    torch.nn.LayerNorm(5), torch.nn.Linear(5, 1)).double()
+    assert TorchModelFunction(conv_like)._mlp_chain() is None
+    starts_with_act = torch.nn.Sequential(torch.nn.Tanh(), torch.nn.Linear(d, 1)).double()
+    assert TorchModelFunction(starts_with_act)._mlp_chain() is None
+    X = np.random.default_rng(0).normal(size=(3, d))
+    fn = TorchModelFunction(conv_like)
+    np.testing.assert_allclose(fn.hessian_columns(X, [0, 2], [1, 3]),
+                               fn.hessian(X)[[0, 2], :, :, [1, 3]], atol=1e-12)
