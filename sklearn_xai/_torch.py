@@ -420,9 +420,12 @@ class TorchModelFunction:
         """Columns of input Hessians: ``H(X[rows[q]]) e_{cols[q]}`` for each pair q.
 
         The batched Hessian-vector product of :meth:`hessian_vector_product` with unit
-        directions, without building them: for a module starting with a linear layer
-        (:meth:`first_linear_layer`) the direction is the weight column ``W e_a`` and the
-        double backward runs through the tail only.
+        directions, without building them. For a ``Sequential`` of ``Linear`` layers and
+        element-wise activations on its raw output, a written-out R-operator (one
+        forward and backward pass on the unique rows, then two matrix products per layer on
+        the pairs); else, for a module starting with a linear layer
+        (:meth:`first_linear_layer`), the direction is the weight column ``W e_a`` and the
+        double backward runs through the tail only; else a double backward.
 
         Parameters
         ----------
