@@ -595,8 +595,9 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
     usual tabular MLP), the first layer is factored over the players: its output for a
     coalition is ``W r + b + sum_{p in S} W_p (x - r)_p``, with the per-player products
     computed once per row, so no hybrid row is built; the Hessian columns are taken through
-    the layers after it (``H_x = W^T H_z W``). Both are exact; other modules are evaluated
-    on hybrid rows built on the model's device.
+    the layers after it (``H_x = W^T H_z W``), and for a chain of ``Linear`` layers and
+    element-wise activations by a written-out R-operator. All are exact; other modules are
+    evaluated on hybrid rows built on the model's device.
 
     The values are neither guaranteed efficient nor symmetric (each player uses its own
     cooperators); see ``efficiency``. :meth:`explain` returns an
