@@ -308,6 +308,12 @@ def test_interactions_rows_sum_to_values(frame):
     np.testing.assert_allclose(sub[:, 0], inter[:, 2], atol=1e-12)
     with pytest.raises(ValueError, match="unknown feature"):
         exp.explain_interactions(df.iloc[:3], features=["nope"])
+    # batches written into one output, serially or through joblib: the same arrays
+    for kw in ({"batch_size": 3}, {"batch_size": 4, "n_jobs": 2}):
+        other = TreeShapExplainer(FrozenEstimator(model), **kw).fit(df)
+        att2 = other.explain_interactions(df.iloc[:10])
+        np.testing.assert_array_equal(att2.extras["interactions"], inter)
+        np.testing.assert_array_equal(att2.values, att.values)
 
 
 def test_n_jobs_and_batch_size_invariance_and_pickle():

@@ -406,8 +406,9 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         one numba thread so workers do not oversubscribe the cores.
 
         With ``out`` (an array with one row per row of ``Z``), each batch's result is written
-        into it as it arrives, so no second copy of the whole result is made; else the list
-        of batch results is returned.
+        into it as it arrives, so no second copy of the whole result is made; a callable
+        ``out(rows, result)`` receives each batch instead; else the list of batch results is
+        returned.
         """
         import numba
 
@@ -419,7 +420,10 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                 if out is None:
                     return [func(Z[s]) for s in slices]
                 for s in slices:
-                    out[s] = func(Z[s])
+                    if callable(out):
+                        out(s, func(Z[s]))
+                    else:
+                        out[s] = func(Z[s])
                 return out
             finally:
                 numba.set_num_threads(old)
@@ -437,7 +441,10 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         if out is None:
             return [part for _, part in results]
         for rows, part in results:
-            out[rows] = part
+            if callable(out):
+                out(rows, part)
+            else:
+                out[rows] = part
         return out
 
     def _phi(self, Z):
@@ -531,9 +538,23 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             return shap_interactions(sub, self._tables, B, sub.value, sub.tree_output,
                                      sub.n_outputs, feats)
 
-        parts = self._run(func, Z)
-        phi = self._sign * np.concatenate([p[0] for p in parts])
-        inter = self._sign * np.concatenate([p[1] for p in parts])
+        n = Z.shape[0]
+        result = {}
+
+        def store(rows, part):
+            # each batch goes straight into the preallocated outputs: no second copy of
+            # the (n, S, M, K) interaction array
+            if not result:
+                result["phi"] = np.empty((n,) + part[0].shape[1:], dtype=np.float64)
+                result["inter"] = np.empty((n,) + part[1].shape[1:], dtype=np.float64)
+            result["phi"][rows] = part[0]
+            result["inter"][rows] = part[1]
+
+        self._run(func, Z, out=store)
+        phi, inter = result["phi"], result["inter"]
+        if self._sign != 1:
+            phi *= self._sign
+            inter *= self._sign
         base = np.tile(self.expected_value_, (Z.shape[0], 1))
         if phi.shape[2] == 1:
             phi, inter, base = phi[:, :, 0], inter[..., 0], base[:, 0]
