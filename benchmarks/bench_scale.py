@@ -36,25 +36,11 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _memory import reset_peak, status_mib  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 N_FEATURES = 10
-
-
-def _rss_mib(field):
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _reset_peak():
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def _nbytes_result(result):
@@ -113,12 +99,12 @@ def worker(config):
     import gc
 
     gc.collect()
-    before = _rss_mib("VmRSS")
-    reset = _reset_peak()
+    before = status_mib("VmRSS")
+    reset = reset_peak()
     start = time.perf_counter()
     result = exp.explain(X)
     seconds = time.perf_counter() - start
-    peak = _rss_mib("VmHWM") if reset else \
+    peak = status_mib("VmHWM") if reset else \
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out = dict(config, seconds=seconds, rows_per_s=n_rows / seconds,
                peak_mib=peak - before, result_mib=_nbytes_result(result) / 2**20,

@@ -25,36 +25,18 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-
-
-def _rss_reset():
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _status(key):
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(key):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return float("nan")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _memory import reset_peak, status_mib  # noqa: E402
 
 
 def measure(func):
     """(seconds, result, peak RSS increase in MiB) of one call."""
-    ok = _rss_reset()
-    before = _status("VmRSS")
+    ok = reset_peak()
+    before = status_mib("VmRSS")
     t0 = time.perf_counter()
     out = func()
     dt = time.perf_counter() - t0
-    peak = _status("VmHWM") - before if ok else float("nan")
+    peak = status_mib("VmHWM") - before if ok else float("nan")
     return dt, out, peak
 
 
