@@ -400,3 +400,65 @@ def test_desired_first_class_matches_enumeration(data, name):
         front, _ = _brute_front(expl, X, x)
         _, C = _returned(expl, res, i)
         assert {tuple(np.round(c, 9)) for c in C} == front
+
+
+MULTICLASS = {
+    "gbm": lambda: GradientBoostingClassifier(n_estimators=10, max_depth=3, random_state=0),
+    "lightgbm": lambda: pytest.importorskip("lightgbm").LGBMClassifier(
+        n_estimators=10, num_leaves=7, min_child_samples=5, verbose=-1, random_state=0),
+    "xgboost": lambda: pytest.importorskip("xgboost").XGBClassifier(
+        n_estimators=10, max_depth=3, n_jobs=1, random_state=0),
+}
+
+
+@pytest.fixture(scope="module")
+def data3():
+    X, y = make_classification(n_samples=300, n_features=4, n_informative=3, n_redundant=0,
+                               n_classes=3, n_clusters_per_class=1, random_state=2)
+    X[:, 3] = np.round(X[:, 3] * 2)
+    return X, y
+
+
+@pytest.mark.parametrize("name", list(MULTICLASS))
+def test_multiclass_boosting_bound_never_loses_a_solution(data3, name):
+    X, y = data3
+    model = MULTICLASS[name]().fit(X, y)
+    expl = P2CERecourse(FrozenEstimator(model), desired_class=2, threshold=0.5, grid_step=0.25,
+                        max_changes=2, contamination=0.1, n_estimators=20, random_state=0,
+                        shap_samples=15).fit(X)
+    assert expl.bound_ == "tree"
+    assert type(expl._bound_obj_).__name__ == "SoftmaxTreeBound"
+    queries = X[model.predict_proba(X)[:, 2] < 0.5][:5]
+    res = expl.explain(queries)
+    n_nonempty = 0
+    for i, x in enumerate(queries):
+        front, _ = _brute_front(expl, X, x)
+        _, C = _returned(expl, res, i)
+        assert {tuple(np.round(c, 9)) for c in C} == front, (name, i)
+        n_nonempty += bool(front)
+    assert n_nonempty >= 2
+    assert sum(c["pruned_bound"] for c in res.extras["counters"]) > 0  # the bound prunes
+
+
+def test_softmax_bound_is_an_upper_bound_of_every_completion(data3):
+    X, y = data3
+    model = MULTICLASS["gbm"]().fit(X, y)
+    expl = P2CERecourse(FrozenEstimator(model), desired_class=1, grid_step=0.25,
+                        random_state=0, shap_samples=15).fit(X)
+    bound = expl._bound_obj_
+    rng = np.random.default_rng(0)
+    grid = expl.grid_
+    for x in X[:8]:
+        values, _ = grid.candidates(x)
+        n_cand = np.array([len(v) for v in values])
+        cand = np.zeros((X.shape[1], n_cand.max()))
+        for j, v in enumerate(values):
+            cand[j, : len(v)] = v
+        for _ in range(3):
+            is_open = rng.random(X.shape[1]) < 0.5
+            ub = bound.upper(x, is_open, cand, n_cand, 0.5,
+                             prepared=bound.prepare(cand, n_cand))
+            lists = [values[j] if is_open[j] else [x[j]] for j in range(X.shape[1])]
+            P = np.array(list(itertools.product(*lists)), dtype=float)
+            best = model.predict_proba(P)[:, 1].max()
+            assert ub >= best - 1e-12

@@ -21,6 +21,7 @@ from ._p2ce_models import (
     FlatIsolationForest,
     LinearBound,
     ShapBound,
+    SoftmaxTreeBound,
     TreeBound,
     linear_coefficients,
     parse_tree_model,
@@ -93,7 +94,10 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         Probability bound of a partial point. ``"exact"``: the largest probability any
         completion on the grid reaches, from the flat tree ensemble (scikit-learn,
         XGBoost, LightGBM) or from the coefficients of a linear classifier (also behind
-        scalers in a Pipeline); an error if the model has neither. ``"shap"``: the
+        scalers in a Pipeline); an error if the model has neither. For a multi-class
+        boosted ensemble (softmax) it is a safe bound rather than the exact maximum: the
+        largest reachable desired-class margin against the smallest reachable margin of
+        every other class, which never loses a solution. ``"shap"``: the
         paper's SHAP estimate, a heuristic that can lose solutions. ``"none"``: no
         probability pruning (exact, slower). ``"auto"``: ``"exact"`` when available, else
         ``"none"``. ``bound_`` records the choice.
@@ -453,6 +457,9 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
                 obj = TreeBound(ens, 0, 1.0 if k == 1 else -1.0, "logistic")
             elif ens.link == "identity" and ens.n_outputs == len(classes):
                 obj = TreeBound(ens, k, 1.0, "identity")
+            elif (ens.link == "softmax" and ens.n_outputs == len(classes) > 2
+                  and np.all(ens.tree_output >= 0)):
+                obj = SoftmaxTreeBound(ens, k)
             if obj is not None and np.allclose(obj.predict(verify), target, rtol=0, atol=1e-7):
                 return obj, "tree"
         coefs = linear_coefficients(inner, verify, self.model_fn_.to_model_input)

@@ -265,6 +265,75 @@ class TreeBound:
         return float(self._to_prob(self.base + m + _BOUND_SLACK))
 
 
+class SoftmaxTreeBound:
+    """Upper bound of a multi-class boosted ensemble's desired-class probability.
+
+    The probability ``exp(f_k) / sum_j exp(f_j)`` grows with the desired class's margin
+    ``f_k`` and falls with every other margin, so with ``hi_k`` the largest reachable
+    ``f_k`` and ``lo_j`` the smallest reachable ``f_j`` (each exact over the grid, per tree
+    summed) ``1 / (1 + sum_{j != k} exp(lo_j - hi_k))`` is never below any completion's
+    probability: no solution is lost. It is not tight (the extremes may need different
+    completions), so it prunes less than the binary bound.
+
+    Parameters
+    ----------
+    ens : FlatEnsemble with ``link="softmax"`` and one tree per class and round
+    column : int
+        The desired class's output.
+    """
+
+    kind = "exact"
+
+    def __init__(self, ens, column):
+        from ..tree._ensemble import subset_outputs
+
+        self.column = int(column)
+        self.base = np.asarray(ens.base_score, dtype=np.float64)
+        self.parts = []  # per class: (forest for the max, forest for the max of -f)
+        for j in range(ens.n_outputs):
+            sub = subset_outputs(ens, [j])
+            vals = sub.value[:, 0]
+            signs = (1.0,) if j == self.column else (1.0, -1.0)
+            forests = []
+            for sgn in signs:
+                forest = _Forest(sub, sgn * vals)
+                precision = _packable(sub)
+                forests.append(_PackedForest(forest, precision) if precision else forest)
+            self.parts.append(forests)
+
+    def predict(self, Z):
+        raw = np.column_stack([self.base[j] + forests[0].sum_points(Z)
+                               for j, forests in enumerate(self.parts)])
+        raw -= raw.max(axis=1, keepdims=True)
+        e = np.exp(raw)
+        return e[:, self.column] / e.sum(axis=1)
+
+    def prepare(self, cand, n_cand):
+        return [[f.prepare(cand, n_cand) if isinstance(f, _PackedForest) else None
+                 for f in forests] for forests in self.parts]
+
+    def _reach(self, forest, point, is_open, cand, n_cand, prepared):
+        if isinstance(forest, _PackedForest):
+            if prepared is None:
+                prepared = forest.prepare(cand, n_cand)
+            return forest.max_reach(point, is_open, prepared)
+        return forest.max_reach(point, is_open, cand, n_cand)
+
+    def upper(self, point, is_open, cand, n_cand, threshold, prepared=None, **_):
+        k = self.column
+        pk = None if prepared is None else prepared[k][0]
+        hi_k = self.base[k] + self._reach(self.parts[k][0], point, is_open, cand, n_cand, pk)
+        hi_k += _BOUND_SLACK
+        total = 1.0
+        for j, forests in enumerate(self.parts):
+            if j == k:
+                continue
+            pj = None if prepared is None else prepared[j][1]
+            lo_j = self.base[j] - self._reach(forests[1], point, is_open, cand, n_cand, pj)
+            total += np.exp(min(lo_j - _BOUND_SLACK - hi_k, 700.0))
+        return float(1.0 / total)
+
+
 class LinearBound:
     """Exact maximum of ``sigmoid(w . x + b)`` over the grid (``w``, ``b`` signed)."""
 
