@@ -114,7 +114,7 @@ def worker(config):
     print("RESULT " + json.dumps(out), flush=True)
 
 
-def configs(quick):
+def configs(quick, mace_batches=(16, 256)):
     tree_n = 100_000 if quick else 1_000_000
     mace_n = 2_000 if quick else 100_000
     out = []
@@ -122,7 +122,7 @@ def configs(quick):
         for n in (tree_n // 4, tree_n):
             out.append({"method": "TreeSHAP", "rows": n, "batch_size": bs, "n_jobs": 1})
         out.append({"method": "TreeSHAP", "rows": tree_n, "batch_size": bs, "n_jobs": 2})
-    for bs in (16, 256):
+    for bs in mace_batches:
         for n in (mace_n // 4, mace_n):
             out.append({"method": "MACE", "rows": n, "batch_size": bs, "n_jobs": 1})
     out.append({"method": "MACE", "rows": mace_n, "batch_size": 256, "n_jobs": 2})
@@ -135,6 +135,8 @@ def main(argv=None):
                         help="TreeSHAP over 100k rows and MACE over 2k rows")
     parser.add_argument("--only", choices=["TreeSHAP", "MACE"],
                         help="run the configurations of one method only")
+    parser.add_argument("--mace-batch", type=int, nargs="+", default=[16, 256],
+                        help="MACE batch sizes to run (default: 16 and 256)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help="also write the table (markdown) to this file")
     args = parser.parse_args(argv)
@@ -144,7 +146,7 @@ def main(argv=None):
     env = dict(os.environ)
     env.setdefault("NUMBA_CACHE_DIR", "/tmp/numba_bench_scale")
     rows = []
-    for config in configs(args.quick):
+    for config in configs(args.quick, tuple(args.mace_batch)):
         if args.only and config["method"] != args.only:
             continue
         proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(config)],
