@@ -390,3 +390,61 @@ def test_reinforce_gradient_matches_finite_differences():
         assert g_phi[i, k] == pytest.approx(num, rel=1e-5, abs=1e-7)
     # an unselected column's value logits get no gradient (masked log-probabilities)
     assert np.all(g_phi[0] == 0)
+
+
+def _regression(n=400, seed=0):
+    df, _, _ = _mixed(n, seed)
+    rng = np.random.default_rng(seed + 1)
+    y = (0.05 * df["age"] + 0.03 * df["income"] + 1.5 * (df["color"] == "red")
+         - 1.0 * (df["city"] == "D") + rng.normal(0, 0.2, n)).to_numpy()
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    pre = ColumnTransformer(
+        [("cat", OneHotEncoder(handle_unknown="ignore"), ["color", "city", "sex"])],
+        remainder="passthrough",
+    )
+    model = make_pipeline(pre, HistGradientBoostingRegressor(max_iter=60, random_state=0))
+    return df, y, model.fit(df, y)
+
+
+def test_regressor_with_desired_range():
+    df, y, model = _regression()
+    pred = model.predict(df)
+    lo, hi = np.quantile(pred, [0.7, 0.9])
+    mace = MaceRecourse(FrozenEstimator(model), desired_range=(lo, hi), immutable_features=["sex"],
+                        random_state=0).fit(df)
+    assert list(mace.classes_) == [False, True]
+    Q = df[(pred < lo) | (pred > hi)].iloc[:8]
+    inside = df[(pred >= lo) & (pred <= hi)].iloc[:2]
+    res = mace.explain(pd.concat([Q, inside]))
+    assert res.found[:8].mean() >= 0.75
+    assert not res.found[8:].any()  # already inside: nothing to find
+    assert list(res.desired[:8]) == [(lo, hi)] * 8 and res.desired[8] is None
+    cfs = res.counterfactuals.drop(columns="query")
+    values = model.predict(cfs)
+    # every returned point re-predicted by the model lies in the range, and the reported
+    # predictions are the model's own values
+    assert np.all((values >= lo) & (values <= hi))
+    np.testing.assert_allclose(res.predictions, values)
+    q = res.counterfactuals["query"].to_numpy()
+    np.testing.assert_array_equal(cfs["sex"].astype(str).to_numpy(),
+                                  pd.concat([Q, inside])["sex"].astype(str).to_numpy()[q])
+    # an open-ended range works too
+    res2 = MaceRecourse(FrozenEstimator(model), desired_range=(hi, np.inf),
+                        random_state=0).fit(df).explain(Q.iloc[:3])
+    assert np.all(model.predict(res2.counterfactuals.drop(columns="query")) >= hi)
+
+
+def test_regressor_errors():
+    df, y, model = _regression(200)
+    with pytest.raises(TypeError, match="desired_range"):
+        MaceRecourse(FrozenEstimator(model)).fit(df)
+    with pytest.raises(ValueError, match="low <= high"):
+        MaceRecourse(FrozenEstimator(model), desired_range=(3.0, 1.0)).fit(df)
+    with pytest.raises(ValueError, match="pair"):
+        MaceRecourse(FrozenEstimator(model), desired_range=("a", "b")).fit(df)
+    with pytest.raises(ValueError, match="desired_class"):
+        MaceRecourse(FrozenEstimator(model), desired_range=(0, 1), desired_class=1).fit(df)
+    dfc, yc, clf = _mixed(200)
+    with pytest.raises(ValueError, match="for regressors"):
+        MaceRecourse(FrozenEstimator(clf), desired_range=(0, 1)).fit(dfc)

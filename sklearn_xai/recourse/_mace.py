@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pandas as pd
-from sklearn.base import _fit_context
+from sklearn.base import _fit_context, is_classifier
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
@@ -26,7 +26,8 @@ __all__ = ["MaceRecourse"]
 
 
 class MaceRecourse(RecourseMixin, BaseExplainer):
-    """MACE counterfactual explanations for any classifier with ``predict_proba``.
+    """MACE counterfactual explanations for any classifier with ``predict_proba``, and for
+    regressors with a ``desired_range``.
 
     The method of Yang, Feng, Li, Zhou and Hoi, "MACE: An Efficient Model-Agnostic Framework
     for Counterfactual Explanation" (arXiv 2205.15540, 2022) -- not the SMT-based MACE of
@@ -72,7 +73,15 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
     desired_class : "opposite" or class label, default="opposite"
         ``"opposite"``: for a binary model the other class; for a multi-class model every
         other class (counterfactuals per desired class). A label: that class (a query
-        already predicted as it is reported as not found).
+        already predicted as it is reported as not found). Leave it for a regressor.
+    desired_range : (low, high) or None, default=None
+        Regressors only (and then required): a counterfactual is valid when the model's
+        prediction lies in ``[low, high]`` (either end may be infinite). The search runs
+        on two pseudo-classes, ``False`` (outside) and ``True`` (inside), with the
+        "probability" of ``True`` equal to 1 inside and ``0.5 exp(-distance / scale)``
+        outside (``scale``: the standard deviation of the model's predictions on the fit
+        rows), so every stage works unchanged and validity is exact. Queries already
+        inside get no counterfactual; ``predictions`` are the model's predicted values.
     categorical_features : "auto", list of names/indices or bool mask, default="auto"
         ``"auto"``: DataFrame columns of categorical, object, string or bool dtype.
     immutable_features : list of names/indices, default=None
@@ -191,6 +200,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         "method": [StrOptions({"rl", "gld"})],
         "n_counterfactuals": [Interval(numbers.Integral, 1, None, closed="left")],
         "desired_class": "no_validation",
+        "desired_range": [None, "array-like"],
         "categorical_features": "no_validation",
         "immutable_features": [None, "array-like"],
         "feature_ranges": [None, dict],
@@ -221,6 +231,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         method="rl",
         n_counterfactuals=3,
         desired_class="opposite",
+        desired_range=None,
         categorical_features="auto",
         immutable_features=None,
         feature_ranges=None,
@@ -251,6 +262,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         self.method = method
         self.n_counterfactuals = n_counterfactuals
         self.desired_class = desired_class
+        self.desired_range = desired_range
         self.categorical_features = categorical_features
         self.immutable_features = immutable_features
         self.feature_ranges = feature_ranges
@@ -303,14 +315,34 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             raise ValueError("MaceRecourse uses desired_class, not target; leave target=None.")
         X = self._validate_X(X, reset=True, allow_nan=False)
         model = self._fit_model(X, y)
-        if not hasattr(model, "predict_proba"):
+        self._range_ = None
+        if self.desired_range is not None:
+            if hasattr(model, "predict_proba") or is_classifier(model):
+                raise ValueError("desired_range is for regressors; for a classifier use "
+                                 "desired_class.")
+            lo, hi = self._check_range(self.desired_range)
+            if not (isinstance(self.desired_class, str) and self.desired_class == "opposite"):
+                raise ValueError("With desired_range the desired outcome is the range; leave "
+                                 "desired_class at its default.")
+            if not hasattr(model, "predict"):
+                raise TypeError(f"{type(model).__name__} has no predict method.")
+            pred = np.asarray(model.predict(X), dtype=np.float64).reshape(len(X), -1)
+            if pred.shape[1] != 1:
+                raise ValueError("desired_range needs a single-output regressor; the model "
+                                 f"predicts {pred.shape[1]} outputs.")
+            scale = float(np.std(pred))
+            self._range_ = (lo, hi, scale if np.isfinite(scale) and scale > 0 else 1.0)
+            self.classes_ = np.array([False, True])
+        elif not hasattr(model, "predict_proba"):
             raise TypeError(
-                f"MaceRecourse needs a classifier with predict_proba; {type(model).__name__} "
-                "has none."
+                f"MaceRecourse needs a classifier with predict_proba, or a regressor with "
+                f"desired_range=(low, high); {type(model).__name__} has no predict_proba."
             )
-        self.classes_ = np.asarray(getattr(model, "classes_", None))
-        if self.classes_.ndim != 1 or self.classes_.size < 2:
-            raise ValueError("the model must be a fitted classifier with at least 2 classes_.")
+        else:
+            self.classes_ = np.asarray(getattr(model, "classes_", None))
+            if self.classes_.ndim != 1 or self.classes_.size < 2:
+                raise ValueError(
+                    "the model must be a fitted classifier with at least 2 classes_.")
         self.encoder_ = TabularEncoder(
             categorical_features=self.categorical_features,
             n_bins=self.n_bins,
@@ -341,6 +373,31 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         return self
 
     # ----------------------------------------------------------------- internals
+    @staticmethod
+    def _check_range(rng):
+        try:
+            lo, hi = (float(v) for v in rng)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"desired_range must be a pair (low, high) of numbers; got {rng!r}.") from None
+        if np.isnan(lo) or np.isnan(hi) or lo > hi:
+            raise ValueError(f"desired_range must satisfy low <= high; got {rng!r}.")
+        return lo, hi
+
+    def _proba_user(self, U):
+        """Class probabilities of user-space rows; for a regressor with ``desired_range``,
+        the pseudo-probabilities of (outside, inside)."""
+        if self._range_ is None:
+            return np.asarray(self.model_.predict_proba(U), dtype=np.float64)
+        y = np.asarray(self.model_.predict(U), dtype=np.float64).reshape(-1)
+        return self._range_proba(y)
+
+    def _range_proba(self, y):
+        lo, hi, scale = self._range_
+        dist = np.maximum(lo - y, 0.0) + np.maximum(y - hi, 0.0)
+        inside = np.where(dist == 0.0, 1.0, 0.5 * np.exp(-dist / scale))
+        return np.column_stack([1.0 - inside, inside])
+
     def _proba(self, Z):
         """Class probabilities of internal rows (decoded to the user space), batched."""
         enc = self.encoder_
@@ -348,12 +405,14 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         step = 8192
         for a in range(0, Z.shape[0], step):
             U = enc.to_user(enc.snap(Z[a : a + step]))
-            out.append(np.asarray(self.model_.predict_proba(U), dtype=np.float64))
+            out.append(self._proba_user(U))
         return np.vstack(out) if out else np.zeros((0, self.classes_.size))
 
     def _targets(self, pred):
         """Desired class positions per query (list of lists)."""
         C = self.classes_.size
+        if self._range_ is not None:  # the range is the only desired outcome
+            return [[1] if p != 1 else [] for p in pred]
         if isinstance(self.desired_class, str) and self.desired_class == "opposite":
             return [[c for c in range(C) if c != p] for p in pred]
         hit = np.flatnonzero(self.classes_ == self.desired_class)
@@ -468,8 +527,13 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         R = np.vstack(found_rows) if found_rows else np.zeros((0, d))
         # every returned row is re-predicted on exactly what the user gets back
         cf_user = enc.to_user(R) if len(R) else None
+        values = None
         if len(R):
-            P = np.asarray(self.model_.predict_proba(cf_user), dtype=np.float64)
+            if self._range_ is None:
+                P = np.asarray(self.model_.predict_proba(cf_user), dtype=np.float64)
+            else:
+                values = np.asarray(self.model_.predict(cf_user), dtype=np.float64).reshape(-1)
+                P = self._range_proba(values)
             n_calls += 1
             n_rows += len(R)
             ts = np.array([m[1] for m in found_meta])
@@ -484,9 +548,10 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             "n_model_rows": n_rows,
             "seconds": time.perf_counter() - t0,
         }
-        return self._assemble(X, Zq, R, keep, found_meta, P if len(R) else None, targets, stats)
+        return self._assemble(X, Zq, R, keep, found_meta, P if len(R) else None, targets, stats,
+                              values)
 
-    def _assemble(self, X, Zq, R, keep, meta, P, targets, stats):
+    def _assemble(self, X, Zq, R, keep, meta, P, targets, stats, values=None):
         enc = self.encoder_
         n = len(Zq)
         queries = X.reset_index(drop=True) if isinstance(X, pd.DataFrame) else pd.DataFrame(
@@ -515,12 +580,16 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             }
         )
         pred_t = P[np.arange(len(R)), tpos] if len(R) else np.zeros(0)
+        if self._range_ is not None:  # report the predicted values, not pseudo-probabilities
+            pred_t = values[keep] if len(R) else np.zeros(0)
         found = np.zeros(n, dtype=bool)
         found[qidx] = True
         desired = np.empty(n, dtype=object)
         for i in range(n):
             ts = [self.classes_.tolist()[t] for t in targets[i]]
             desired[i] = ts[0] if len(ts) == 1 else (tuple(ts) if ts else None)
+            if self._range_ is not None:
+                desired[i] = tuple(self._range_[:2]) if targets[i] else None
         # the counterfactuals of each query, grouped, best first within a desired class
         order = np.lexsort((np.arange(len(R)), tpos, qidx))
         cf = cf.iloc[order].reset_index(drop=True)
