@@ -399,7 +399,7 @@ class TorchModelFunction:
                 forward = self._forward
             Xr = Xr.detach().requires_grad_(True)
             with torch.enable_grad():
-                out = forward(Xr)
+                out = forward(Xr.clone())  # the tail may start with an in-place activation
                 n_out = out.shape[1]
                 res = []
                 for o in range(n_out):
@@ -467,7 +467,7 @@ class TorchModelFunction:
             Zr = Z[rows[sl]].detach().requires_grad_(True)
             Vr = directions[cols[sl]]
             with torch.enable_grad():
-                out = forward(Zr)
+                out = forward(Zr.clone())  # the tail may start with an in-place activation
                 n_out = out.shape[1]
                 res = []
                 for o in range(n_out):
@@ -535,7 +535,7 @@ class TorchModelFunction:
                 else:
                     with torch.enable_grad():
                         a = h.detach().requires_grad_(True)
-                        y = m(a)
+                        y = m(a.clone())  # an in-place activation must not touch the leaf
                         (s1,) = torch.autograd.grad(y.sum(), a, create_graph=True)
                         s2 = (torch.autograd.grad(s1.sum(), a, allow_unused=True)[0]
                               if s1.requires_grad else None)

@@ -691,3 +691,24 @@ def test_mlp_chain_not_used_for_probabilities_or_other_layers():
     fn = TorchModelFunction(conv_like)
     np.testing.assert_allclose(fn.hessian_columns(X, [0, 2], [1, 3]),
                                fn.hessian(X)[[0, 2], :, :, [1, 3]], atol=1e-12)
+
+
+def test_hessian_paths_accept_in_place_activations():
+    from sklearn_xai._torch import TorchModelFunction
+
+    torch.manual_seed(0)
+    d = 4
+    X = np.random.default_rng(0).normal(size=(3, d))
+    V = np.random.default_rng(1).normal(size=(3, 2, d))
+    for module in (  # the chain path, and the first-layer split (LayerNorm: not a chain)
+        torch.nn.Sequential(torch.nn.Linear(d, 5), torch.nn.ELU(inplace=True),
+                            torch.nn.Linear(5, 1)),
+        torch.nn.Sequential(torch.nn.Linear(d, 5), torch.nn.ELU(inplace=True),
+                            torch.nn.LayerNorm(5), torch.nn.Linear(5, 1)),
+    ):
+        fn = TorchModelFunction(module.double())
+        H = fn.hessian(X)
+        np.testing.assert_allclose(fn.hessian_columns(X, [0, 1, 2], [1, 2, 3]),
+                                   H[[0, 1, 2], :, :, [1, 2, 3]], atol=1e-12)
+        np.testing.assert_allclose(fn.hessian_vector_product(X, V),
+                                   np.einsum("noab,nlb->nloa", H, V), atol=1e-12)
