@@ -506,9 +506,10 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         base_seed = draw_base_seed(self.random_state)
         bs = max(1, int(self.batch_size))
         # batches by query, so one query's targets stay together
-        q_chunks = [range(a, min(a + bs, len(Zq))) for a in range(0, len(Zq), bs)]
-        job_chunks = [[j for j in jobs if j[0] in set(ch)] for ch in q_chunks]
-        job_chunks = [c for c in job_chunks if c]
+        by_chunk = {}
+        for j in jobs:  # jobs are in query order; one pass, not one scan per chunk
+            by_chunk.setdefault(j[0] // bs, []).append(j)
+        job_chunks = [by_chunk[c] for c in sorted(by_chunk)]
         if self.n_jobs in (None, 1) or len(job_chunks) <= 1:
             outs = [self._explain_chunk(Zq, Pq, c, base_seed) for c in job_chunks]
         else:
@@ -525,6 +526,15 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
                     found_meta.append((i, t, r))
         d = Zq.shape[1]
         R = np.vstack(found_rows) if found_rows else np.zeros((0, d))
+        del found_rows, outs
+        # grouped by query, then desired class, best first: ordered once, here, so the
+        # frames below are built in their final order (no reordering copies)
+        if len(R):
+            qi = np.array([m[0] for m in found_meta], dtype=np.int64)
+            ti = np.array([m[1] for m in found_meta], dtype=np.int64)
+            order = np.lexsort((np.arange(len(R)), ti, qi))
+            R = R[order]
+            found_meta = [found_meta[k] for k in order]
         # every returned row is re-predicted on exactly what the user gets back
         cf_user = enc.to_user(R) if len(R) else None
         values = None
@@ -549,27 +559,34 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             "seconds": time.perf_counter() - t0,
         }
         return self._assemble(X, Zq, R, keep, found_meta, P if len(R) else None, targets, stats,
-                              values)
+                              values, cf_user)
 
-    def _assemble(self, X, Zq, R, keep, meta, P, targets, stats, values=None):
+    def _assemble(self, X, Zq, R, keep, meta, P, targets, stats, values=None, cf_user=None):
         enc = self.encoder_
         n = len(Zq)
         queries = X.reset_index(drop=True) if isinstance(X, pd.DataFrame) else pd.DataFrame(
             np.asarray(X, dtype=np.float64), columns=self._feature_names()
         )
         names = list(queries.columns)
-        R = R[keep]
-        meta = [meta[k] for k in keep]
+        all_kept = len(keep) == len(R)
+        if not all_kept:
+            R = R[keep]
+            meta = [meta[k] for k in keep]
         if len(R):
-            U = enc.to_user(R)
-            cf = U if isinstance(U, pd.DataFrame) else pd.DataFrame(U, columns=names)
+            # the rows decoded for the re-prediction are the rows returned
+            if isinstance(cf_user, pd.DataFrame):
+                cf = cf_user if all_kept else cf_user.iloc[keep]
+            else:
+                cf = pd.DataFrame(cf_user if all_kept else cf_user[keep], columns=names,
+                                  copy=False)
             P = P[keep]
         else:
             cf = queries.iloc[:0].copy()
             P = np.zeros((0, self.classes_.size))
         qidx = np.array([m[0] for m in meta], dtype=np.int64)
         tpos = np.array([m[1] for m in meta], dtype=np.int64)
-        cf = cf.reset_index(drop=True)
+        if not isinstance(cf.index, pd.RangeIndex) or cf.index.start != 0:
+            cf = cf.reset_index(drop=True)
         cf.insert(0, "query", qidx)
         x_of = Zq[qidx] if len(R) else np.zeros((0, Zq.shape[1]))
         costs = pd.DataFrame(
@@ -590,20 +607,17 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             desired[i] = ts[0] if len(ts) == 1 else (tuple(ts) if ts else None)
             if self._range_ is not None:
                 desired[i] = tuple(self._range_[:2]) if targets[i] else None
-        # the counterfactuals of each query, grouped, best first within a desired class
-        order = np.lexsort((np.arange(len(R)), tpos, qidx))
-        cf = cf.iloc[order].reset_index(drop=True)
-        costs = costs.iloc[order].reset_index(drop=True)
+        # rows are already grouped by query, then desired class, best first (_explain)
         return Counterfactuals(
             queries=queries,
             counterfactuals=cf,
-            predictions=pred_t[order],
+            predictions=pred_t,
             valid=np.ones(len(R), dtype=bool),
             costs=costs,
             found=found,
             desired=desired,
             extras={
-                "proba": P[order],
+                "proba": P,
                 "classes": self.classes_,
                 "stats": stats,
             },
