@@ -493,7 +493,14 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             return self._proba(Z)
 
         results, n_calls = drive(gens, evaluate)
-        return results, n_calls, counter["rows"]
+        # compact per batch: one array of rows and one of (query, desired class) per batch,
+        # not a Python object per counterfactual kept until the end
+        d = Zq.shape[1]
+        found = [(rows, i, t) for (i, t, _), (rows, _) in zip(jobs, results) if len(rows)]
+        R = np.vstack([f[0] for f in found]) if found else np.zeros((0, d))
+        meta = np.array([(i, t) for rows, i, t in found for _ in range(len(rows))],
+                        dtype=np.int64).reshape(-1, 2)
+        return R, meta, n_calls, counter["rows"]
 
     def _explain(self, X):
         t0 = time.perf_counter()
@@ -516,25 +523,17 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             outs = Parallel(n_jobs=self.n_jobs, prefer="threads")(
                 delayed(self._explain_chunk)(Zq, Pq, c, base_seed) for c in job_chunks
             )
-        found_rows, found_meta = [], []
-        n_calls = 1 + sum(o[1] for o in outs)
-        n_rows = len(Zq) + sum(o[2] for o in outs)
-        for chunk, (res, _, _) in zip(job_chunks, outs):
-            for (i, t, _), (rows, _) in zip(chunk, res):
-                for r, row in enumerate(rows):
-                    found_rows.append(row)
-                    found_meta.append((i, t, r))
+        n_calls = 1 + sum(o[2] for o in outs)
+        n_rows = len(Zq) + sum(o[3] for o in outs)
         d = Zq.shape[1]
-        R = np.vstack(found_rows) if found_rows else np.zeros((0, d))
-        del found_rows, outs
-        # grouped by query, then desired class, best first: ordered once, here, so the
-        # frames below are built in their final order (no reordering copies)
+        R = np.vstack([o[0] for o in outs]) if outs else np.zeros((0, d))
+        meta = np.vstack([o[1] for o in outs]) if outs else np.zeros((0, 2), dtype=np.int64)
+        del outs
+        # grouped by query, then desired class, best first (a stable sort: the batches
+        # already come in this order), so the frames below need no reordering
         if len(R):
-            qi = np.array([m[0] for m in found_meta], dtype=np.int64)
-            ti = np.array([m[1] for m in found_meta], dtype=np.int64)
-            order = np.lexsort((np.arange(len(R)), ti, qi))
-            R = R[order]
-            found_meta = [found_meta[k] for k in order]
+            order = np.lexsort((np.arange(len(R)), meta[:, 1], meta[:, 0]))
+            R, meta = R[order], meta[order]
         # every returned row is re-predicted on exactly what the user gets back
         cf_user = enc.to_user(R) if len(R) else None
         values = None
@@ -546,7 +545,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
                 P = self._range_proba(values)
             n_calls += 1
             n_rows += len(R)
-            ts = np.array([m[1] for m in found_meta])
+            ts = meta[:, 1]
             ok = P.argmax(axis=1) == ts
             if self.min_proba is not None:
                 ok &= P[np.arange(len(R)), ts] >= self.min_proba
@@ -558,7 +557,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             "n_model_rows": n_rows,
             "seconds": time.perf_counter() - t0,
         }
-        return self._assemble(X, Zq, R, keep, found_meta, P if len(R) else None, targets, stats,
+        return self._assemble(X, Zq, R, keep, meta, P if len(R) else None, targets, stats,
                               values, cf_user)
 
     def _assemble(self, X, Zq, R, keep, meta, P, targets, stats, values=None, cf_user=None):
@@ -571,7 +570,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         all_kept = len(keep) == len(R)
         if not all_kept:
             R = R[keep]
-            meta = [meta[k] for k in keep]
+            meta = meta[keep]
         if len(R):
             # the rows decoded for the re-prediction are the rows returned
             if isinstance(cf_user, pd.DataFrame):
@@ -583,8 +582,8 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         else:
             cf = queries.iloc[:0].copy()
             P = np.zeros((0, self.classes_.size))
-        qidx = np.array([m[0] for m in meta], dtype=np.int64)
-        tpos = np.array([m[1] for m in meta], dtype=np.int64)
+        qidx = np.asarray(meta[:, 0], dtype=np.int64)
+        tpos = np.asarray(meta[:, 1], dtype=np.int64)
         if not isinstance(cf.index, pd.RangeIndex) or cf.index.start != 0:
             cf = cf.reset_index(drop=True)
         cf.insert(0, "query", qidx)
