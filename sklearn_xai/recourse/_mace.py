@@ -26,8 +26,7 @@ __all__ = ["MaceRecourse"]
 
 
 class MaceRecourse(RecourseMixin, BaseExplainer):
-    """MACE counterfactual explanations for any classifier with ``predict_proba``, and for
-    regressors with a ``desired_range``.
+    """MACE counterfactuals for any classifier, or a regressor with a ``desired_range``.
 
     The method of Yang, Feng, Li, Zhou and Hoi, "MACE: An Efficient Model-Agnostic Framework
     for Counterfactual Explanation" (arXiv 2205.15540, 2022) -- not the SMT-based MACE of
