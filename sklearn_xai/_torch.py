@@ -308,17 +308,21 @@ class TorchModelFunction:
             return np.zeros((0, n_out))
         return np.concatenate(outs, axis=0)
 
+    def _per_row(self, transform, X):
+        """``vmap(transform(self._single))`` over the rows of ``X``, batch by batch."""
+        torch = _import_torch()
+        Xt = self._to_tensor(X)
+        fn = torch.func.vmap(transform(self._single))
+        outs = [fn(Xt[sl]).detach().to(torch.float64).cpu().numpy() for sl in
+                self._chunks(Xt.shape[0], None)]
+        return np.concatenate(outs, axis=0)
+
     def gradient(self, X):
         """Input gradients, ndarray of shape (n_samples, n_outputs, n_features), float64.
 
         One vectorised reverse pass per batch (``torch.func.vmap(jacrev)``).
         """
-        torch = _import_torch()
-        Xt = self._to_tensor(X)
-        fn = torch.func.vmap(torch.func.jacrev(self._single))
-        outs = [fn(Xt[sl]).detach().to(torch.float64).cpu().numpy() for sl in
-                self._chunks(Xt.shape[0], None)]
-        return np.concatenate(outs, axis=0)
+        return self._per_row(_import_torch().func.jacrev, X)
 
     def hessian(self, X):
         """Input Hessians, ndarray of shape (n_samples, n_outputs, n_features, n_features).
@@ -326,12 +330,30 @@ class TorchModelFunction:
         ``torch.func.vmap(hessian)`` (forward-over-reverse): per row the cost of about
         ``n_features`` Hessian-vector products, all vectorised in one pass per batch.
         """
+        return self._per_row(_import_torch().func.hessian, X)
+
+    @staticmethod
+    def _double_backward(forward, Z, V):
+        """``H_o(z_q) v_q`` for every output o of ``forward``: (k, n_outputs, width).
+
+        ``Z`` (k, width) and ``V`` (k, width) are rows and directions in ``forward``'s
+        input space; one forward, then per output one backward with ``create_graph`` and
+        one double backward. Rows must not interact (eval mode, the usual layers).
+        """
         torch = _import_torch()
-        Xt = self._to_tensor(X)
-        fn = torch.func.vmap(torch.func.hessian(self._single))
-        outs = [fn(Xt[sl]).detach().to(torch.float64).cpu().numpy() for sl in
-                self._chunks(Xt.shape[0], None)]
-        return np.concatenate(outs, axis=0)
+        Z = Z.detach().requires_grad_(True)
+        with torch.enable_grad():
+            out = forward(Z.clone())  # the module may start with an in-place activation
+            n_out = out.shape[1]
+            res = []
+            for o in range(n_out):
+                (g,) = torch.autograd.grad(out[:, o].sum(), Z, create_graph=True)
+                hv = None
+                if g.requires_grad:  # a model linear in z has a constant gradient
+                    (hv,) = torch.autograd.grad((g * V).sum(), Z, allow_unused=True,
+                                                retain_graph=o < n_out - 1)
+                res.append(torch.zeros_like(Z) if hv is None else hv.detach())
+        return torch.stack(res, dim=1)
 
     def hessian_vector_product(self, X, V, *, method="batched"):
         """Hessian-vector products ``H(x_n) v_{n,l}`` for per-row directions.
@@ -387,33 +409,16 @@ class TorchModelFunction:
             m = sl.stop - sl.start
             Xr = Xt[sl, None, :].expand(m, L, d).reshape(m * L, d)
             Vr = Vt[sl].reshape(m * L, d)
-            if split is not None:
+            if split is None:
+                hv = self._double_backward(self._forward, Xr, Vr)
+            else:
                 # first layer linear: H_x v = W^T H_z (W v), the double backward runs
                 # through the tail only, in the first layer's (usually narrower) space
                 W, b, tail = split
                 with torch.no_grad():
-                    Xr = torch.nn.functional.linear(Xr, W, b)
-                    Vr = Vr @ W.T
-                forward = tail
-            else:
-                forward = self._forward
-            Xr = Xr.detach().requires_grad_(True)
-            with torch.enable_grad():
-                out = forward(Xr.clone())  # the tail may start with an in-place activation
-                n_out = out.shape[1]
-                res = []
-                for o in range(n_out):
-                    (g,) = torch.autograd.grad(out[:, o].sum(), Xr, create_graph=True)
-                    if g.requires_grad:  # a model linear in x has a constant gradient
-                        (hv,) = torch.autograd.grad((g * Vr).sum(), Xr, allow_unused=True,
-                                                    retain_graph=o < n_out - 1)
-                    else:
-                        hv = None
-                    hv = torch.zeros_like(Xr) if hv is None else hv.detach()
-                    if split is not None:
-                        hv = hv @ split[0]
-                    res.append(hv.reshape(m, L, d))
-            outs.append(torch.stack(res, dim=2).to(torch.float64).cpu().numpy())
+                    Zr = torch.nn.functional.linear(Xr, W, b)
+                hv = self._double_backward(tail, Zr, Vr @ W.T) @ W
+            outs.append(hv.reshape(m, L, hv.shape[1], d).to(torch.float64).cpu().numpy())
         return np.concatenate(outs, axis=0)
 
     def hessian_columns(self, X, rows, cols, *, float64=True):
@@ -464,21 +469,9 @@ class TorchModelFunction:
             directions = torch.eye(d, dtype=Xt.dtype, device=Xt.device)
         outs = []
         for sl in self._chunks(k, self.batch_size or 65536):
-            Zr = Z[rows[sl]].detach().requires_grad_(True)
-            Vr = directions[cols[sl]]
-            with torch.enable_grad():
-                out = forward(Zr.clone())  # the tail may start with an in-place activation
-                n_out = out.shape[1]
-                res = []
-                for o in range(n_out):
-                    (g,) = torch.autograd.grad(out[:, o].sum(), Zr, create_graph=True)
-                    hv = None
-                    if g.requires_grad:  # a model linear in x has a constant gradient
-                        (hv,) = torch.autograd.grad((g * Vr).sum(), Zr, allow_unused=True,
-                                                    retain_graph=o < n_out - 1)
-                    hv = torch.zeros_like(Zr) if hv is None else hv.detach()
-                    res.append(hv @ split[0] if split is not None else hv)
-            block = torch.stack(res, dim=1)
+            block = self._double_backward(forward, Z[rows[sl]], directions[cols[sl]])
+            if split is not None:
+                block = block @ W
             outs.append((block.to(torch.float64) if float64 else block).cpu().numpy())
         return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
 
@@ -528,7 +521,7 @@ class TorchModelFunction:
         with torch.no_grad():
             # forward on the unique rows, keeping each activation's derivatives
             h = Xt
-            acts = []  # (layer index, s1, s2) per activation
+            acts = {}  # layer index -> (act', act'') at the unique rows
             for idx, (kind, m) in enumerate(chain):
                 if kind == "linear":
                     h = torch.nn.functional.linear(h, m.weight, m.bias)
@@ -540,7 +533,7 @@ class TorchModelFunction:
                         s2 = (torch.autograd.grad(s1.sum(), a, allow_unused=True)[0]
                               if s1.requires_grad else None)
                     s2 = torch.zeros_like(a) if s2 is None else s2
-                    acts.append((idx, s1.detach(), s2.detach()))
+                    acts[idx] = (s1.detach(), s2.detach())
                     h = y.detach()
             n_all = h.shape[1]
             cols_out = (np.arange(n_all) if self.output_columns is None
@@ -554,8 +547,7 @@ class TorchModelFunction:
                     R = R @ m.weight.T
                 else:
                     R_in[idx] = R
-                    s1 = next(s for j, s, _ in acts if j == idx)
-                    R = R * s1[rows]
+                    R = R * acts[idx][0][rows]
             res = []
             for o in cols_out:
                 # backward for output o on the unique rows: gradient at each activation
@@ -568,8 +560,7 @@ class TorchModelFunction:
                         delta = delta @ m.weight
                     else:
                         grad_out[idx] = delta
-                        s1 = next(s for j, s, _ in acts if j == idx)
-                        delta = delta * s1
+                        delta = delta * acts[idx][0]
                 # directional backward on the pairs (R{delta} = 0 at the output)
                 Rd = None
                 for idx in range(len(chain) - 1, -1, -1):
@@ -578,7 +569,7 @@ class TorchModelFunction:
                         if Rd is not None:
                             Rd = Rd @ m.weight
                     else:
-                        _, s1, s2 = next(t for t in acts if t[0] == idx)
+                        s1, s2 = acts[idx]
                         term = grad_out[idx][rows] * s2[rows] * R_in[idx]
                         Rd = term if Rd is None else Rd * s1[rows] + term
                 res.append(Rd if Rd is not None else torch.zeros(
