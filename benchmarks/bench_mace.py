@@ -195,19 +195,10 @@ def run_nun(model, X_train, Q, desired):
     t0 = time.perf_counter()
     enc = TabularEncoder().fit(X_train)
 
-    def emb(Z):
-        parts = []
-        for j in enc.cat_:
-            oh = np.zeros((len(Z), len(enc.categories_[j])))
-            oh[np.arange(len(Z)), Z[:, j].astype(int)] = 1 / np.sqrt(2)
-            parts.append(oh)
-        parts.append(Z[:, enc.cont_] / enc.scales_[enc.cont_])
-        return np.hstack(parts)
-
     Zt = enc.to_internal(X_train)
     pool = np.flatnonzero(model.predict(X_train) == desired)
-    index = NeighborIndex("exact").fit(emb(Zt[pool]))
-    _, nb = index.kneighbors(emb(enc.to_internal(Q)), N_CF)
+    index = NeighborIndex("exact").fit(enc.embed(Zt[pool], continuous="scaled"))
+    _, nb = index.kneighbors(enc.embed(enc.to_internal(Q), continuous="scaled"), N_CF)
     frames = [X_train.iloc[pool[row]].reset_index(drop=True) for row in nb]
     return frames, time.perf_counter() - t0
 

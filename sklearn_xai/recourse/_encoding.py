@@ -412,8 +412,14 @@ class TabularEncoder:
         return pd.DataFrame(data, columns=self.columns_)
 
     # -------------------------------------------------------------- embedding
-    def embed(self, Z):
-        """Internal rows -> neighbour-index features ``(n, embed_dim_)``."""
+    def embed(self, Z, continuous="bins"):
+        """Internal rows -> neighbour-index features ``(n, embed_dim_)``.
+
+        Categorical features one-hot with entries ``1 / sqrt(2)`` (a change weighs 1 in
+        Euclidean distance); continuous features as their quantile-bin index over the
+        number of bins (``continuous="bins"``, MACE's index) or divided by their robust
+        scale (``continuous="scaled"``, the yNN metric).
+        """
         Z = np.asarray(Z, dtype=np.float64)
         parts = []
         for j in self.cat_:
@@ -422,9 +428,11 @@ class TabularEncoder:
             oh[np.arange(Z.shape[0]), Z[:, j].astype(np.int64)] = 1.0 / np.sqrt(2.0)
             parts.append(oh)
         if self.cont_.size:
-            b = self.kbins_.transform(Z[:, self.cont_])
-            nb = np.maximum(self.kbins_.n_bins_ - 1, 1)
-            parts.append(b / nb)
+            if continuous == "bins":
+                b = self.kbins_.transform(Z[:, self.cont_])
+                parts.append(b / np.maximum(self.kbins_.n_bins_ - 1, 1))
+            else:
+                parts.append(Z[:, self.cont_] / self.scales_[self.cont_])
         return np.hstack(parts) if parts else np.zeros((Z.shape[0], 0))
 
     def cells(self, Z):

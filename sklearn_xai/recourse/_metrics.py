@@ -180,19 +180,10 @@ def ynn(result, model, X_ref, n_neighbors=5, categorical_features="auto"):
         return float("nan")
     Xr = X_ref[list(result.queries.columns)] if isinstance(X_ref, pd.DataFrame) else X_ref
 
-    def emb(Z):
-        parts = []
-        for j in enc.cat_:
-            oh = np.zeros((len(Z), len(enc.categories_[j])))
-            oh[np.arange(len(Z)), Z[:, j].astype(int)] = 1 / np.sqrt(2)
-            parts.append(oh)
-        if enc.cont_.size:
-            parts.append(Z[:, enc.cont_] / enc.scales_[enc.cont_])
-        return np.hstack(parts)
-
     Zr = _internal(enc, Xr)
-    index = NeighborIndex("exact").fit(emb(Zr))
-    _, nb = index.kneighbors(emb(_internal(enc, feats)), n_neighbors)
+    index = NeighborIndex("exact").fit(enc.embed(Zr, continuous="scaled"))
+    _, nb = index.kneighbors(enc.embed(_internal(enc, feats), continuous="scaled"),
+                             n_neighbors)
     labels = _predict_labels(model, Xr)
     desired = _desired(result)
     return float(1.0 - np.mean(labels[nb] != desired[:, None]))
