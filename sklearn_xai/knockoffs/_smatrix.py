@@ -23,6 +23,18 @@ def min_eigenvalue(C):
     return float(linalg.eigvalsh(C, subset_by_index=[0, 0])[0])
 
 
+def _positive_min_eigenvalue(C, method):
+    """The smallest eigenvalue of ``C``; a ValueError naming ``method`` if it is not > 0."""
+    lam = min_eigenvalue(C)
+    if lam <= 0:
+        raise ValueError(
+            "The correlation matrix is singular (smallest eigenvalue "
+            f"{lam:.3g}); {method} knockoffs need a positive definite covariance. Use "
+            "shrinkage='ledoit_wolf'."
+        )
+    return lam
+
+
 def solve_equicorrelated(C):
     """Equicorrelated ``s``: every entry ``min(1, 2 lambda_min(C))``.
 
@@ -79,13 +91,7 @@ def solve_mvr(C, *, max_iter=100, tol=1e-6):
         Number of sweeps run.
     """
     p = C.shape[0]
-    lam = min_eigenvalue(C)
-    if lam <= 0:
-        raise ValueError(
-            "The correlation matrix is singular (smallest eigenvalue "
-            f"{lam:.3g}); MVR knockoffs need a positive definite covariance. Use "
-            "shrinkage='ledoit_wolf'."
-        )
+    lam = _positive_min_eigenvalue(C, "MVR")
     s = np.full(p, min(1.0, lam))
     loss = mvr_loss(C, s)
     n_iter = 0
@@ -143,13 +149,7 @@ def solve_sdp(C, *, max_iter=100, tol=1e-6):
         Total number of Newton steps.
     """
     p = C.shape[0]
-    lam = min_eigenvalue(C)
-    if lam <= 0:
-        raise ValueError(
-            "The correlation matrix is singular (smallest eigenvalue "
-            f"{lam:.3g}); SDP knockoffs need a positive definite covariance. Use "
-            "shrinkage='ledoit_wolf'."
-        )
+    lam = _positive_min_eigenvalue(C, "SDP")
     # strictly feasible start
     s = np.full(p, min(0.5, lam))
     t = 1.0
