@@ -380,24 +380,23 @@ def k_reordered_columns(X, y, rng, n):
     return X.iloc[:, perm], y, ("raise", NAMES_PAT + "|order")
 
 
+def _frame_and_numeric_col(X, rng):
+    """``X`` as a DataFrame and the position of one of its numeric columns."""
+    if not isinstance(X, pd.DataFrame):
+        return pd.DataFrame(X, columns=["a", "b", "c", "d"]), int(rng.integers(N_FEATURES))
+    return X, _numeric_cols(X)[int(rng.integers(3))]
+
+
 def k_object_col(X, y, rng, n):
     X, y = _rows(X, y, n)
-    if not isinstance(X, pd.DataFrame):
-        X = pd.DataFrame(X, columns=["a", "b", "c", "d"])
-        j = int(rng.integers(N_FEATURES))
-    else:
-        j = _numeric_cols(X)[int(rng.integers(3))]
+    X, j = _frame_and_numeric_col(X, rng)
     X[X.columns[j]] = X[X.columns[j]].astype(object)
     return X, y, ("may", STRS + "|" + NAMES_PAT)
 
 
 def k_category_col(X, y, rng, n):
     X, y = _rows(X, y, n)
-    if not isinstance(X, pd.DataFrame):
-        X = pd.DataFrame(X, columns=["a", "b", "c", "d"])
-        j = int(rng.integers(N_FEATURES))
-    else:
-        j = _numeric_cols(X)[int(rng.integers(3))]
+    X, j = _frame_and_numeric_col(X, rng)
     X[X.columns[j]] = pd.Categorical(np.round(X[X.columns[j]].to_numpy(), 1))
     return X, y, ("may", CATS + "|" + NAMES_PAT)
 
