@@ -403,13 +403,18 @@ class TorchModelFunction:
                     for sl in self._chunks(n, None)]
             return np.concatenate(outs, axis=0)
         rows = self.batch_size or max(1, 65536 // L)
+        chain = self._mlp_chain()
         split = self.first_linear_layer()
         outs = []
         for sl in self._chunks(n, rows):
             m = sl.stop - sl.start
             Xr = Xt[sl, None, :].expand(m, L, d).reshape(m * L, d)
             Vr = Vt[sl].reshape(m * L, d)
-            if split is None:
+            if chain is not None:
+                pair_rows = torch.arange(m, device=Xt.device).repeat_interleave(L)
+                with torch.no_grad():
+                    hv = self._chain_hvp(chain, Xt[sl], pair_rows, Vr @ chain[0][1].weight.T)
+            elif split is None:
                 hv = self._double_backward(self._forward, Xr, Vr)
             else:
                 # first layer linear: H_x v = W^T H_z (W v), the double backward runs
@@ -456,7 +461,7 @@ class TorchModelFunction:
             return np.zeros((0, self._forward(Xt[:1]).shape[1] if n else 0, d))
         chain = self._mlp_chain()
         if chain is not None:
-            HC = self._chain_hessian_columns(chain, Xt, rows, cols)
+            HC = self._chain_hvp(chain, Xt, rows, chain[0][1].weight.T[cols])
             return (HC.to(torch.float64) if float64 else HC).cpu().numpy()
         split = self.first_linear_layer()
         if split is not None:
@@ -502,8 +507,11 @@ class TorchModelFunction:
             return None
         return layers
 
-    def _chain_hessian_columns(self, chain, Xt, rows, cols):
-        """Hessian columns of an MLP chain by Pearlmutter's R-operator, written out.
+    def _chain_hvp(self, chain, Xt, rows, R):
+        """Hessian-vector products of an MLP chain by Pearlmutter's R-operator, written out.
+
+        ``rows`` (k,) index the rows of ``Xt``; ``R`` (k, h1) is each direction after the
+        first linear layer (``W v``; for a unit direction ``e_a``, the column ``W e_a``).
 
         One forward and one backward pass on the unique rows give each activation's
         input ``a``, ``s1 = act'(a)``, ``s2 = act''(a)`` and the gradient ``g`` at its
@@ -515,7 +523,7 @@ class TorchModelFunction:
 
         Returns
         -------
-        HC : tensor of shape (k, n_outputs, n_features), the module's dtype
+        HV : tensor of shape (k, n_outputs, n_features), the module's dtype
         """
         torch = _import_torch()
         with torch.no_grad():
@@ -538,9 +546,7 @@ class TorchModelFunction:
             n_all = h.shape[1]
             cols_out = (np.arange(n_all) if self.output_columns is None
                         else self.output_columns)
-            # directional forward for every pair: R{x} = e_col
-            first = chain[0][1]
-            R = first.weight.T[cols]  # (k, h1): R{a} after the first linear layer
+            # directional forward for every pair, from R{a} after the first linear layer
             R_in = {}  # activation layer index -> R{a}
             for idx, (kind, m) in enumerate(chain[1:], start=1):
                 if kind == "linear":

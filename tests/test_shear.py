@@ -673,6 +673,9 @@ def test_mlp_chain_hessian_columns_equal_autograd(act, monkeypatch):
     fast = fn.hessian_columns(X, rows, cols)
     H = fn.hessian(X)  # vmap(hessian), no chain involved
     np.testing.assert_allclose(fast, H[rows, :, :, cols], atol=1e-12)
+    V = rng.normal(size=(6, 2, d))
+    np.testing.assert_allclose(fn.hessian_vector_product(X, V),
+                               np.einsum("noab,nlb->nloa", H, V), atol=1e-12)
     # the autograd path (first-layer split) gives the same numbers
     monkeypatch.setattr(TorchModelFunction, "_mlp_chain", lambda self: None)
     np.testing.assert_allclose(fn.hessian_columns(X, rows, cols), fast, atol=1e-12)
