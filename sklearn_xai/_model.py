@@ -39,6 +39,82 @@ def resolve_response_method(model, response_method):
     return response_method
 
 
+def model_name(model):
+    """The class name of a model, looking through ``FrozenEstimator``."""
+    from sklearn.frozen import FrozenEstimator
+
+    if isinstance(model, FrozenEstimator):
+        return type(model.estimator).__name__
+    return type(model).__name__
+
+
+def check_model_output(raw, model, method, X):
+    """The model's output as a 2-D float64 array, checked against its input.
+
+    Every call of a model goes through this check, so a broken model is reported once,
+    in the adapter, with the model's name: a non-numeric output is a ``TypeError``; an
+    output with another number of rows than ``X`` or with NaN/inf values is a
+    ``ValueError`` that names the first offending rows.
+
+    Parameters
+    ----------
+    raw : array-like
+        What ``getattr(model, method)(X)`` returned.
+    model : estimator
+    method : str
+    X : array-like of shape (n_rows, n_features)
+        The rows the model was called on.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_outputs), float64
+    """
+    name = model_name(model)
+    try:
+        out = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"The model {name}'s {method} returned non-numeric values "
+            f"(dtype {np.asarray(raw).dtype}); choose a response_method with a numeric output."
+        ) from exc
+    n_rows = X.shape[0]
+    if out.ndim == 0 or out.shape[0] != n_rows:
+        raise ValueError(
+            f"The model {name}'s {method} returned an output of shape {out.shape} for "
+            f"{n_rows} input row(s); it must return one row per input row.")
+    if out.ndim == 1:
+        out = out[:, None]
+    elif out.ndim > 2:
+        out = out.reshape(n_rows, -1)
+    finite = np.isfinite(out)
+    if not finite.all():
+        bad = np.flatnonzero(~finite.all(axis=1))
+        shown = ", ".join(str(int(i)) for i in bad[:5]) + (", ..." if bad.size > 5 else "")
+        raise ValueError(
+            f"The model {name}'s {method} returned NaN or infinite values for "
+            f"{bad.size} of {n_rows} evaluated row(s) (positions {shown} of the call); "
+            "explanations of a non-finite output would be meaningless. Check the model on "
+            "these inputs (for example input values outside the range it was trained on).")
+    return out
+
+
+def probe_model(model, method, model_input, X):
+    """Call the model once in ``fit``; an error of the model itself is a TypeError naming it.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_outputs), float64, checked by :func:`check_model_output`.
+    """
+    try:
+        raw = getattr(model, method)(model_input)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise TypeError(
+            f"The model {model_name(model)} cannot evaluate rows of X as given "
+            f"({type(exc).__name__}: {exc}). Check the column types it expects."
+        ) from exc
+    return check_model_output(raw, model, method, X)
+
+
 class ModelFunction:
     """A picklable, batched ``f(X) -> ndarray (n_rows, n_outputs)`` of float64.
 
@@ -91,18 +167,13 @@ class ModelFunction:
 
     def _call(self, X):
         raw = getattr(self.model, self.method)(self.to_model_input(X))
-        try:
-            out = np.asarray(raw, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(
-                f"The model's {self.method} returned non-numeric values "
-                f"(dtype {np.asarray(raw).dtype}); choose a response_method with a numeric output."
-            ) from exc
-        if out.ndim == 1:
-            out = out[:, None]
-        elif out.ndim > 2:
-            out = out.reshape(out.shape[0], -1)
+        out = check_model_output(raw, self.model, self.method, X)
         if self.output_columns is not None:
+            if out.shape[1] <= max(self.output_columns):
+                raise ValueError(
+                    f"The model {model_name(self.model)}'s {self.method} returned "
+                    f"{out.shape[1]} column(s); the explained output needs column "
+                    f"{max(self.output_columns)} (one column per class in classes_).")
             out = out[:, self.output_columns]
         if self.sign != 1.0:
             out = out * self.sign
@@ -161,22 +232,36 @@ def make_model_function(model, response_method, target, X_probe, template=None, 
         if method == "decision_function" and n_classes == 2:
             chosen = classes[1] if target is None else target
             sign = 1.0 if chosen == classes[1] else -1.0
-            return ModelFunction(model, method, None, [f"{prefix}({chosen})"], template, sign,
-                                 batch_size)
+            fn = ModelFunction(model, method, None, [f"{prefix}({chosen})"], template, sign,
+                               batch_size)
+            _check_output_width(fn, X_probe, 1, "one column for a binary classifier")
+            return fn
         if target is not None:
             cols = [classes.index(target)]
         elif n_classes == 2:
             cols = [1]
         else:
             cols = list(range(n_classes))
-        return ModelFunction(model, method, cols, [f"{prefix}({classes[c]})" for c in cols],
-                             template, 1.0, batch_size)
+        fn = ModelFunction(model, method, cols, [f"{prefix}({classes[c]})" for c in cols],
+                           template, 1.0, batch_size)
+        _check_output_width(fn, X_probe, n_classes,
+                            f"one column per class of classes_ ({n_classes})")
+        return fn
     if target is not None:
         raise ValueError(
             f"target={target!r} can only be used with a classifier's predict_proba or "
             f"decision_function; the model explains {method}."
         )
     probe = ModelFunction(model, method, None, ["y"], template, 1.0, None)
-    width = probe._call(X_probe).shape[1]
+    width = probe_model(model, method, probe.to_model_input(X_probe), X_probe).shape[1]
     names = [method] if width == 1 else [f"{method}[{k}]" for k in range(width)]
     return ModelFunction(model, method, None, names, template, 1.0, batch_size)
+
+
+def _check_output_width(fn, X_probe, expected, what):
+    """Raise a ValueError naming the model when its raw output is not ``expected`` wide."""
+    out = probe_model(fn.model, fn.method, fn.to_model_input(X_probe), X_probe)
+    if out.shape[1] != expected:
+        raise ValueError(
+            f"The model {model_name(fn.model)}'s {fn.method} returned {out.shape[1]} "
+            f"column(s); a classifier's {fn.method} must return {what}.")

@@ -14,6 +14,7 @@ _EXTRAS = {
     "distributed": "dask",
     "faiss": "core (faiss-cpu)",
     "hypothesis": "test",
+    "skops": "cli",
 }
 
 

@@ -56,6 +56,44 @@ def as_array(X):
     return np.asarray(X)
 
 
+def _plain_dtypes(X):
+    """``X`` with pandas' nullable columns (``Int64``, ``Float64``, ``boolean``,
+    ``string``) turned into numpy dtypes, so every method sees ordinary columns.
+
+    A nullable numeric column with missing values becomes float64 with NaN (the NaN rules
+    then apply); a nullable ``boolean`` or ``string`` column with missing values is a
+    ValueError naming it, because no numpy dtype keeps both its values and ``pd.NA``.
+    """
+    import pandas as pd
+
+    converted = {}
+    for name in X.columns:
+        dtype = X[name].dtype
+        if isinstance(dtype, pd.CategoricalDtype) or getattr(dtype, "na_value", None) is not pd.NA:
+            continue
+        col = X[name]
+        missing = bool(col.isna().any())
+        if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+            if missing:
+                raise ValueError(
+                    f"Column {name!r} of X has the nullable dtype {dtype} with missing values "
+                    "(pd.NA); fill them, or use a categorical column.")
+            converted[name] = col.to_numpy(dtype=bool if pd.api.types.is_bool_dtype(dtype)
+                                           else object)
+        elif pd.api.types.is_numeric_dtype(dtype):
+            numpy_dtype = getattr(dtype, "numpy_dtype", np.dtype(np.float64))
+            if missing or numpy_dtype.kind not in "iuf":
+                converted[name] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+            else:
+                converted[name] = col.to_numpy(dtype=numpy_dtype)
+    if not converted:
+        return X
+    X = X.copy()
+    for name, values in converted.items():
+        X[name] = values
+    return X
+
+
 def reference_row(X):
     """One reference row: the mean of numeric columns, the most frequent value of the others.
 
@@ -214,7 +252,8 @@ class BaseExplainer(BaseEstimator):
         "response_method": [StrOptions(set(RESPONSE_METHODS))],
         "target": "no_validation",
         "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "n_jobs": [None, Integral],
+        "n_jobs": [None, Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left")],
     }
 
     # -- model ----------------------------------------------------------------------------
@@ -279,16 +318,26 @@ class BaseExplainer(BaseEstimator):
         -------
         ndarray or DataFrame of shape (n_samples, n_features)
         """
+        if reset and isinstance(self.model, type):
+            raise TypeError(
+                f"model is the class {self.model.__name__}, not an estimator; pass an "
+                f"instance such as {self.model.__name__}() (or a trained one wrapped in "
+                "sklearn.frozen.FrozenEstimator).")
         if allow_nan is None:
             allow_nan = self._allow_nan()
         if X is None:
             raise ValueError("X is None; pass a 2-D array or DataFrame of rows.")
+        if not reset and getattr(self, "_input_template", None) is not None and not (
+                _is_frame(X) and all(isinstance(c, str) for c in X.columns)):
+            # fitted on named columns, given an array or unnamed (integer) columns
+            X = self._frame_from_array(X)
         if _is_frame(X):
             import pandas as pd
 
             if X.columns.duplicated().any():
                 dup = list(X.columns[X.columns.duplicated()])
                 raise ValueError(f"X has duplicated column names: {dup}.")
+            X = _plain_dtypes(X)
             X = validate_data(self, X, reset=reset, skip_check_array=True)
             if X.shape[0] == 0:
                 raise ValueError("Found array with 0 sample(s) (shape=(0, "
@@ -308,9 +357,46 @@ class BaseExplainer(BaseEstimator):
                         raise ValueError(
                             f"Input X contains NaN in column {name!r}; this model/method "
                             f"cannot take missing values.")
+            if reset:
+                self._input_template = X.iloc[:0]
             return X
+        if reset:
+            self._input_template = None
         return validate_data(self, X, reset=reset, dtype=np.float64,
                              ensure_all_finite="allow-nan" if allow_nan else True)
+
+    def _frame_from_array(self, X):
+        """Rows given as an array to an explainer fitted on a DataFrame, as that frame.
+
+        Columns are taken by position (as scikit-learn does, with its warning), and each is
+        cast to the dtype it had in ``fit``; a column that cannot be cast is a ValueError
+        naming it.
+        """
+        import warnings
+
+        import pandas as pd
+
+        template = self._input_template
+        arr = X.to_numpy(dtype=object) if _is_frame(X) else np.asarray(X)
+        if arr.ndim != 2:
+            return X  # validate_data reports the dimension
+        if arr.shape[1] != template.shape[1]:
+            raise ValueError(
+                f"X has {arr.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{template.shape[1]} features as input.")
+        warnings.warn(
+            f"X does not have valid feature names, but {type(self).__name__} was fitted "
+            "with feature names; its columns are taken in the fitted order "
+            f"{list(template.columns)}.", UserWarning, stacklevel=3)
+        frame = pd.DataFrame(arr, columns=template.columns)
+        for name, dtype in template.dtypes.items():
+            try:
+                frame[name] = frame[name].astype(dtype)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"Column {name!r} of X cannot be converted to the dtype {dtype} it had "
+                    f"in fit ({exc}); pass a DataFrame with the fitted columns.") from exc
+        return frame
 
     # -- outputs --------------------------------------------------------------------------
 
@@ -323,7 +409,7 @@ class BaseExplainer(BaseEstimator):
         ``batch_size`` of model rows), so the model function is not re-batched here.
         """
         template = X.iloc[:0] if _is_frame(X) else None
-        probe = take_rows(X, slice(0, 1))
+        probe = take_rows(X, slice(0, 2))  # two rows: a per-row output shape is checkable
         self.model_fn_ = make_model_function(
             self.model_, self.response_method, self.target, probe, template, None)
         try:
