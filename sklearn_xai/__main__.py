@@ -3,7 +3,10 @@
 ``report`` without arguments trains a gradient-boosting model on the bundled Adult data and
 writes one self-contained HTML report; with ``--model`` and ``--data`` it explains the
 user's own model. ``explain`` writes one explainer's attribution matrix as CSV or parquet.
-Errors the user can fix print one line on stderr and exit with status 2.
+A ``.skops`` model file is loaded with skops (its untrusted types accepted one by one with
+``--trust-type``); any other model file is unpickled, which runs code from the file, so it
+needs ``--trust-model``. Errors the user can fix print one line on stderr and exit with
+status 2.
 """
 
 from __future__ import annotations
@@ -25,9 +28,20 @@ class _Parser(argparse.ArgumentParser):
 def _add_common(p, *, report):
     from ._report import EXPLAINERS
 
-    p.add_argument("--model", metavar="MODEL.joblib",
+    p.add_argument("--model", metavar="MODEL.skops|MODEL.joblib",
                    help="a fitted scikit-learn estimator or pipeline, XGBoost or LightGBM "
-                        "model saved with joblib.dump (needs --data)")
+                        "model (needs --data): a .skops file saved with skops.io.dump "
+                        "(recommended), or any other file is read as a joblib/pickle file "
+                        "(needs --trust-model)")
+    p.add_argument("--trust-model", action="store_true",
+                   help="load a joblib/pickle --model file: unpickling runs code from the "
+                        "file, so only load files you made or trust (prefer skops: "
+                        "skops.io.dump to a .skops file). With a .skops file: accept every "
+                        "type skops does not trust by default")
+    p.add_argument("--trust-type", action="append", default=[], metavar="TYPE",
+                   help="a type of a .skops --model file that skops does not trust by "
+                        "default, accepted after you reviewed it (the error lists them); "
+                        "repeat for several")
     p.add_argument("--data", metavar="DATA.csv|DATA.parquet",
                    help="the rows to explain, also used as background / training rows")
     p.add_argument("--target", metavar="COLUMN",
@@ -71,8 +85,9 @@ def _add_common(p, *, report):
                    help="OpenMP/BLAS threads of the models (threadpoolctl; default: 1, as "
                         "more threads often run slower on a shared machine; results do not "
                         "depend on it)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="random_state of the default model and every seeded explainer")
+    p.add_argument("--seed", type=_seed, default=0, metavar="N",
+                   help="random_state of the default model and every seeded explainer: an "
+                        f"integer from 0 to {_MAX_SEED} (default: 0)")
     p.add_argument("--traceback", action="store_true",
                    help="show the full traceback of an error instead of one line")
 
@@ -84,6 +99,20 @@ def _positive_int(text):
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+_MAX_SEED = 2**32 - 1  # the range scikit-learn accepts for an integer random_state
+
+
+def _seed(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= _MAX_SEED:
+        raise argparse.ArgumentTypeError(
+            f"expected a non-negative integer (0 to {_MAX_SEED}), got {text!r}")
     return value
 
 
@@ -109,12 +138,16 @@ def _workload(args, progress):
 
     if args.model is not None and args.data is None:
         raise ReportError("--model needs --data (the rows to explain)")
+    if args.model is None and (args.trust_model or args.trust_type):
+        flag = "--trust-model" if args.trust_model else "--trust-type"
+        raise ReportError(f"{flag} applies to a --model file; none was given")
     if args.data is None:
         if args.target is not None:
             raise ReportError("--target needs --data")
         return default_workload(progress, seed=args.seed, gbm=args.gbm, threads=args.threads)
     return user_workload(args.model, args.data, args.target, progress, seed=args.seed,
-                         gbm=args.gbm, threads=args.threads)
+                         gbm=args.gbm, threads=args.threads, trust_model=args.trust_model,
+                         trusted_types=args.trust_type)
 
 
 def _run(args):

@@ -14,6 +14,7 @@ prints it and exits with status 2.
 from __future__ import annotations
 
 import base64
+import csv
 import html
 import io
 import os
@@ -303,22 +304,69 @@ def read_table(path):
     return frame
 
 
-def load_model(path):
-    """Load a fitted model saved with joblib (one-line ReportError on failure)."""
-    import joblib
+def load_model(path, *, trust_model=False, trusted_types=()):
+    """Load a fitted model from a ``.skops`` file or a trusted joblib/pickle file.
 
+    A ``.skops`` file is read with :func:`skops.io.load`; the types skops does not trust
+    by default are refused unless each is in ``trusted_types`` (or ``trust_model`` is set,
+    which accepts them all). Any other file is a joblib/pickle file: unpickling runs code
+    from the file, so it is only opened when ``trust_model`` is set.
+
+    Raises
+    ------
+    ReportError
+        With a one-line message, on any failure.
+    """
     path = Path(path)
     if not path.is_file():
         raise ReportError(f"model file not found: {path}")
-    try:
-        model = joblib.load(path)
-    except Exception as exc:  # unpickling raises arbitrary errors
-        raise ReportError(f"cannot load model from {path} with joblib: "
-                          f"{type(exc).__name__}: {_one_line(exc)}") from exc
+    trusted_types = list(dict.fromkeys(trusted_types))
+    if path.suffix.lower() == ".skops":
+        model = _load_skops(path, trust_model, trusted_types)
+    else:
+        if trusted_types:
+            raise ReportError(f"--trust-type applies to .skops model files, not {path.name}")
+        if not trust_model:
+            raise ReportError(
+                f"{path} is read as a joblib/pickle file, and unpickling runs code from the "
+                "file: pass --trust-model only if you made this file or trust its source, "
+                "or save the model with skops.io.dump to a .skops file (recommended)")
+        import joblib
+
+        try:
+            model = joblib.load(path)
+        except Exception as exc:  # unpickling raises arbitrary errors
+            raise ReportError(f"cannot load model from {path} with joblib: "
+                              f"{type(exc).__name__}: {_one_line(exc)}") from exc
     if not (hasattr(model, "predict") or hasattr(model, "predict_proba")):
         raise ReportError(f"{path} holds a {type(model).__name__}, not a fitted model "
                           "with predict or predict_proba")
     return model
+
+
+def _load_skops(path, trust_model, trusted_types):
+    try:
+        import skops.io as sio
+    except ImportError as exc:
+        raise ReportError(f"reading {path.name} needs skops: pip install skops "
+                          "(or the sklearn-xai[cli] extra)") from exc
+    try:
+        untrusted = list(sio.get_untrusted_types(file=path))
+    except Exception as exc:  # not a skops archive
+        raise ReportError(f"cannot load model from {path} with skops: "
+                          f"{type(exc).__name__}: {_one_line(exc)}") from exc
+    refused = [t for t in untrusted if t not in trusted_types]
+    if refused and not trust_model:
+        flags = " ".join(f"--trust-type {t}" for t in refused)
+        raise ReportError(
+            f"{path} holds types skops does not trust by default: {', '.join(refused)}; "
+            f"review them, then accept each with {flags} (or all of them with "
+            "--trust-model, only for a file you made or trust)")
+    try:
+        return sio.load(path, trusted=untrusted)
+    except Exception as exc:
+        raise ReportError(f"cannot load model from {path} with skops: "
+                          f"{type(exc).__name__}: {_one_line(exc)}") from exc
 
 
 def _model_columns(model):
@@ -340,11 +388,12 @@ def _model_columns(model):
     return (None if names is None else [str(n) for n in names]), width
 
 
-def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb", threads=None):
+def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb", threads=None,
+                  trust_model=False, trusted_types=()):
     """Load the user's model and data (or train the default model on the user's data).
 
     Every check runs before anything is printed, so that a bad input gives exactly one
-    line on stderr.
+    line on stderr. ``trust_model`` and ``trusted_types`` are passed to :func:`load_model`.
     """
     timings = []
     t0 = time.perf_counter()
@@ -387,7 +436,8 @@ def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb",
                       f"rows of {Path(data_path).name} to predict {target!r}")
     else:
         t0 = time.perf_counter()
-        model = load_model(model_path)
+        model = load_model(model_path, trust_model=trust_model,
+                           trusted_types=trusted_types)
         timings.append((f"load {model_path}", time.perf_counter() - t0))
         frame = _match_columns(model, frame, model_path, data_path, notes)
         model_desc = f"{_model_name(model)} loaded from {Path(model_path).name}"
@@ -402,12 +452,27 @@ def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb",
 
 
 def _match_columns(model, frame, model_path, data_path, notes):
+    """The model's input columns of ``frame``, checked by name, or by count without names.
+
+    Columns named like the model's features must be in the model's order: a reordered or
+    renamed file is an error, not a guess. Extra columns are left out with a note. A model
+    without feature names takes the columns by position, which is stated in a note.
+    """
     names, width = _model_columns(model)
     if names is not None:
         missing = [n for n in names if n not in frame.columns]
         if missing:
             raise ReportError(f"the model in {model_path} expects columns missing from "
                               f"{data_path}: {_short_list(missing)}")
+        present = [c for c in frame.columns if c in names]
+        if present != names:
+            k = next((i for i, (a, b) in enumerate(zip(names, present)) if a != b), None)
+            where = ("" if k is None else
+                     f" (position {k}: {names[k]!r} expected, {present[k]!r} found)")
+            raise ReportError(
+                f"the columns of {data_path} are not in the order the model in {model_path} "
+                f"was fitted on: it expects {_short_list(names)} but the file has "
+                f"{_short_list(present)}{where}; put the file's columns in the model's order")
         extra = [c for c in frame.columns if c not in names]
         if extra:
             notes.append(f"Columns not used by the model were left out: {_short_list(extra)}.")
@@ -415,6 +480,10 @@ def _match_columns(model, frame, model_path, data_path, notes):
     if width is not None and width != frame.shape[1]:
         raise ReportError(f"the model in {model_path} takes {width} features but {data_path} "
                           f"has {frame.shape[1]} columns (after removing the target)")
+    notes.append(f"The model in {Path(model_path).name} has no feature names, so its order "
+                 f"cannot be checked: the {frame.shape[1]} columns of {Path(data_path).name} "
+                 f"are taken by position, in the file's order ({_short_list(frame.columns)}); "
+                 "they must be in the order the model was trained on.")
     return frame
 
 
@@ -606,7 +675,9 @@ def explain_matrix(workload, explainer, out, progress, *, n_rows=None, n_backgro
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         if suffix == ".csv":
-            frame.to_csv(out)
+            # text quoted, numbers not; text that a spreadsheet would run as a formula is
+            # escaped
+            _spreadsheet_safe(frame).to_csv(out, quoting=csv.QUOTE_NONNUMERIC)
         else:
             frame.to_parquet(out)
     except ImportError as exc:
@@ -615,6 +686,32 @@ def explain_matrix(workload, explainer, out, progress, *, n_rows=None, n_backgro
     except OSError as exc:
         raise ReportError(f"cannot write {out}: {_one_line(exc)}") from exc
     return out, frame
+
+
+# Text a spreadsheet reads as a formula (OWASP, CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _safe_text(value):
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _spreadsheet_safe(frame):
+    """A copy of ``frame`` whose text labels and cells are escaped with a leading ``'``
+    where a spreadsheet would run them as a formula; numbers are left as they are."""
+    import pandas as pd
+
+    frame = frame.copy()
+    frame.columns = frame.columns.map(_safe_text)
+    frame.index = frame.index.map(_safe_text)
+    frame.index.names = [_safe_text(n) for n in frame.index.names]
+    for j in range(frame.shape[1]):
+        col = frame.iloc[:, j]
+        if not pd.api.types.is_numeric_dtype(col.dtype):
+            frame.isetitem(j, col.map(_safe_text))
+    return frame
 
 
 # ------------------------------------------------------------------------------------------

@@ -115,9 +115,9 @@ def _check_html(text):
 @pytest.fixture(scope="module")
 def user_report(files, tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "report.html"
-    argv = ["report", "--model", files["model_path"], "--data", files["data_path"],
-            "--target", "approved", "--rows", "2", "--global-rows", "60", "--out", out,
-            "--seed", "3", "--time-limit", "3"]
+    argv = ["report", "--model", files["model_path"], "--trust-model", "--data",
+            files["data_path"], "--target", "approved", "--rows", "2", "--global-rows", "60",
+            "--out", out, "--seed", "3", "--time-limit", "3"]
     import io
     from contextlib import redirect_stderr, redirect_stdout
 
@@ -199,10 +199,10 @@ def test_report_counterfactuals_flip_the_model(files, user_report):
 
 def test_report_explainer_subset_and_skips(files, tmp_path, capsys):
     out = tmp_path / "r.html"
-    code, stdout, err = _run(["report", "--model", files["model_path"], "--data",
-                              files["data_path"], "--target", "approved", "--explainer",
-                              "tree", "--rows", "1", "--global-rows", "20", "--out", out],
-                             capsys)
+    code, stdout, err = _run(["report", "--model", files["model_path"], "--trust-model",
+                              "--data", files["data_path"], "--target", "approved",
+                              "--explainer", "tree", "--rows", "1", "--global-rows", "20",
+                              "--out", out], capsys)
     assert code == 0, err
     text = out.read_text(encoding="utf-8")
     _check_html(text)
@@ -240,10 +240,10 @@ def test_report_on_gbm_library_model(library, files, tmp_path, capsys):
     joblib.dump(model, tmp_path / "m.joblib")
     frame[num + ["approved"]].to_csv(tmp_path / "d.csv", index=False)
     out = tmp_path / "r.html"
-    code, stdout, err = _run(["report", "--model", tmp_path / "m.joblib", "--data",
-                              tmp_path / "d.csv", "--target", "approved", "--explainer",
-                              "tree", "--explainer", "p2ce", "--rows", "2", "--global-rows",
-                              "30", "--out", out], capsys)
+    code, stdout, err = _run(["report", "--model", tmp_path / "m.joblib", "--trust-model",
+                              "--data", tmp_path / "d.csv", "--target", "approved",
+                              "--explainer", "tree", "--explainer", "p2ce", "--rows", "2",
+                              "--global-rows", "30", "--out", out], capsys)
     assert code == 0, err
     text = out.read_text(encoding="utf-8")
     _check_html(text)
@@ -271,8 +271,9 @@ def test_report_multiclass_and_regressor(tmp_path, capsys):
     X.to_csv(tmp_path / "X.csv", index=False)
     for name, model in (("rf", rf), ("gbr", gbr)):
         out = tmp_path / f"{name}.html"
-        argv = ["report", "--model", tmp_path / f"{name}.joblib", "--data", tmp_path / "X.csv",
-                "--rows", "2", "--global-rows", "20", "--time-limit", "2", "--out", out]
+        argv = ["report", "--model", tmp_path / f"{name}.joblib", "--trust-model", "--data",
+                tmp_path / "X.csv", "--rows", "2", "--global-rows", "20", "--time-limit", "2",
+                "--out", out]
         if name == "gbr":
             argv += ["--explainer", "tree", "--explainer", "shear"]
         code, _, err = _run(argv, capsys)
@@ -300,9 +301,9 @@ def test_explain_csv_matches_treeshap(files, tmp_path, capsys):
     from sklearn_xai import TreeShapExplainer
 
     out = tmp_path / "phi.csv"
-    code, stdout, err = _run(["explain", "--model", files["model_path"], "--data",
-                              files["data_path"], "--target", "approved", "--rows", "40",
-                              "--out", out], capsys)
+    code, stdout, err = _run(["explain", "--model", files["model_path"], "--trust-model",
+                              "--data", files["data_path"], "--target", "approved", "--rows",
+                              "40", "--out", out], capsys)
     assert code == 0, err
     assert "wrote" in stdout and "(40 rows x 6 columns)" in stdout
     got = pd.read_csv(out, index_col="row")
@@ -322,9 +323,9 @@ def test_explain_parquet_shear(files, tmp_path, capsys):
     parquet = tmp_path / "data.parquet"
     files["frame"].to_parquet(parquet)
     out = tmp_path / "phi.parquet"
-    code, stdout, err = _run(["explain", "--model", files["model_path"], "--data", parquet,
-                              "--target", "approved", "--rows", "5", "--explainer", "shear",
-                              "--seed", "7", "--out", out], capsys)
+    code, stdout, err = _run(["explain", "--model", files["model_path"], "--trust-model",
+                              "--data", parquet, "--target", "approved", "--rows", "5",
+                              "--explainer", "shear", "--seed", "7", "--out", out], capsys)
     assert code == 0, err
     got = pd.read_parquet(out)
     X = files["frame"][FEATURES]
@@ -338,9 +339,9 @@ def test_explain_parquet_shear(files, tmp_path, capsys):
 def test_explain_knockoff_is_efficient(files, tmp_path, capsys):
     """Knockoff SHAP (exact for 5 players): base + sum = P(approved) for every row."""
     out = tmp_path / "ko.csv"
-    code, stdout, err = _run(["explain", "--model", files["model_path"], "--data",
-                              files["data_path"], "--target", "approved", "--rows", "3",
-                              "--explainer", "knockoff", "--out", out], capsys)
+    code, stdout, err = _run(["explain", "--model", files["model_path"], "--trust-model",
+                              "--data", files["data_path"], "--target", "approved", "--rows",
+                              "3", "--explainer", "knockoff", "--out", out], capsys)
     assert code == 0, err
     got = pd.read_csv(out, index_col="row")
     assert list(got.columns) == ["base_value"] + FEATURES
@@ -426,6 +427,8 @@ def test_errors_are_one_line(case, files, bad_files, tmp_path, capsys):
                            "--out", tmp_path / "a.xlsx"], ["expected a .csv or .parquet"]),
         "rows_not_int": (["report", "--rows", "many"], ["expected a positive integer"]),
     }[case]
+    if "--model" in argv:  # the joblib files here are the test's own
+        argv = argv + ["--trust-model"]
     if case == "rows_not_int":
         with pytest.raises(SystemExit) as info:
             main([str(a) for a in argv])

@@ -1,0 +1,326 @@
+"""Faults of the command line: untrusted model files, mismatched columns, spreadsheet
+formula injection in the CSV it writes, and argument validation."""
+
+import csv
+import os
+import pickle
+import sys
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.frozen import FrozenEstimator
+
+from sklearn_xai import TreeShapExplainer
+from sklearn_xai.__main__ import main
+
+FEATURES = ["age", "income", "debt"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        yield
+
+
+def _frame(n=120, seed=0, columns=FEATURES):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.normal(size=(n, len(columns))), columns=columns)
+    y = (X.iloc[:, 0] - 0.5 * X.iloc[:, 1] + 0.3 * X.iloc[:, 2] > 0).astype(int)
+    return X, y
+
+
+def _hgb():
+    return HistGradientBoostingClassifier(max_iter=10, max_depth=3, random_state=0)
+
+
+def _run(argv, capsys):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _one_line_error(code, err, *fragments):
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("sklearn-xai: error: "), err
+    for frag in fragments:
+        assert frag in lines[0], (frag, lines[0])
+    return lines[0]
+
+
+def _treeshap_margin(model, X, got):
+    """The written matrix is TreeSHAP of ``model`` on ``X``, adding up to its margin."""
+    ref = TreeShapExplainer(FrozenEstimator(model)).fit(X).explain(X.iloc[:len(got)])
+    np.testing.assert_allclose(got.iloc[:, 1:].to_numpy(dtype=float), ref.values, atol=1e-12)
+    np.testing.assert_allclose(got.to_numpy(dtype=float).sum(axis=1),
+                               model.decision_function(X.iloc[:len(got)]), atol=1e-9)
+
+
+@pytest.fixture(scope="module")
+def user(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    X, y = _frame()
+    model = _hgb().fit(X, y)
+    joblib.dump(model, d / "model.joblib")
+    X.to_csv(d / "data.csv", index=False)
+    return {"dir": d, "X": X, "model": model}
+
+
+# ------------------------------------------------------------------------------------------
+# untrusted model files
+# ------------------------------------------------------------------------------------------
+
+
+class _Crafted:
+    """Unpickling this object creates the directory ``marker`` (a stand-in for any code)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.mkdir, (self.marker,)
+
+
+@pytest.mark.parametrize("name", ["evil.joblib", "evil.pkl"])
+def test_pickle_is_not_loaded_without_trust_model(name, user, tmp_path, capsys):
+    marker = tmp_path / "pwned"
+    path = tmp_path / name
+    path.write_bytes(pickle.dumps(_Crafted(marker)))
+    code, out, err = _run(["explain", "--model", path, "--data", user["dir"] / "data.csv",
+                           "--out", tmp_path / "phi.csv"], capsys)
+    _one_line_error(code, err, "--trust-model", "skops", name)
+    assert not marker.exists(), "the model file was unpickled without --trust-model"
+    assert not (tmp_path / "phi.csv").exists()
+    # a model saved with joblib is refused the same way, before it is read
+    code, _, err = _run(["report", "--model", user["dir"] / "model.joblib", "--data",
+                         user["dir"] / "data.csv", "--out", tmp_path / "r.html"], capsys)
+    _one_line_error(code, err, "--trust-model", "skops.io.dump")
+
+
+def test_trust_model_loads_pickles(user, tmp_path, capsys):
+    """With --trust-model a pickle is unpickled (its code runs: the flag says so)."""
+    marker = tmp_path / "ran"
+    (tmp_path / "evil.pkl").write_bytes(pickle.dumps(_Crafted(marker)))
+    code, _, err = _run(["explain", "--model", tmp_path / "evil.pkl", "--trust-model",
+                         "--data", user["dir"] / "data.csv", "--out", tmp_path / "a.csv"],
+                        capsys)
+    _one_line_error(code, err, "not a fitted model")
+    assert marker.exists()
+    out = tmp_path / "phi.csv"
+    code, _, err = _run(["explain", "--model", user["dir"] / "model.joblib", "--trust-model",
+                         "--data", user["dir"] / "data.csv", "--rows", "7", "--out", out],
+                        capsys)
+    assert code == 0, err
+    _treeshap_margin(user["model"], user["X"], pd.read_csv(out, index_col="row"))
+
+
+def test_trust_model_help_says_why(capsys):
+    for command in ("report", "explain"):
+        with pytest.raises(SystemExit) as info:
+            main([command, "--help"])
+        assert info.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert "--trust-model" in text and "--trust-type TYPE" in text
+        assert "runs code from the file" in text and "skops" in text
+
+
+@pytest.fixture(scope="module")
+def skops_model(user):
+    sio = pytest.importorskip("skops.io")
+    path = user["dir"] / "model.skops"
+    sio.dump(user["model"], path)
+    untrusted = sio.get_untrusted_types(file=path)
+    assert untrusted  # skops does not trust HGB's tree nodes by default
+    return path, untrusted
+
+
+def test_skops_untrusted_types_are_listed_and_refused(user, skops_model, tmp_path, capsys):
+    path, untrusted = skops_model
+    out = tmp_path / "phi.csv"
+    code, _, err = _run(["explain", "--model", path, "--data", user["dir"] / "data.csv",
+                         "--out", out], capsys)
+    _one_line_error(code, err, "--trust-type", *untrusted)
+    assert not out.exists()
+    # trusting only some of the listed types is not enough
+    if len(untrusted) > 1:
+        code, _, err = _run(["explain", "--model", path, "--trust-type", untrusted[0],
+                             "--data", user["dir"] / "data.csv", "--out", out], capsys)
+        _one_line_error(code, err, untrusted[1])
+
+
+@pytest.mark.parametrize("how", ["trust_type", "trust_model"])
+def test_skops_model_is_explained(how, user, skops_model, tmp_path, capsys):
+    path, untrusted = skops_model
+    flags = (["--trust-model"] if how == "trust_model"
+             else [a for t in untrusted for a in ("--trust-type", t)])
+    out = tmp_path / "phi.csv"
+    code, stdout, err = _run(["explain", "--model", path, *flags, "--data",
+                              user["dir"] / "data.csv", "--rows", "9", "--out", out], capsys)
+    assert code == 0, err
+    _treeshap_margin(user["model"], user["X"], pd.read_csv(out, index_col="row"))
+
+
+def test_trust_type_is_for_skops_files(user, tmp_path, capsys):
+    code, _, err = _run(["explain", "--model", user["dir"] / "model.joblib", "--trust-model",
+                         "--trust-type", "builtins.dict", "--data", user["dir"] / "data.csv",
+                         "--out", tmp_path / "a.csv"], capsys)
+    _one_line_error(code, err, "--trust-type", ".skops")
+    for flag in (["--trust-model"], ["--trust-type", "builtins.dict"]):
+        code, _, err = _run(["explain", *flag, "--out", tmp_path / "a.csv"], capsys)
+        _one_line_error(code, err, flag[0], "--model")
+
+
+def test_skops_missing_says_pip_install(user, tmp_path, capsys, monkeypatch):
+    (tmp_path / "m.skops").write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    monkeypatch.setitem(sys.modules, "skops", None)
+    monkeypatch.setitem(sys.modules, "skops.io", None)
+    code, _, err = _run(["explain", "--model", tmp_path / "m.skops", "--data",
+                         user["dir"] / "data.csv", "--out", tmp_path / "a.csv"], capsys)
+    _one_line_error(code, err, "pip install skops")
+
+
+def test_skops_garbage_is_one_line(user, tmp_path, capsys):
+    pytest.importorskip("skops.io")
+    marker = tmp_path / "pwned"
+    # a pickle named .skops is not unpickled either
+    (tmp_path / "m.skops").write_bytes(pickle.dumps(_Crafted(marker)))
+    code, _, err = _run(["explain", "--model", tmp_path / "m.skops", "--trust-model",
+                         "--data", user["dir"] / "data.csv", "--out", tmp_path / "a.csv"],
+                        capsys)
+    _one_line_error(code, err, "cannot load model from", "m.skops")
+    assert not marker.exists()
+
+
+# ------------------------------------------------------------------------------------------
+# columns
+# ------------------------------------------------------------------------------------------
+
+
+def test_reordered_columns_are_an_error(user, tmp_path, capsys):
+    X = user["X"]
+    data = tmp_path / "swapped.csv"
+    X[["income", "age", "debt"]].to_csv(data, index=False)
+    out = tmp_path / "phi.csv"
+    code, _, err = _run(["explain", "--model", user["dir"] / "model.joblib", "--trust-model",
+                         "--data", data, "--out", out], capsys)
+    _one_line_error(code, err, "order", "age, income, debt", "income, age, debt")
+    assert not out.exists()
+    # an extra column (dropped with a note) does not count as a reordering
+    X.assign(id=np.arange(len(X)))[["id", *FEATURES]].to_csv(data, index=False)
+    code, _, err = _run(["explain", "--model", user["dir"] / "model.joblib", "--trust-model",
+                         "--data", data, "--rows", "4", "--out", out], capsys)
+    assert code == 0, err
+    assert "not used by the model were left out: id" in err
+    _treeshap_margin(user["model"], X, pd.read_csv(out, index_col="row"))
+
+
+def test_model_without_feature_names_takes_columns_by_position(tmp_path, capsys):
+    X, y = _frame()
+    model = _hgb().fit(X.to_numpy(), y)  # no feature names
+    joblib.dump(model, tmp_path / "np.joblib")
+    data = tmp_path / "data.csv"
+    X[["debt", "age", "income"]].to_csv(data, index=False)
+    out = tmp_path / "phi.csv"
+    code, _, err = _run(["explain", "--model", tmp_path / "np.joblib", "--trust-model",
+                         "--data", data, "--rows", "6", "--out", out], capsys)
+    assert code == 0, err
+    # the user is told how the columns were matched, in the file's order
+    assert "no feature names" in err and "by position" in err
+    assert "debt, age, income" in err
+    got = pd.read_csv(out, index_col="row")
+    assert list(got.columns) == ["base_value", "debt", "age", "income"]
+    ref = TreeShapExplainer(FrozenEstimator(model)).fit(X[["debt", "age", "income"]].to_numpy())
+    ref = ref.explain(X[["debt", "age", "income"]].to_numpy()[:6])
+    np.testing.assert_allclose(got.iloc[:, 1:].to_numpy(), ref.values, atol=1e-12)
+    # the report states it too
+    report = tmp_path / "r.html"
+    code, _, err = _run(["report", "--model", tmp_path / "np.joblib", "--trust-model",
+                         "--data", data, "--explainer", "tree", "--rows", "1",
+                         "--global-rows", "10", "--out", report], capsys)
+    assert code == 0, err
+    assert "by position" in report.read_text(encoding="utf-8")
+    # the count must match
+    X[["debt", "age"]].to_csv(data, index=False)
+    code, _, err = _run(["explain", "--model", tmp_path / "np.joblib", "--trust-model",
+                         "--data", data, "--out", out], capsys)
+    _one_line_error(code, err, "takes 3 features", "has 2 columns")
+
+
+# ------------------------------------------------------------------------------------------
+# spreadsheet formula injection
+# ------------------------------------------------------------------------------------------
+
+
+_DANGEROUS = ['=HYPERLINK("http://example.com","x")', "+plus", "-minus", "@at", "\ttab",
+              "\rcr"]
+
+
+def test_csv_headers_are_spreadsheet_safe(tmp_path, capsys):
+    names = _DANGEROUS + ["plain"]
+    X, y = _frame(columns=names)
+    model = _hgb().fit(X, y)
+    joblib.dump(model, tmp_path / "m.joblib")
+    # quoted, so that the carriage return in a name survives the round trip
+    X.to_csv(tmp_path / "data.csv", index=False, quoting=csv.QUOTE_NONNUMERIC)
+    out = tmp_path / "phi.csv"
+    code, _, err = _run(["explain", "--model", tmp_path / "m.joblib", "--trust-model",
+                         "--data", tmp_path / "data.csv", "--rows", "20", "--out", out],
+                        capsys)
+    assert code == 0, err
+    with open(out, newline="", encoding="utf-8") as fh:
+        header, *body = list(csv.reader(fh))
+    assert header == ["row", "base_value"] + ["'" + n for n in _DANGEROUS] + ["plain"]
+    # numbers stay numbers, negative ones included
+    values = np.array([[float(c) for c in r] for r in body])
+    assert (values[:, 2:] < 0).any()
+    assert not any(c.startswith("'") for r in body for c in r)
+    ref = TreeShapExplainer(FrozenEstimator(model)).fit(X).explain(X.iloc[:20])
+    np.testing.assert_allclose(values[:, 2:], ref.values, atol=1e-12)
+    np.testing.assert_allclose(values[:, 1:].sum(axis=1), model.decision_function(X.iloc[:20]),
+                               atol=1e-9)
+
+
+def test_spreadsheet_safe_escapes_only_text():
+    from sklearn_xai._report import _spreadsheet_safe
+
+    frame = pd.DataFrame({"=a": ["=1+1", "-0.5", "ok", "@x"], "b": [-0.5, 1.0, -2.0, 3.0],
+                          "c": [1, -2, 3, -4]},
+                         index=pd.Index(["+r", "r", "\tr", "-1"], name="-i"))
+    safe = _spreadsheet_safe(frame)
+    assert list(safe.columns) == ["'=a", "b", "c"]
+    assert safe.index.name == "'-i"
+    assert list(safe.index) == ["'+r", "r", "'\tr", "'-1"]
+    assert list(safe["'=a"]) == ["'=1+1", "'-0.5", "ok", "'@x"]
+    np.testing.assert_array_equal(safe["b"], frame["b"])
+    np.testing.assert_array_equal(safe["c"], frame["c"])
+    assert safe["b"].dtype == np.float64 and safe["c"].dtype == frame["c"].dtype
+    assert list(frame.columns) == ["=a", "b", "c"]  # the input is not changed
+
+
+# ------------------------------------------------------------------------------------------
+# arguments
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", ["-1", "1.5", "x", str(2**32)])
+def test_seed_must_be_a_non_negative_integer(seed, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["explain", "--seed", seed, "--out", str(tmp_path / "a.csv")])
+    err = capsys.readouterr().err
+    line = _one_line_error(info.value.code, err, "--seed", "non-negative integer")
+    assert "random_state" not in line
+    assert not (tmp_path / "a.csv").exists()
+
+
+def test_seed_zero_and_large_are_accepted():
+    from sklearn_xai.__main__ import build_parser
+
+    for seed in ("0", str(2**32 - 1)):
+        args = build_parser().parse_args(["explain", "--seed", seed, "--out", "a.csv"])
+        assert args.seed == int(seed)
