@@ -494,24 +494,34 @@ class AttributionMixin(TransformerMixin):
                           dtype=object)
 
     def score(self, X, y=None):
-        """Deletion faithfulness of the attributions on ``X`` (higher is better).
+        """Faithfulness correlation of the attributions on ``X`` (higher is better).
 
-        The mean over rows of the Pearson correlation between each player's attribution
-        and the drop in the explained output when that player alone is replaced by the
-        reference row learned in ``fit`` (numeric mean, categorical mode). See
-        :func:`sklearn_xai.metrics.faithfulness`.
+        For 64 random player subsets (each player in with probability 1/2; the same
+        subsets for every row and every call), the Pearson correlation between the sum of
+        a subset's attributions and the drop of the explained output when that subset is
+        set to the reference row learned in ``fit`` (numeric mean, categorical mode);
+        averaged over rows and over every explained output (Bhatt, Weller and Moura, IJCAI
+        2020). Attributions of the wrong sign score below 0 and random ones near 0. See
+        :func:`sklearn_xai.metrics.faithfulness_correlation`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows explained and scored.
+        y : None
+            Ignored.
 
         Returns
         -------
-        float
+        float in [-1, 1]
         """
-        from .metrics import faithfulness
+        from .metrics import faithfulness_correlation
 
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
         attribution = self._explain(X)
-        return faithfulness(self.model_fn_, as_array(X), attribution, self.reference_,
-                            groups=getattr(self, "groups_", None))
+        return faithfulness_correlation(self.model_fn_, as_array(X), attribution,
+                                        self.reference_, groups=getattr(self, "groups_", None))
 
 
 class RecourseMixin(TransformerMixin):

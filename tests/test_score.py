@@ -1,0 +1,100 @@
+"""``score`` of attribution explainers: the signed faithfulness correlation tunes settings."""
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.model_selection import GridSearchCV
+
+from sklearn_xai import ShearExplainer
+from sklearn_xai.metrics import faithfulness_correlation
+
+
+class _Interacting(RegressorMixin, BaseEstimator):
+    """``f(x) = x0 + 2 x1 - x2 + 3 x0 x3 + 2 x1 x2`` (interactions on purpose)."""
+
+    def fit(self, X, y=None):
+        self.n_features_in_ = np.asarray(X).shape[1]
+        return self
+
+    def predict(self, X):
+        X = np.asarray(X, dtype=float)
+        return X[:, 0] + 2 * X[:, 1] - X[:, 2] + 3 * X[:, 0] * X[:, 3] + 2 * X[:, 1] * X[:, 2]
+
+
+def _data(n=80, p=5, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, p))
+
+
+def _interacting_explainer(**kw):
+    X = _data()
+    model = FrozenEstimator(_Interacting().fit(X))
+    return ShearExplainer(model, **kw).fit(X), X
+
+
+def test_additive_model_scores_one():
+    X = _data()
+    y = X @ np.array([1.0, -2.0, 0.5, 0.0, 3.0])
+    explainer = ShearExplainer(LinearRegression(), n_evals=8, random_state=0).fit(X, y)
+    assert explainer.score(X[:30]) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_negated_and_random_attributions_score_low():
+    explainer, X = _interacting_explainer(n_evals=64, random_state=0)
+    rows = X[:40]
+    att = explainer.explain(rows)
+    good = explainer.score(rows)
+    negated = faithfulness_correlation(explainer.model_fn_, rows, -att.values,
+                                       explainer.reference_)
+    noise = np.random.default_rng(1).normal(size=att.values.shape)
+    random = faithfulness_correlation(explainer.model_fn_, rows, noise, explainer.reference_)
+    assert good > 0.8
+    assert negated < -0.8
+    assert good - negated > 1.5
+    assert abs(random) < 0.15
+
+
+def test_large_budget_scores_at_least_as_high_as_tiny_budget():
+    rows = _data(seed=3)[:40]
+    tiny, large = [], []
+    for seed in range(4):
+        explainer, _ = _interacting_explainer(n_evals=2, random_state=seed)
+        tiny.append(explainer.score(rows))
+        explainer, _ = _interacting_explainer(n_evals=128, random_state=seed)
+        large.append(explainer.score(rows))
+    assert np.mean(large) >= np.mean(tiny)
+
+
+def test_grid_search_prefers_the_large_budget():
+    X = _data()
+    model = FrozenEstimator(_Interacting().fit(X))
+    search = GridSearchCV(ShearExplainer(model, random_state=0), {"n_evals": [2, 256]},
+                          cv=3).fit(X)
+    assert search.best_params_ == {"n_evals": 256}
+
+
+def test_multiclass_score_is_the_mean_of_per_class_scores():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 4))
+    y = np.digitize(X[:, 0] + X[:, 1] * X[:, 2], [-0.5, 0.5])
+    explainer = ShearExplainer(LogisticRegression(), n_evals=16, random_state=0).fit(X, y)
+    rows = X[:30]
+    att = explainer.explain(rows)
+    assert att.values.shape == (30, 4, 3)
+    per_class = []
+    for k in range(3):
+        def f(Z, k=k):
+            return explainer.model_fn_(Z)[:, [k]]
+        per_class.append(faithfulness_correlation(f, rows, att.values[:, :, k],
+                                                  explainer.reference_))
+    assert explainer.score(rows) == pytest.approx(np.mean(per_class), rel=1e-12)
+    assert len(set(np.round(per_class, 6))) > 1  # the classes do differ
+
+
+def test_a_rows_score_does_not_depend_on_the_other_rows():
+    explainer, X = _interacting_explainer(n_evals=16, random_state=0)
+    att = explainer.explain(X[:10]).values
+    whole = [faithfulness_correlation(explainer.model_fn_, X[i:i + 1], att[i:i + 1],
+                                      explainer.reference_) for i in range(10)]
+    assert explainer.score(X[:10]) == pytest.approx(np.mean(whole), rel=1e-12)
