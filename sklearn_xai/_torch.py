@@ -8,8 +8,10 @@ derivatives with respect to the input, computed with ``torch.func`` on the model
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import sys
+import threading
 
 import numpy as np
 
@@ -61,6 +63,62 @@ def is_torch_model(model) -> bool:
     return isinstance(model, torch.nn.Module)
 
 
+def _resolve_device(torch, device, what="device"):
+    """The canonical ``torch.device`` of ``device`` (``cuda`` -> ``cuda:0``), checked to be
+    usable here; a ValueError naming ``what`` otherwise."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{what}={str(device)!r} is not a torch device; use None (the module's own "
+            "device), 'cpu' or 'cuda'.") from exc
+    if dev.type == "meta":
+        raise ValueError(
+            f"{what}={str(device)!r}: tensors on the 'meta' device hold no data, so the "
+            "module cannot be evaluated there; use None (the module's own device), 'cpu' or "
+            "'cuda' (a module built on 'meta' must be materialised first).")
+    try:
+        return torch.empty(0, device=dev).device
+    except (RuntimeError, AssertionError, ValueError) as exc:  # e.g. no CUDA here
+        raise ValueError(
+            f"{what}={str(device)!r} is not available on this machine ({exc}); use None "
+            "(the module's own device) or 'cpu'.") from exc
+
+
+# Modules evaluated in eval mode right now: id -> [depth, saved training flags]. One
+# registry for all adapters, so concurrent forwards (threads, or two adapters of the same
+# module) restore the flags only when the last of them ends.
+_EVAL_LOCK = threading.Lock()
+_EVAL_STATE = {}
+
+
+@contextlib.contextmanager
+def _eval_mode(module):
+    """Evaluate ``module`` in eval mode, then restore every submodule's ``training`` flag."""
+    key = id(module)
+    with _EVAL_LOCK:
+        entry = _EVAL_STATE.get(key)
+        if entry is None:
+            entry = _EVAL_STATE[key] = [0, [(m, m.training) for m in module.modules()]]
+            if any(flag for _, flag in entry[1]):
+                module.eval()
+        entry[0] += 1
+    try:
+        yield module
+    finally:
+        with _EVAL_LOCK:
+            entry[0] -= 1
+            if entry[0] == 0:
+                del _EVAL_STATE[key]
+                for m, flag in entry[1]:
+                    m.training = flag
+
+
+def _shown_positions(idx):
+    """The first few of the integer positions ``idx``, as text."""
+    return ", ".join(str(int(i)) for i in idx[:5]) + (", ..." if len(idx) > 5 else "")
+
+
 def _ELEMENTWISE_ACTIVATIONS(nn):
     """Activation modules that act element by element (their Jacobian is diagonal)."""
     return (
@@ -97,17 +155,23 @@ class TorchModelFunction:
     device : str, torch.device or None, default=None
         Where the module runs. ``None``: ``net.device`` for a skorch net, else the device
         of the module's parameters (the default torch device for a parameter-free module).
-        The module is moved there lazily, on the first call.
+        A device that is not usable here (``"meta"``, ``"cuda"`` without CUDA, a
+        misspelling) is a ``ValueError``, raised before anything is moved.
     batch_size : int or None, default=None
         Rows per forward pass (and per vectorised derivative pass); ``None`` is one pass.
 
     Notes
     -----
-    The module is put in eval mode (dropout off, batch-norm statistics frozen) on the first
-    call; for a skorch net this is the net's own ``module_``, exactly as ``net.predict``
-    does. Inputs are cast to the dtype of the module's parameters; outputs are returned as
-    float64 numpy arrays. Pickling stores a CPU copy of the module, so a pickle made on a
-    GPU machine loads anywhere; the module is moved back to ``device`` on the next call.
+    The caller's module is never changed. Every forward runs in eval mode (dropout off,
+    batch-norm statistics frozen, as ``net.predict`` does), and afterwards each
+    submodule's ``training`` flag is set back to what it was. When the module is not
+    already on ``device``, a copy of it is moved there (on the first call) and used from
+    then on. Inputs are cast to the dtype of the module's parameters; a finite value that
+    this cast would turn into an infinity (e.g. ``1e39`` for a float32 module) is a
+    ``ValueError`` naming its columns. A NaN or infinite module output is a
+    ``ValueError`` naming the module and the rows. Outputs are returned as float64 numpy
+    arrays. Pickling stores a CPU copy of the module, so a pickle made on a GPU machine
+    loads anywhere; the copy is moved back to ``device`` on the next call.
     """
 
     def __init__(
@@ -152,12 +216,18 @@ class TorchModelFunction:
             )
         if output not in ("raw", "proba"):
             raise ValueError(f"output must be 'raw' or 'proba'; got {output!r}.")
-        if device is None:
-            device = default_device
+        what = "device"
+        if device is None and default_device is not None:
+            device, what = default_device, "device (None: the skorch net's device)"
         if device is None:
             param = next(iter(module.parameters()), None)
             device = param.device if param is not None else torch.get_default_device()
+            what = "device (None: the device of the module's parameters)"
+        _resolve_device(torch, device, what)  # fail before anything is moved
         self.module = module
+        self.model_name = type(module).__name__
+        if module is not model:
+            self.model_name += f" (module_ of {type(model).__name__})"
         self.output = output
         self.device = str(torch.device(device))
         self.output_columns = None if output_columns is None else np.asarray(output_columns, int)
@@ -166,6 +236,7 @@ class TorchModelFunction:
             raise ValueError(f"batch_size must be a positive integer or None; got {batch_size!r}.")
         self.batch_size = batch_size
         self._placed = False
+        self._owns_module = False  # a private copy may be moved; the caller's module never
 
     # ----------------------------------------------------------------------------- state
     def __getstate__(self):
@@ -174,21 +245,28 @@ class TorchModelFunction:
         param = next(iter(module.parameters()), None)
         if param is not None and param.device.type != "cpu":
             state["module"] = copy.deepcopy(module).to("cpu")
+            state["_owns_module"] = True
         state["_placed"] = False
         return state
 
     # ----------------------------------------------------------------------------- helpers
     def _module(self):
+        """The module on ``device``: the caller's own, or a private copy moved there."""
         torch = _import_torch()
         if not self._placed:
-            device = torch.device(self.device)
-            if device.type == "cuda" and not torch.cuda.is_available():
-                raise RuntimeError(
-                    f"The model function was built for device {self.device!r} but CUDA is not "
-                    "available here; rebuild it with device=None or another device."
-                )
-            self.module.to(device)
-            self.module.eval()
+            target = _resolve_device(torch, self.device)
+            module = self.module
+            tensors = list(module.parameters()) + list(module.buffers())
+            if any(t.device != target for t in tensors):
+                if not self._owns_module:
+                    module = copy.deepcopy(module)
+                try:
+                    module = module.to(target)
+                except NotImplementedError as exc:  # parameters on 'meta' have no data
+                    raise ValueError(
+                        f"The torch module {self.model_name} cannot be moved to device "
+                        f"{self.device!r}: {exc}") from exc
+                self.module, self._owns_module = module, True
             self._placed = True
         return self.module
 
@@ -199,19 +277,95 @@ class TorchModelFunction:
                 return p.dtype
         return torch.get_default_dtype()
 
-    def _to_tensor(self, X):
+    def _to_tensor(self, X, name="X"):
+        """``X`` as a tensor of the module's dtype on its device; ``name`` is used in errors."""
         torch = _import_torch()
         self._module()  # place the module before any torch.func transform is entered
         X = np.asarray(X)
         if X.ndim != 2:
-            raise ValueError(f"X must be 2-D (n_samples, n_features); got shape {X.shape}.")
-        if X.dtype == object:
-            X = X.astype(np.float64)
-        return torch.as_tensor(X, device=torch.device(self.device)).to(self._dtype())
+            raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {X.shape}.")
+        if X.dtype.kind not in "biuf":
+            try:
+                X = X.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"{name} must be numeric for the torch module {self.model_name}; got "
+                    f"values of dtype {X.dtype} ({exc}).") from exc
+        Xt = torch.as_tensor(X, device=torch.device(self.device))
+        dtype = self._dtype()
+        if Xt.dtype == dtype:
+            return Xt
+        cast = Xt.to(dtype)
+        if not bool(torch.isfinite(cast).all()):
+            over = (torch.isfinite(Xt) & ~torch.isfinite(cast)).any(dim=0)
+            if bool(over.any()):
+                cols = torch.nonzero(over).flatten().tolist()
+                raise ValueError(
+                    f"{name} has values beyond the range of the torch module's dtype {dtype} "
+                    f"(largest magnitude {torch.finfo(dtype).max:.4g}) in column(s) {cols}: "
+                    "cast to that dtype they would become infinite. Rescale these columns, "
+                    "or convert the module to a wider dtype (e.g. module.double()).")
+        return cast
 
     def _forward(self, x):
         """Module output for a 2-D tensor, post-processed to (n, n_kept_outputs)."""
-        return self._post(self._module()(x))
+        module = self._module()
+        with _eval_mode(module):
+            return self._post(module(x))
+
+    def non_finite_error(self, where):
+        """The ValueError for NaN/inf outputs ``where`` (e.g. "for rows 3, 5")."""
+        return ValueError(
+            f"The torch module {self.model_name} returned NaN or infinite values {where}; "
+            "explanations of a non-finite output would be meaningless. Check the module on "
+            "these inputs (for example input values outside the range it was trained on).")
+
+    def _check_finite(self, out):
+        """Raise :meth:`non_finite_error` when ``out`` (n, ...) has a NaN or inf."""
+        finite = np.isfinite(out)
+        if not finite.all():
+            bad = np.flatnonzero(~finite.reshape(len(out), -1).all(axis=1))
+            raise self.non_finite_error(
+                f"for {bad.size} of {len(out)} evaluated row(s) (positions "
+                f"{_shown_positions(bad)} of the call)")
+        return out
+
+    def expected_n_features(self):
+        """Input width of the module when its first layer is a ``nn.Linear`` (possibly in
+        nested ``nn.Sequential``), else ``None``."""
+        torch = _import_torch()
+        m = self.module
+        while type(m) is torch.nn.Sequential and len(m):
+            m = m[0]
+        return m.in_features if type(m) is torch.nn.Linear else None
+
+    def probe(self, X_probe, name="X"):
+        """One forward pass of the first row of ``X_probe``, with the input width checked
+        first and the module's own errors turned into a ValueError naming ``name``.
+
+        Returns
+        -------
+        ndarray of shape (1, n_outputs)
+        """
+        X_probe = np.asarray(X_probe)[:1]
+        n_cols = X_probe.shape[1]
+        expected = self.expected_n_features()
+        if expected is not None and expected != n_cols:
+            raise ValueError(
+                f"The torch module {self.model_name} takes {expected} input features (its "
+                f"first Linear layer has in_features={expected}), but {name} has {n_cols} "
+                "columns.")
+        self._to_tensor(X_probe, name=name)  # numeric, in the module's dtype's range
+        try:
+            return self(X_probe)
+        except IndexError as exc:
+            raise ValueError(
+                f"The torch module {self.model_name} has no output column "
+                f"{list(self.output_columns)} (target): {exc}") from exc
+        except RuntimeError as exc:
+            raise ValueError(
+                f"The torch module {self.model_name} cannot evaluate a row of {name} with "
+                f"{n_cols} columns: {exc}") from exc
 
     def _post(self, out):
         """The net's output nonlinearity and the kept columns, as a (n, n_kept) tensor."""
@@ -247,7 +401,8 @@ class TorchModelFunction:
         rest = module[1:]
 
         def tail(z):
-            return self._post(rest(z))
+            with _eval_mode(module):
+                return self._post(rest(z))
 
         bias = None if first.bias is None else first.bias.detach()
         return first.weight.detach(), bias, tail
@@ -281,12 +436,13 @@ class TorchModelFunction:
         return len(self.output_names)
 
     def set_output_names_from(self, X_probe):
-        """Name the outputs ``output_<k>`` after one forward pass of ``X_probe`` (when no
-        names were given)."""
+        """Check the module on the first row of ``X_probe`` (:meth:`probe`) and name the
+        outputs ``output_<k>`` (when no names were given)."""
+        width = self.probe(X_probe).shape[1]
         if self._output_names is None:
             cols = self.output_columns
             if cols is None:
-                cols = range(self(np.asarray(X_probe)[:1]).shape[1])
+                cols = range(width)
             self._output_names = [f"output_{c}" for c in cols]
         return self
 
@@ -306,7 +462,7 @@ class TorchModelFunction:
         if not outs:
             n_out = len(self.output_columns) if self.output_columns is not None else 0
             return np.zeros((0, n_out))
-        return np.concatenate(outs, axis=0)
+        return self._check_finite(np.concatenate(outs, axis=0))
 
     def _per_row(self, transform, X):
         """``vmap(transform(self._single))`` over the rows of ``X``, batch by batch."""
@@ -388,7 +544,7 @@ class TorchModelFunction:
                 f"({n}, L, {d}); got {tuple(np.shape(V))}."
             )
         L = np.shape(V)[1]
-        Vt = self._to_tensor(np.asarray(V).reshape(n * L, d)).reshape(n, L, d)
+        Vt = self._to_tensor(np.asarray(V).reshape(n * L, d), name="V").reshape(n, L, d)
         if L == 0 or n == 0:
             n_out = self._forward(Xt[:1]).shape[1] if n else 0
             return np.zeros((n, L, n_out, d))

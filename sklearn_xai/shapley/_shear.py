@@ -24,11 +24,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Attribution
-from .._torch import TorchModelFunction, _unwrap_frozen, is_torch_model
+from .._torch import TorchModelFunction, _shown_positions, _unwrap_frozen, is_torch_model
 from .._utils import draw_base_seed, row_generators
 from ..base import (
     AttributionMixin,
     BaseExplainer,
+    _is_frame,
     as_array,
     reference_row,
     resolve_feature_groups,
@@ -102,7 +103,8 @@ def _cross_contribution_finite_difference(value, n_rows: int, n_players: int) ->
     return _mask_diagonal(eta)
 
 
-def _cross_contribution_hessian(hessian_columns, X, reference, col_to_player, n_players):
+def _cross_contribution_hessian(hessian_columns, X, reference, col_to_player, n_players, *,
+                                model_name="the model", row_offset=0):
     """eta_ij = max over columns a of player i, b of player j of
     |d2 f / dx_a dx_b (x)| |x_a - r_a| |x_b - r_b|, summed over outputs.
 
@@ -122,6 +124,10 @@ def _cross_contribution_hessian(hessian_columns, X, reference, col_to_player, n_
     reference : ndarray of shape (d,)
     col_to_player : ndarray of shape (d,), int
     n_players : int
+    model_name : str, default="the model"
+    row_offset : int, default=0
+        Position of ``X[0]`` among the explained rows; both name the culprit when a used
+        Hessian entry is NaN or infinite, which is a ValueError.
 
     Returns
     -------
@@ -143,6 +149,16 @@ def _cross_contribution_hessian(hessian_columns, X, reference, col_to_player, n_
     HC = np.asarray(hessian_columns(X, pair_row[computed], pair_col[computed]))
     if HC.dtype not in (np.float32, np.float64):
         HC = HC.astype(np.float64)
+    if not np.isfinite(HC).all():
+        # only entries against a column where x != r enter eta (the others weigh 0)
+        used = dist[pair_row[computed]][:, None, :] > 0
+        bad = np.unique(pair_row[computed][(~np.isfinite(HC) & used).any(axis=(1, 2))])
+        if bad.size:
+            raise ValueError(
+                f"The input Hessian of the torch module {model_name} has NaN or infinite "
+                f"entries at explained row(s) {_shown_positions(bad + row_offset)}, so it cannot "
+                "rank the cooperators (a kink such as sqrt at 0 has no finite second "
+                "derivative); use cooperators='finite_difference'.")
     return block_max_cross_contribution(
         np.ascontiguousarray(HC), pair_row.astype(np.int64), pair_col.astype(np.int64),
         computed, dist, col_to_player, n, int(n_players))
@@ -331,6 +347,29 @@ def _group_reference(X, groups):
     return ref
 
 
+def _check_reference(ref, X, allow_nan):
+    """Raise a ValueError naming ``reference`` when a numeric column of ``ref`` (1, d) is
+    not a number, or is NaN (unless the model takes NaN) or infinite."""
+    if _is_frame(X):
+        import pandas as pd
+
+        cols = np.array([j for j, t in enumerate(X.dtypes) if pd.api.types.is_numeric_dtype(t)
+                         and not isinstance(t, pd.CategoricalDtype)], dtype=np.intp)
+    else:
+        cols = np.arange(ref.shape[1])
+    try:
+        values = ref[0, cols].astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"reference must hold numbers in the numeric columns of X ({exc}).") from exc
+    bad = np.isinf(values) if allow_nan else ~np.isfinite(values)
+    if bad.any():
+        kind = "infinite" if allow_nan else "NaN or infinite"
+        raise ValueError(
+            f"reference has {kind} values in column(s) {cols[bad].tolist()}; pass a finite "
+            "row, or reference='mean'.")
+
+
 # --------------------------------------------------------------------------- torch outputs
 
 
@@ -409,10 +448,15 @@ class _TorchReferenceGame:
     n_players : int
     max_rows : int, default=65536
         Largest number of model rows per forward pass.
+    row_offset : int, default=0
+        Position of ``X[0]`` among the explained rows, to name the rows of a NaN or
+        infinite model output (a ValueError).
     """
 
-    def __init__(self, model_fn, X, reference, col_to_player, n_players, max_rows=65536):
+    def __init__(self, model_fn, X, reference, col_to_player, n_players, max_rows=65536,
+                 row_offset=0):
         self.model_fn = model_fn
+        self.row_offset = int(row_offset)
         self.X = np.asarray(X)
         self.reference = np.asarray(reference).reshape(1, -1)
         self.col_to_player = np.asarray(col_to_player, dtype=np.intp)
@@ -439,7 +483,7 @@ class _TorchReferenceGame:
         per_row = masks.ndim == 3
         C = masks.shape[-2]
         Xt = fn._to_tensor(X)
-        rt = fn._to_tensor(self.reference)
+        rt = fn._to_tensor(self.reference, name="reference")
         c2p = torch.as_tensor(self.col_to_player, device=Xt.device)
         chunk = max(1, self.max_rows // max(C, 1))
         split = fn.first_linear_layer()
@@ -476,6 +520,11 @@ class _TorchReferenceGame:
                 if out is None:
                     out = np.empty((n, C, y.shape[-1]))
                 out[r0:r1] = y
+        if out is not None and not np.isfinite(out).all():
+            bad = np.flatnonzero(~np.isfinite(out).reshape(n, -1).all(axis=1))
+            bad = (np.arange(n) if rows is None else np.arange(self.n_rows)[rows])[bad]
+            raise fn.non_finite_error(
+                f"on coalitions of explained row(s) {_shown_positions(bad + self.row_offset)}")
         if count:
             self.n_evaluations += n * C
         return out
@@ -559,16 +608,20 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
         For classifiers the class explained (binary default: ``classes_[1]``); for torch
         modules an output column.
     device : str or None, default=None
-        Torch device for torch/skorch models; ``None`` uses the net's (or module's).
+        Torch device for torch/skorch models; ``None`` uses the net's (or module's). The
+        model itself is never moved: when it is elsewhere, a copy is moved to ``device``.
+        A device not usable here (``"meta"``, ``"cuda"`` without CUDA) is a ValueError.
     batch_size : int, default=128
         Explained rows processed together (their ``P * n_evals`` coalitions go through the
         model in one pass of at most 65,536 model rows).
     n_jobs : int or None, default=None
         Parallel workers over row batches.
-    random_state : int, RandomState, Generator or None, default=None
-        Seeds the per-row random streams (a row's coalitions depend only on this value
-        and the row's position); the same value gives the same values whatever
-        ``n_jobs`` and ``batch_size``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the per-row random streams: each :meth:`explain` draws one seed from it,
+        and a row's coalitions depend only on that seed and the row's position, so the
+        values do not depend on ``n_jobs`` or ``batch_size``. An int gives the same values
+        at every call; a ``RandomState`` a reproducible sequence of calls; ``None`` fresh
+        values. A ``numpy.random.Generator`` is not accepted.
 
     Attributes
     ----------
@@ -690,7 +743,10 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
                 raise ValueError(
                     f"reference must have shape ({self.n_features_in_},) or "
                     f"(1, {self.n_features_in_}); got {np.shape(self.reference)}.")
+            _check_reference(ref, X, allow_nan=not torch_model and self._allow_nan())
             self.reference_ = ref
+        if torch_model:  # the reference in the module's dtype, and f(r) finite
+            self.model_fn_.probe(self.reference_.astype(np.float64), name="reference")
         method = self.cooperators
         is_torch_fn = isinstance(self.model_fn_, TorchModelFunction)
         if method == "auto":
@@ -712,7 +768,7 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
         Xb = Xa[rows]
         if isinstance(self.model_fn_, TorchModelFunction):
             game = _TorchReferenceGame(self.model_fn_, Xb, self.reference_, self.col_to_player_,
-                                       P)
+                                       P, row_offset=rows.start)
         else:
             game = ImputationGame(self.model_fn_, Xb, self.reference_, groups=self.groups_)
         n = Xb.shape[0]
@@ -733,7 +789,8 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
             if self.cross_contribution_ == "hessian":
                 eta = _cross_contribution_hessian(
                     partial(self.model_fn_.hessian_columns, float64=False), Xb.astype(np.float64),
-                    self.reference_[0].astype(np.float64), self.col_to_player_, P)
+                    self.reference_[0].astype(np.float64), self.col_to_player_, P,
+                    model_name=self.model_fn_.model_name, row_offset=rows.start)
             else:
                 eta = _cross_contribution_finite_difference(game.value, n, P)
             coop = _top_k_cooperators(eta, K)
