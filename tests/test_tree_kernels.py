@@ -18,6 +18,7 @@ from sklearn_xai.tree._ensemble import (
     MISSING_NONE,
     MISSING_ZERO,
     MODE_CAT,
+    MODE_CAT32,
     MODE_LE32,
     MODE_LE64,
     MODE_LT32,
@@ -52,12 +53,12 @@ def random_tree(rng, M, depth, n_out=1, p_leaf=0.2, zero_cover=0.15, output=0):
             cv[i] = 0.0 if rng.random() < zero_cover else float(rng.integers(1, 20))
             return i
         ft[i] = int(rng.integers(M))
-        mode = int(rng.choice([MODE_LE64, MODE_LE32, MODE_LT32, MODE_CAT]))
+        mode = int(rng.choice([MODE_LE64, MODE_LE32, MODE_LT32, MODE_CAT, MODE_CAT32]))
         md[i] = mode
         ms[i] = int(rng.choice([MISSING_NAN, MISSING_NAN, MISSING_NONE, MISSING_ZERO]))
         dl[i] = bool(rng.random() < 0.5)
         th[i] = float(np.float32(rng.normal()))
-        if mode == MODE_CAT:
+        if mode in (MODE_CAT, MODE_CAT32):
             cats[i] = sorted(rng.choice(6, size=int(rng.integers(1, 4)), replace=False))
         left = build(d + 1)
         right = build(d + 1)
@@ -260,7 +261,7 @@ def test_linearity_across_trees(seed):
             lo, hi = e.tree_offsets[t], e.tree_offsets[t + 1]
             sl = slice(lo, hi)
             cats = {i - lo: e.cat_values[e.cat_offsets[i]:e.cat_offsets[i + 1]]
-                    for i in range(lo, hi) if e.mode[i] == MODE_CAT}
+                    for i in range(lo, hi) if e.mode[i] in (MODE_CAT, MODE_CAT32)}
             trees.append({"children_left": np.where(e.children_left[sl] >= 0,
                                                     e.children_left[sl] - lo, -1),
                           "children_right": np.where(e.children_right[sl] >= 0,

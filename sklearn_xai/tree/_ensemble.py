@@ -25,10 +25,15 @@ root is node ``tree_offsets[t]``. Children indices are global too.
     * ``MODE_LE64`` (0): left iff ``x <= threshold`` in float64 (LightGBM, HGB);
     * ``MODE_LE32`` (1): left iff ``float32(x) <= threshold`` (scikit-learn trees);
     * ``MODE_LT32`` (2): left iff ``float32(x) < float32(threshold)`` (XGBoost);
-    * ``MODE_CAT`` (3): left iff ``x >= 0`` and ``int(x)`` (truncated) is one of the
-      node's categories ``cat_values[cat_offsets[i]:cat_offsets[i + 1]]``; every
-      other present value (negative, unknown, not listed) goes right. Parsers swap
-      children where the library lists the categories that go right.
+    * ``MODE_CAT`` (3): left iff ``int(x)`` (truncated toward zero, so ``-0.5`` is 0)
+      is one of the node's categories ``cat_values[cat_offsets[i]:cat_offsets[i + 1]]``;
+      every other present value (``x <= -1``, unknown, not listed) goes right
+      (LightGBM, HGB);
+    * ``MODE_CAT32`` (4): the same after rounding ``x`` to float32, and every negative
+      ``float32(x)`` goes right (XGBoost: ``-0.5`` is no category, ``1.99999999999``
+      is 2).
+
+    Parsers swap children where the library lists the categories that go right.
 ``missing`` : int8 (n_nodes,)
     What counts as missing and how it is routed:
 
@@ -39,7 +44,7 @@ root is node ``tree_offsets[t]``. Children indices are global too.
 ``default_left`` : bool (n_nodes,)
     Direction of missing values.
 ``cat_offsets`` : int64 (n_nodes + 1,), ``cat_values`` : int64 (n_cat_total,)
-    CSR of the categories that go LEFT at each ``MODE_CAT`` node (sorted); empty
+    CSR of the categories that go LEFT at each categorical node (sorted); empty
     segments elsewhere.
 ``cover`` : float64 (n_nodes,)
     The library's node weight used for the path-dependent expectation (sample
@@ -91,6 +96,7 @@ MODE_LE64 = 0
 MODE_LE32 = 1
 MODE_LT32 = 2
 MODE_CAT = 3
+MODE_CAT32 = 4
 
 MISSING_NAN = 0
 MISSING_NONE = 1
@@ -207,7 +213,13 @@ def _go_left(node, x, threshold, mode, missing, default_left, cat_offsets, cat_v
     if m == MODE_LT32:
         return np.float64(np.float32(x)) < threshold[node]
     # categorical
-    if x < 0.0 or x >= 9.0e18:
+    if m == MODE_CAT32:
+        x = np.float64(np.float32(x))
+        if x < 0.0:
+            return False
+    elif x <= -1.0:
+        return False
+    if x >= 9.0e18:
         return False
     c = np.int64(x)
     lo = cat_offsets[node]

@@ -70,11 +70,17 @@ def _split_pipeline(model):
 
 
 class _CategoryCodes:
-    """DataFrame -> float array, category columns as codes of fixed categories (NaN missing)."""
+    """DataFrame -> float array, category columns as integer codes (NaN missing).
+
+    ``categories[c]`` is a list of categories (code = position; other categories become
+    NaN, as LightGBM does) or, for XGBoost, a dict key -> code of the categories stored
+    in the model (XGBoost re-codes by name and refuses other categories), empty when the
+    model stored none (XGBoost then takes the frame's own codes).
+    """
 
     def __init__(self, columns, categories):
         self.columns = list(columns)
-        self.categories = categories  # dict column -> list of categories
+        self.categories = categories  # dict column -> list or dict
 
     def __call__(self, X):
         import pandas as pd
@@ -82,12 +88,43 @@ class _CategoryCodes:
         out = np.empty((X.shape[0], len(self.columns)))
         for j, c in enumerate(self.columns):
             col = X[c]
-            if c in self.categories:
-                codes = pd.Categorical(col, categories=self.categories[c]).codes
-                out[:, j] = np.where(codes < 0, np.nan, codes)
+            cats = self.categories.get(c)
+            if isinstance(cats, dict):
+                codes = _xgboost_codes(col, cats, c)
+            elif cats is not None:
+                own = pd.Categorical(col)
+                pos = pd.Index(cats).get_indexer(own.categories)  # -1: unknown
+                codes = np.append(pos, -1)[own.codes]
             else:
                 out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+                continue
+            out[:, j] = np.where(codes < 0, np.nan, codes)
         return out
+
+
+def _xgboost_codes(col, table, name):
+    """Codes of a column as XGBoost re-codes it with the model's categories ``table``."""
+    import pandas as pd
+
+    from ._parse_xgboost import category_keys
+
+    cat = pd.Categorical(col)
+    codes = np.asarray(cat.codes, dtype=np.int64)
+    if not table:
+        return codes
+    mapped = np.asarray([table.get(k, -1) for k in category_keys(cat.categories)] + [-1],
+                        dtype=np.int64)
+    # XGBoost >= 3.1 refuses a category it was not trained with (3.2 raises only for some
+    # and maps the others to a neighbouring category, dmlc/xgboost#12189)
+    used = np.unique(codes[codes >= 0])
+    unknown = used[mapped[used] < 0]
+    if len(unknown):
+        shown = [cat.categories[i] for i in unknown[:5]]
+        raise ValueError(
+            f"Column {name!r} has categories {shown} that the XGBoost model was not "
+            "trained with; XGBoost refuses them too. Replace them by a known category or "
+            "by NaN (missing).")
+    return mapped[codes]
 
 
 class _EnsembleFunction:
@@ -135,7 +172,10 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         or ``Booster``; or a ``Pipeline`` ending in one (explained in the space after
         the preceding steps, named by their ``get_feature_names_out``). It is cloned
         and fitted on ``fit(X, y)`` unless it is a ``FrozenEstimator`` (or a Booster,
-        which is used as is).
+        which is used as is). Pandas ``category`` columns are coded as the model codes
+        them: by HistGradientBoosting's encoder or LightGBM's stored categories (an
+        unknown category is missing), by the categories stored in an XGBoost model (an
+        unknown category raises ``ValueError``, as XGBoost refuses it).
     feature_perturbation : {"tree_path_dependent", "interventional"}
         ``"tree_path_dependent"``: absent features follow both branches weighted by
         the training cover (the library's own: sample weights, hessian sums for
@@ -307,17 +347,26 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         import pandas as pd
 
         cats = {}
-        lgb_cats = None
+        lgb_cats = xgb_cats = None
         if _module(final) == "lightgbm":
             from ._parse_lightgbm import lightgbm_categories
 
             lgb_cats = lightgbm_categories(final)
-        cat_cols = [c for c in Xt.columns if isinstance(Xt[c].dtype, pd.CategoricalDtype)]
-        for i, c in enumerate(cat_cols):
+        elif _module(final) == "xgboost":
+            from ._parse_xgboost import xgboost_categories
+
+            xgb_cats = xgboost_categories(final)
+        i = 0  # LightGBM lists the categories of the categorical columns in order
+        for j, c in enumerate(Xt.columns):
+            if not isinstance(Xt[c].dtype, pd.CategoricalDtype):
+                continue
             if lgb_cats is not None and i < len(lgb_cats):
                 cats[c] = list(lgb_cats[i])
+            elif xgb_cats is not None and j < len(xgb_cats) and xgb_cats[j] is not None:
+                cats[c] = xgb_cats[j]
             else:
                 cats[c] = list(Xt[c].cat.categories)
+            i += 1
         for c in Xt.columns:
             if c not in cats and not (pd.api.types.is_numeric_dtype(Xt[c].dtype) or
                                       pd.api.types.is_bool_dtype(Xt[c].dtype)):

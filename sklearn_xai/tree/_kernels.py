@@ -38,9 +38,9 @@ from numba import njit, prange
 
 from ._ensemble import (
     MISSING_NAN,
-    MODE_CAT,
     MODE_LE32,
     MODE_LE64,
+    MODE_LT32,
     _go_left,
     _preorder_jit,
     writeable_state,
@@ -222,7 +222,7 @@ def _route_block(node, xr, xr32, bn, gl, threshold, mode, missing, default_left,
                  cat_values):
     """``gl[b] = 1.0`` where row ``b`` goes left at ``node`` (vectorisable per mode)."""
     m = mode[node]
-    if missing[node] == MISSING_NAN and m != MODE_CAT:
+    if missing[node] == MISSING_NAN and m <= MODE_LT32:  # numeric split
         t = threshold[node]
         dl = 1.0 if default_left[node] else 0.0
         if m == MODE_LE64:

@@ -3,8 +3,12 @@
 The model is read from ``Booster.save_raw("json")`` (never from the rounded text
 dumps). Thresholds are float32 and compared as ``float32(x) < float32(t)``; cover
 is ``sum_hessian``; categorical nodes list the categories that go *right*, so the
-parser swaps the children to fit the format (listed categories go left).
-``base_score`` (a list-string since XGBoost 3.1) is mapped to margin space.
+parser swaps the children to fit the format (listed categories go left). XGBoost
+rounds the input to float32 and sends every present value that is not a listed
+category (never seen, beyond the largest, negative) to the unlisted side, hence
+``MODE_CAT32``. ``base_score`` (a list-string since XGBoost 3.1) is mapped to margin
+space. :func:`xgboost_categories` reads the pandas categories stored in the model
+(XGBoost >= 3.1), with which XGBoost re-codes DataFrames by name.
 """
 
 import ast
@@ -13,7 +17,7 @@ import math
 
 import numpy as np
 
-from ._ensemble import MISSING_NAN, MODE_CAT, MODE_LT32, make_ensemble
+from ._ensemble import MISSING_NAN, MODE_CAT32, MODE_LT32, make_ensemble
 
 _LOGIT = {"binary:logistic", "reg:logistic"}
 _LOG = {"count:poisson", "reg:gamma", "reg:tweedie", "survival:cox", "survival:aft"}
@@ -124,7 +128,7 @@ def parse_xgboost(model):
             "children_right": right,
             "feature": np.asarray(t["split_indices"], dtype=np.int64),
             "threshold": np.where(leaf | is_cat, 0.0, cond),
-            "mode": np.where(is_cat, MODE_CAT, MODE_LT32),
+            "mode": np.where(is_cat, MODE_CAT32, MODE_LT32),
             "missing": MISSING_NAN,
             "default_left": dl,
             "cover": np.asarray(t["sum_hessian"], dtype=np.float64),
@@ -150,3 +154,63 @@ def _has_best(model):
     except AttributeError:
         return False
     return b is not None and not (isinstance(b, float) and math.isnan(b))
+
+
+def _booster_json(model):
+    import xgboost as xgb
+
+    booster = model.get_booster() if isinstance(model, xgb.XGBModel) else model
+    return json.loads(booster.save_raw("json"))
+
+
+def xgboost_categories(model):
+    """The categories XGBoost re-codes each categorical feature with.
+
+    Parameters
+    ----------
+    model : xgboost.XGBModel or xgboost.Booster
+
+    Returns
+    -------
+    cats : list, one entry per feature
+        ``None`` for a numeric feature; for a categorical one the dict mapping each
+        stored category's key (see :func:`category_keys`) to its code, empty when the
+        model stored no categories (trained on codes, or saved by XGBoost < 3.1):
+        XGBoost then takes a DataFrame's own category codes.
+    """
+    learner = _booster_json(model)["learner"]
+    gb = learner["gradient_booster"]
+    if gb["name"] == "dart":
+        gb = gb["gbtree"]
+    enc = gb.get("model", {}).get("cats", {}).get("enc") or []
+    out = []
+    for j, t in enumerate(learner.get("feature_types") or []):
+        entry = enc[j] if j < len(enc) else {}
+        values = entry.get("values") or []
+        if t != "c":
+            out.append(None)
+        elif not values:
+            out.append({})
+        elif "offsets" in entry:  # strings: one int8 buffer cut at the offsets
+            raw = bytes(v & 0xFF for v in values)
+            off = entry["offsets"]
+            out.append({raw[a:b]: i for i, (a, b) in enumerate(zip(off[:-1], off[1:],
+                                                                   strict=True))})
+        else:
+            out.append({v: i for i, v in enumerate(values)})
+    return out
+
+
+def category_keys(categories):
+    """Keys of a DataFrame's categories, as XGBoost compares them with the stored ones.
+
+    Numbers are their values. Strings are cut from one UTF-8 buffer at offsets that
+    XGBoost (3.1, 3.2) counts in characters, so a non-ASCII name gets the same garbled
+    key on both sides as long as the category lists agree.
+    """
+    values = list(categories)
+    if values and all(isinstance(v, str) for v in values):
+        ends = np.cumsum([0] + [len(v) for v in values])
+        buf = "".join(values).encode("utf-8")[: ends[-1]]
+        return [buf[a:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
+    return [v.item() if isinstance(v, np.generic) else v for v in values]

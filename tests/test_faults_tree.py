@@ -1,0 +1,228 @@
+"""Faults found by the reliability audit in TreeShapExplainer and the tree parsers.
+
+The oracle is always the library's own prediction (``output_margin`` / ``raw_score``) or
+its own SHAP values. The XGBoost tests and the LightGBM numeric-code test failed before
+the fix; the LightGBM pandas, HistGradientBoosting and ``pred_contribs`` checks already
+passed and pin the behaviour.
+
+Categorical routing, as each library does it (measured with xgboost 3.2, lightgbm 4.7):
+
+* XGBoost casts the input to float32; a code ``c`` goes to the split's listed side iff
+  ``0 <= c < 2**24`` and ``int(c)`` is listed; every other present value (unlisted,
+  never seen in training, beyond the largest seen, negative, ``inf``) goes to the other
+  side; NaN follows the default direction. Pandas categories are re-coded by name with
+  the categories stored in the model; a category the model does not know is refused.
+* LightGBM truncates toward zero: ``-0.5`` is category 0, ``<= -1`` and NaN go right.
+* HistGradientBoosting maps unknown categories to missing.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import HistGradientBoostingRegressor
+from sklearn.frozen import FrozenEstimator
+
+from sklearn_xai import TreeShapExplainer
+from sklearn_xai.tree import parse_model, predict_raw
+
+xgb = pytest.importorskip("xgboost")
+lgb = pytest.importorskip("lightgbm")
+
+pytestmark = pytest.mark.timeout(120)
+
+MODES = ["tree_path_dependent", "interventional"]
+CATS = ["u", "v", "w", "x", "y", "z", "never"]  # "never" is in the dtype, not in the rows
+
+
+def _frame(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    c = rng.choice(CATS[:6], n)
+    df = pd.DataFrame({"a": rng.normal(size=n),
+                       "c": pd.Categorical(c, categories=CATS),
+                       "b": rng.normal(size=n).round(1)})
+    df.loc[::9, "c"] = np.nan
+    effect = pd.Series(c).map({"u": 0.0, "v": 3.0, "w": -2.0, "x": 1.0, "y": 5.0, "z": -1.0})
+    y = df.a + np.where(df.c.isna(), 2.5, effect) + 0.5 * df.b
+    return df, y.to_numpy()
+
+
+def _rows():
+    """Seen categories, the never-seen one and NaN, as the model's own dtype."""
+    return pd.DataFrame({"a": [0.1, -0.3, 0.5, 1.0, 0.0, -1.2, 0.7],
+                         "c": pd.Categorical(["u", "never", None, "y", "never", "w", None],
+                                             categories=CATS),
+                         "b": [0.0, 0.5, -0.5, 1.0, 0.2, 0.0, 0.3]})
+
+
+def _xgb_model(df, y, **kw):
+    params = {"n_estimators": 15, "max_depth": 4, "enable_categorical": True, "n_jobs": 1,
+              "max_cat_to_onehot": 1}
+    return xgb.XGBRegressor(**{**params, **kw}).fit(df, y)
+
+
+def _check_sum(att, margin):
+    total = att.values.sum(axis=1) + att.base_values
+    np.testing.assert_allclose(total, margin, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("background", ["unused_removed", "reordered"])
+def test_xgboost_category_codes_come_from_the_model(mode, background):
+    # The explainer coded pandas categories with the dtype of the frame given to fit: a
+    # category the model knows but the background's dtype lacks became NaN (routed as
+    # missing), and a reordered dtype gave other codes. XGBoost re-codes by name with the
+    # categories stored in the model.
+    df, y = _frame()
+    model = _xgb_model(df, y)
+    bg = df.iloc[:80].copy()
+    if background == "unused_removed":
+        bg["c"] = bg["c"].cat.remove_unused_categories()
+    else:
+        bg["c"] = bg["c"].cat.reorder_categories(CATS[::-1])
+    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation=mode).fit(bg)
+    rows = _rows()
+    _check_sum(exp.explain(rows), model.predict(rows, output_margin=True))
+    # rows whose dtype has other categories are re-coded by name too
+    other = rows.copy()
+    other["c"] = other["c"].astype(str).replace("nan", np.nan).astype("category")
+    _check_sum(exp.explain(other), model.predict(rows, output_margin=True))
+
+
+def test_xgboost_pred_contribs_with_unseen_category_and_nan():
+    df, y = _frame(seed=1)
+    model = _xgb_model(df, y, max_cat_to_onehot=4)
+    exp = TreeShapExplainer(FrozenEstimator(model)).fit(df)
+    rows = _rows()
+    att = exp.explain(rows)
+    contrib = model.get_booster().predict(xgb.DMatrix(rows, enable_categorical=True),
+                                          pred_contribs=True)
+    scale = max(1.0, np.abs(contrib).max())
+    np.testing.assert_allclose(att.values, contrib[:, :3], rtol=0, atol=1e-5 * scale)
+    np.testing.assert_allclose(att.base_values, contrib[:, 3], rtol=0, atol=1e-5 * scale)
+    _check_sum(att, model.predict(rows, output_margin=True))
+    inter = exp.explain_interactions(rows)
+    np.testing.assert_allclose(inter.extras["interactions"].sum(axis=(1, 2)) + inter.base_values,
+                               model.predict(rows, output_margin=True), rtol=0,
+                               atol=1e-5 * scale)
+
+
+def test_xgboost_unknown_category_name_is_refused_like_xgboost():
+    df, y = _frame()
+    model = _xgb_model(df, y, n_estimators=3)
+    exp = TreeShapExplainer(FrozenEstimator(model)).fit(df)
+    rows = _rows()
+    rows["c"] = rows["c"].cat.add_categories(["zz_new", "brand_new"])
+    rows.loc[2, "c"] = "zz_new"
+    with pytest.raises(Exception, match="not in the training set"):
+        model.predict(rows)
+    with pytest.raises(ValueError, match=r"'c'.*zz_new"):
+        exp.explain(rows)
+    # XGBoost 3.2 maps this one to a neighbouring category (dmlc/xgboost#12189)
+    rows.loc[2, "c"] = "brand_new"
+    with pytest.raises(ValueError, match=r"'c'.*brand_new"):
+        exp.explain(rows)
+    # an unused extra category in the dtype is harmless
+    rows.loc[2, "c"] = "u"
+    _check_sum(exp.explain(rows), model.predict(rows.astype({"c": df.c.dtype}),
+                                                output_margin=True))
+
+
+def test_xgboost_model_without_stored_categories_takes_the_frames_codes():
+    # trained on codes, the model stores no categories: XGBoost codes a DataFrame by its
+    # own dtype, not by the dtype of the frame the explainer was fitted on
+    booster, X = _code_booster(seed=1)
+    booster.feature_names = ["c", "x"]
+    names = np.array(list("pqrstuvw"))
+    bg = pd.DataFrame({"c": pd.Categorical(names[np.nan_to_num(X[:60, 0], nan=0).astype(int)],
+                                           categories=names), "x": X[:60, 1]})
+    exp = TreeShapExplainer(booster).fit(bg)
+    rows = pd.DataFrame({"c": pd.Categorical(["p", "q", "s", None, "w", "t"],
+                                             categories=names[::-1]),
+                         "x": np.linspace(-1, 1, 6)})
+    _check_sum(exp.explain(rows), booster.inplace_predict(rows, predict_type="margin"))
+
+
+# codes XGBoost routes: listed or not, never seen (3), beyond the largest (6, 40, 2**24),
+# negative, fractional (truncated after the float32 cast: 1.99999999999 is 2), -0.0, NaN
+CODES = np.array([0, 1, 2, 3, 4, 5, 6, 40, 2.0**24, 1e10, -1, -0.5, -1e-9, -0.0, 0.5, 1.5,
+                  2.7, 1.99999999999, 4.9999999999, np.nan])
+
+
+def _code_booster(seed=0):
+    rng = np.random.default_rng(seed)
+    n = 400
+    c = rng.choice([0, 1, 2, 4, 5], n).astype(float)  # code 3 never seen
+    c[::11] = np.nan
+    x = rng.normal(size=n)
+    y = np.where(np.isnan(c), 1.5, np.array([0, 3, -2, 0, 5, -1.0])[np.nan_to_num(c).astype(int)])
+    X = np.c_[c, x]
+    dm = xgb.DMatrix(X, y + x, feature_types=["c", "q"], enable_categorical=True)
+    booster = xgb.train({"max_depth": 3, "max_cat_to_onehot": 1, "nthread": 1}, dm, 12)
+    return booster, X
+
+
+def test_xgboost_routing_of_crafted_codes():
+    booster, _ = _code_booster()
+    T = np.c_[np.r_[CODES, np.inf, -np.inf], np.zeros(len(CODES) + 2)]
+    ens, _ = parse_model(booster)
+    margin = booster.inplace_predict(T, predict_type="margin")
+    np.testing.assert_allclose(predict_raw(ens, T)[:, 0], margin, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_xgboost_crafted_codes_values_add_up(mode):
+    booster, X = _code_booster(seed=2)
+    T = np.c_[CODES, np.linspace(-1, 1, len(CODES))]
+    exp = TreeShapExplainer(booster, feature_perturbation=mode).fit(
+        np.r_[X[:40], T[::3]])  # the background has the crafted codes too
+    margin = booster.inplace_predict(T, predict_type="margin")
+    _check_sum(exp.explain(T), margin)
+    if mode == "tree_path_dependent":
+        contrib = booster.predict(xgb.DMatrix(T, feature_types=["c", "q"],
+                                              enable_categorical=True), pred_contribs=True)
+        att = exp.explain(T)
+        np.testing.assert_allclose(att.values, contrib[:, :2], rtol=0, atol=1e-5)
+        inter = exp.explain_interactions(T).extras["interactions"]
+        np.testing.assert_allclose(inter.sum(axis=(1, 2)) + att.base_values, margin,
+                                   rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lightgbm_unseen_category_and_negative_fraction(mode):
+    # pandas: a category not in training is NaN for LightGBM (already right). Numeric
+    # codes: LightGBM truncates toward zero, so -0.5 is category 0 (we sent it right).
+    df, y = _frame(seed=3)
+    model = lgb.LGBMRegressor(n_estimators=15, num_leaves=8, min_data_per_group=5,
+                              cat_smooth=1, verbose=-1).fit(df, y)
+    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation=mode).fit(df.iloc[:80])
+    rows = _rows()
+    rows["c"] = rows["c"].cat.add_categories(["brand_new"])
+    rows.loc[3, "c"] = "brand_new"
+    _check_sum(exp.explain(rows), model.predict(rows, raw_score=True))
+
+    codes = df.c.cat.codes.to_numpy().astype(float)
+    X = np.c_[df.a, np.where(codes < 0, np.nan, codes), df.b]
+    num = lgb.LGBMRegressor(n_estimators=15, num_leaves=8, min_data_per_group=5,
+                            cat_smooth=1, verbose=-1).fit(X, y, categorical_feature=[1])
+    T = np.c_[np.zeros(len(CODES)), CODES, np.linspace(-1, 1, len(CODES))]
+    exp = TreeShapExplainer(FrozenEstimator(num), feature_perturbation=mode).fit(X[:60])
+    att = exp.explain(T)
+    _check_sum(att, num.predict(T, raw_score=True))
+    if mode == "tree_path_dependent":
+        contrib = num.predict(T, pred_contrib=True)
+        np.testing.assert_allclose(att.values, contrib[:, :3], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hgb_unseen_category(mode):
+    # already right: HistGradientBoosting routes unknown categories as missing, and so do we
+    df, y = _frame(seed=4)
+    model = HistGradientBoostingRegressor(max_iter=15, categorical_features="from_dtype")
+    model.fit(df, y)
+    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation=mode).fit(df.iloc[:80])
+    rows = _rows()
+    rows["c"] = rows["c"].cat.add_categories(["brand_new"])
+    rows.loc[[0, 3], "c"] = "brand_new"
+    att = exp.explain(rows)
+    np.testing.assert_allclose(att.values.sum(axis=1) + att.base_values, model.predict(rows),
+                               rtol=0, atol=1e-10)
