@@ -328,7 +328,8 @@ class BaseExplainer(BaseEstimator):
         if X is None:
             raise ValueError("X is None; pass a 2-D array or DataFrame of rows.")
         if not reset and getattr(self, "_input_template", None) is not None and not (
-                _is_frame(X) and all(isinstance(c, str) for c in X.columns)):
+                _is_frame(X) and (all(isinstance(c, str) for c in X.columns)
+                                  or list(X.columns) == list(self._input_template.columns))):
             # fitted on named columns, given an array or unnamed (integer) columns
             X = self._frame_from_array(X)
         if _is_frame(X):

@@ -194,7 +194,8 @@ class TabularEncoder:
                     vals = pd.Series(col)
                     if vals.isna().any():
                         raise ValueError(self._nan_msg(j))
-                    cats = np.asarray(sorted(pd.unique(vals).tolist()), dtype=object)
+                    cats = np.asarray(self._sorted_categories(j, pd.unique(vals).tolist()),
+                                      dtype=object)
                 self.categories_.append(cats)
             else:
                 self.categories_.append(None)
@@ -241,6 +242,26 @@ class TabularEncoder:
         self._fit_constraints()
         return self
 
+    def _sorted_categories(self, j, values):
+        """Sorted categories of feature ``j``; mixed strings and numbers raise, as in
+        scikit-learn's OneHotEncoder (they have no order, and ``1`` vs ``"1"`` is a trap)."""
+        types = sorted({type(v).__name__ for v in values})
+        if any(isinstance(v, str) for v in values) and any(
+            isinstance(v, (numbers.Number, np.number)) for v in values
+        ):
+            raise TypeError(
+                f"feature {self._name(j)!r} mixes strings and numbers (types {types}); a "
+                "categorical feature must hold only strings or only numbers. Convert the "
+                "column, e.g. with .astype(str)."
+            )
+        try:
+            return sorted(values)
+        except TypeError:
+            raise TypeError(
+                f"feature {self._name(j)!r} holds values that cannot be ordered (types "
+                f"{types}); a categorical feature must hold only strings or only numbers."
+            ) from None
+
     def _nan_msg(self, j):
         return (
             f"feature {self._name(j)!r} has missing values; impute them before explaining "
@@ -261,6 +282,11 @@ class TabularEncoder:
         for f, rng in (self.feature_ranges or {}).items():
             j = self._feature_index(f, "feature_ranges")
             if self.categorical_[j]:
+                if isinstance(rng, (str, bytes)) or not np.iterable(rng):
+                    raise ValueError(
+                        f"feature_ranges[{f!r}]: a categorical feature takes a list of allowed "
+                        f"categories, got {rng!r}."
+                    )
                 allowed = np.zeros(len(self.categories_[j]), dtype=bool)
                 for v in rng:
                     hit = [k for k, c in enumerate(self.categories_[j]) if c == v]
@@ -276,9 +302,18 @@ class TabularEncoder:
                     raise ValueError(
                         f"feature_ranges[{f!r}] must be a (low, high) pair, got {rng!r}."
                     )
-                lo, hi = rng
-                lo = -np.inf if lo is None else float(lo)
-                hi = np.inf if hi is None else float(hi)
+                try:
+                    lo, hi = (
+                        default if v is None else float(v)
+                        for v, default in zip(rng, (-np.inf, np.inf))
+                    )
+                except (TypeError, ValueError):
+                    lo = hi = np.nan
+                if np.isnan(lo) or np.isnan(hi):
+                    raise ValueError(
+                        f"feature_ranges[{f!r}] must be a (low, high) pair of numbers or None, "
+                        f"got {rng!r}."
+                    )
                 if lo > hi:
                     raise ValueError(f"feature_ranges[{f!r}]: low {lo} > high {hi}.")
                 self.range_low_[j], self.range_high_[j] = lo, hi

@@ -16,9 +16,10 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Counterfactuals
+from .._model import check_model_output, model_name
 from .._utils import draw_base_seed
 from ..base import BaseExplainer, RecourseMixin
-from ..neighbors import NeighborIndex
+from ..neighbors import NeighborIndex, check_hnsw_params
 from ._encoding import TabularEncoder
 from ._search import candidates_from_neighbors, drive, mace_search
 
@@ -148,7 +149,9 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
     neighbors : {"hnsw", "exact"}, default="hnsw"
         Neighbour search of stage 1 (:class:`sklearn_xai.neighbors.NeighborIndex`).
     hnsw_params : dict or None, default=None
-        ``M``, ``ef_construction``, ``ef_search`` for the HNSW index.
+        Settings of the HNSW index: ``"M"`` (int in [2, 1024]), ``"ef_construction"``
+        and ``"ef_search"`` (ints >= 1); see :class:`sklearn_xai.neighbors.NeighborIndex`.
+        Checked by ``fit`` before the index is built.
     batch_size : int, default=256
         Queries searched together; each model call then holds up to about
         ``batch_size * 600`` rows (a model call's fixed cost is shared by the batch).
@@ -312,6 +315,9 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             )
         if self.target is not None:
             raise ValueError("MaceRecourse uses desired_class, not target; leave target=None.")
+        # nested settings are checked here, before any of them reaches compiled code
+        hnsw_params = check_hnsw_params(self.hnsw_params, caller="MaceRecourse")
+        quantiles = self._check_quantiles(self.class_quantiles)
         X = self._validate_X(X, reset=True, allow_nan=False)
         model = self._fit_model(X, y)
         self._range_ = None
@@ -325,7 +331,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
                                  "desired_class at its default.")
             if not hasattr(model, "predict"):
                 raise TypeError(f"{type(model).__name__} has no predict method.")
-            pred = np.asarray(model.predict(X), dtype=np.float64).reshape(len(X), -1)
+            pred = check_model_output(model.predict(X), model, "predict", X)
             if pred.shape[1] != 1:
                 raise ValueError("desired_range needs a single-output regressor; the model "
                                  f"predicts {pred.shape[1]} outputs.")
@@ -354,7 +360,6 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         pred = P.argmax(axis=1)
         E = self.encoder_.embed(Z)
         self.indexes_, self.index_rows_, self.class_values_ = {}, {}, {}
-        hp = dict(self.hnsw_params or {})
         for c in range(self.classes_.size):
             rows = np.flatnonzero(pred == c)
             if rows.size == 0:
@@ -362,16 +367,29 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             # de-duplicate in the embedding, keep the first occurrence
             _, first = np.unique(E[rows], axis=0, return_index=True)
             rows = rows[np.sort(first)]
-            self.indexes_[c] = NeighborIndex(self.neighbors, **hp).fit(E[rows])
+            self.indexes_[c] = NeighborIndex(self.neighbors, **hnsw_params).fit(E[rows])
             self.index_rows_[c] = Z[rows]
-            if self.class_quantiles is not None and len(self.class_quantiles):
+            if quantiles.size:
                 members = Z[pred == c]
                 self.class_values_[c] = self.encoder_.snap(
-                    np.quantile(members, self.class_quantiles, axis=0, method="inverted_cdf")
+                    np.quantile(members, quantiles, axis=0, method="inverted_cdf")
                 )
         return self
 
     # ----------------------------------------------------------------- internals
+    @staticmethod
+    def _check_quantiles(quantiles):
+        if quantiles is None:
+            return np.zeros(0)
+        try:
+            q = np.asarray(quantiles, dtype=np.float64)
+        except (TypeError, ValueError):
+            q = np.full(1, np.nan)
+        if q.ndim != 1 or not np.all((q >= 0) & (q <= 1)):
+            raise ValueError("class_quantiles must be None or a 1-D list of numbers in "
+                             f"[0, 1]; got {quantiles!r}.")
+        return q
+
     @staticmethod
     def _check_range(rng):
         try:
@@ -387,9 +405,16 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         """Class probabilities of user-space rows; for a regressor with ``desired_range``,
         the pseudo-probabilities of (outside, inside)."""
         if self._range_ is None:
-            return np.asarray(self.model_.predict_proba(U), dtype=np.float64)
-        y = np.asarray(self.model_.predict(U), dtype=np.float64).reshape(-1)
-        return self._range_proba(y)
+            P = check_model_output(self.model_.predict_proba(U), self.model_, "predict_proba",
+                                   U)
+            if P.shape[1] != self.classes_.size:
+                raise ValueError(
+                    f"The model {model_name(self.model_)}'s predict_proba returned "
+                    f"{P.shape[1]} column(s) for its {self.classes_.size} classes_; it must "
+                    "return one probability per class.")
+            return P
+        y = check_model_output(self.model_.predict(U), self.model_, "predict", U)
+        return self._range_proba(y[:, 0])
 
     def _range_proba(self, y):
         lo, hi, scale = self._range_
@@ -538,9 +563,10 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         values = None
         if len(R):
             if self._range_ is None:
-                P = np.asarray(self.model_.predict_proba(cf_user), dtype=np.float64)
+                P = self._proba_user(cf_user)
             else:
-                values = np.asarray(self.model_.predict(cf_user), dtype=np.float64).reshape(-1)
+                values = check_model_output(self.model_.predict(cf_user), self.model_,
+                                            "predict", cf_user)[:, 0]
                 P = self._range_proba(values)
             n_calls += 1
             n_rows += len(R)

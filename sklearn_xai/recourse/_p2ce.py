@@ -32,6 +32,7 @@ from ._p2ce_search import search_query
 _SHAP_BACKGROUND = 20  # background rows of the SHAP game (the first rows of the sample)
 _SHAP_PERMUTATIONS = 10  # antithetic permutations per explained row
 _VERIFY_ROWS = 200  # training rows on which a bound's model reconstruction is checked
+_FLOAT32_MAX = float(np.finfo(np.float32).max)  # the isolation forest works in float32
 
 
 class P2CERecourse(RecourseMixin, BaseExplainer):
@@ -89,7 +90,8 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
     n_estimators : int, default=100
         Trees of the isolation forest.
     max_samples : int or float, default=0.25
-        Rows per isolation tree (a float is a fraction of the training rows).
+        Rows per isolation tree (a float is a fraction of the training rows; ``fit`` needs
+        enough rows for one per tree, e.g. at least 4 with the default).
     bound : {"auto", "exact", "shap", "none"}, default="auto"
         Probability bound of a partial point. ``"exact"``: the largest probability any
         completion on the grid reaches, from the flat tree ensemble (scikit-learn,
@@ -137,6 +139,14 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
     flat reconstruction (checked at fit to match ``predict_proba`` within 1e-7 on up to
     200 training rows, else not used); every returned point is re-predicted by the model
     itself (``Counterfactuals.predictions`` and ``valid``).
+
+    The isolation forest works in float32, so a feature with values beyond float32's range
+    (about 3.4e38 in magnitude) is refused with a ValueError naming it, in ``fit`` and at
+    explain time; so is a query whose distance to the grid, counted in training standard
+    deviations, exceeds float64. Costs are computed without overflow otherwise (the
+    standard deviation of a column of extreme magnitude and the ``"l2"`` and
+    ``"mean_distance"`` of extreme changes are rescaled first), so every reported cost is
+    finite.
 
     Cost: one model call (a batch of at most one feature's candidates) per expanded node;
     an exact tree bound costs one pruned traversal of the ensemble per child.
@@ -218,6 +228,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
 
         d = X.shape[1]
         self._frame_ = _is_frame(X)
+        self._labels_ = list(X.columns) if self._frame_ else self._feature_names()
         cat = np.zeros(d, dtype=bool)
         self._categories_ = [None] * d
         self._string_cols_ = np.zeros(d, dtype=bool)
@@ -249,7 +260,34 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
                 Z[:, j] = np.asarray(col, dtype=np.float64)
         if np.isnan(Z).any():
             raise ValueError("P2CERecourse cannot take missing values in X (NaN found).")
+        self._check_magnitude(Z)
         return Z, cat
+
+    def _check_magnitude(self, Z):
+        """Values beyond float32 would become infinite in the isolation forest."""
+        big = np.abs(Z) > _FLOAT32_MAX
+        if big.any():
+            j = int(np.flatnonzero(big.any(axis=0))[0])
+            raise ValueError(
+                f"feature {self._labels_[j]!r} has values too large for the isolation forest "
+                f"(the plausibility model), which works in float32: up to "
+                f"{np.abs(Z[:, j]).max():.3g} in magnitude, above {_FLOAT32_MAX:.3g}. Rescale "
+                "the feature.")
+
+    def _check_distances(self, Z):
+        """Every candidate's change, in training standard deviations, must be finite."""
+        g = self.grid_
+        for j in np.flatnonzero(~g.categorical & ~g.immutable):
+            lo, hi = g.grids[j][0], g.grids[j][-1]
+            with np.errstate(over="ignore"):
+                far = np.maximum(np.abs(Z[:, j] - lo), np.abs(Z[:, j] - hi)) / g.sigma[j]
+            bad = np.flatnonzero(~np.isfinite(far))
+            if bad.size:
+                i = int(bad[0])
+                raise ValueError(
+                    f"feature {self._labels_[j]!r}: query row {i} (value {Z[i, j]:.3g}) "
+                    f"lies further from the training values than float64 can count in "
+                    f"training standard deviations ({g.sigma[j]:.3g}); rescale the feature.")
 
     def _codes(self, j, col):
         cats = self._categories_[j]
@@ -258,15 +296,14 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         codes = np.empty(len(vals))
         for i, v in enumerate(vals):
             if v not in lookup:
-                name = self._feature_names()[j]
+                name = self._labels_[j]
                 raise ValueError(f"Unknown category {v!r} in feature {name!r}.")
             codes[i] = lookup[v]
         return codes
 
     def _encode(self, X):
-        if self._frame_ != _is_frame(X):
-            raise TypeError("X must be a DataFrame when P2CERecourse was fitted on one, and "
-                            "an array otherwise.")
+        if self._frame_ and not _is_frame(X):
+            raise TypeError("X must be a DataFrame when P2CERecourse was fitted on one.")
         d = X.shape[1]
         Z = np.empty((X.shape[0], d))
         for j in range(d):
@@ -277,6 +314,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
                 Z[:, j] = np.asarray(col, dtype=np.float64)
         if np.isnan(Z).any():
             raise ValueError("P2CERecourse cannot take missing values in X (NaN found).")
+        self._check_magnitude(Z)
         return Z
 
     def _decode(self, Z):
@@ -293,9 +331,8 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
 
         data = self._decode(Z)
         frame = pd.DataFrame(np.asarray(data), columns=self._feature_names())
-        if self._frame_:
+        if self._frame_:  # the fit frame's columns and dtypes
             frame = self.model_fn_.to_model_input(np.asarray(data))
-            frame.columns = self.feature_names_in_
         return frame
 
     def _predict(self, Z):
@@ -335,6 +372,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
             raise ValueError("grid_percentiles must be (low, high) with 0 <= low < high <= "
                              f"100, got {self.grid_percentiles!r}.")
         X = self._validate_X(X, reset=True, allow_nan=False)
+        self._check_n_rows(X.shape[0])
         self._fit_model(X, y)
         classes = getattr(unwrap(self.model_), "classes_", None)
         if classes is None or not hasattr(self.model_, "predict_proba"):
@@ -356,7 +394,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
                     raise ValueError(f"monotone directions must be +1 or -1, got {direction!r}.")
                 if cat[j]:
                     raise ValueError(f"monotone cannot apply to categorical feature "
-                                     f"{self._feature_names()[j]!r}.")
+                                     f"{self._labels_[j]!r}.")
                 mono[j] = direction
         self.grid_ = FeatureGrid(Z, categorical=cat, immutable=immutable, monotone=mono,
                                  percentiles=(lo, hi), step=float(self.grid_step))
@@ -413,6 +451,20 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
             self._bound_obj_, self.bound_ = ShapBound(self._phi_max_), "shap"
 
         return self
+
+    def _check_n_rows(self, n):
+        """The isolation forest draws ``int(max_samples * n)`` rows per tree: at least 1."""
+        ms = self.max_samples
+        if isinstance(ms, Integral) or int(ms * n) >= 1:
+            return
+        n_min = int(np.ceil(1.0 / ms))
+        while n_min > 1 and int(ms * (n_min - 1)) >= 1:  # round-off of 1 / ms
+            n_min -= 1
+        raise ValueError(
+            f"P2CERecourse needs at least {n_min} rows to fit with max_samples={ms}: each "
+            f"tree of the isolation forest (the plausibility model) draws int(max_samples "
+            f"* n_samples) rows, which is 0 for n_samples = {n}. Pass more rows, or a "
+            "larger max_samples (a fraction, or a number of rows).")
 
     def _tree_importances(self, sample, classes):
         """Mean |path-dependent TreeSHAP| (margin) of the sample, or None if unavailable."""
@@ -497,7 +549,15 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
     def _explain(self, X):
         import pandas as pd
 
+        if _is_frame(X) and not self._frame_:
+            # fitted on an array: a frame's columns are taken by position, as in scikit-learn
+            try:
+                X = X.to_numpy(dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError("P2CERecourse was fitted on a numeric array; X has "
+                                "non-numeric columns.") from None
         Z = self._encode(X)
+        self._check_distances(Z)
         n = Z.shape[0]
         n_workers = 1 if self.n_jobs in (None, 1) else effective_n_jobs(self.n_jobs)
         if n_workers > 1 and n > 1:

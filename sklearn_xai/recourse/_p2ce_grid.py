@@ -44,6 +44,44 @@ Every cost is non-decreasing in each of ``delta_j``, ``[x'_j != x_j]`` and
 import numpy as np
 
 OBJECTIVES = ("max_distance", "n_changes", "mean_distance", "l2", "percentile")
+_SAFE = 2.0**500  # magnitudes whose squares neither overflow nor underflow in float64
+
+
+def _unsafe(m):
+    return (m > _SAFE) | ((m > 0) & (m < 1.0 / _SAFE))
+
+
+def _std(Z):
+    """Column standard deviations; columns of extreme magnitude are rescaled first, so
+    their squares neither overflow nor vanish."""
+    m = np.abs(Z).max(axis=0) if Z.shape[0] else np.zeros(Z.shape[1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        sigma = Z.std(axis=0)
+    for j in np.flatnonzero(_unsafe(m)):
+        sigma[j] = np.std(Z[:, j] / m[j]) * m[j]
+    return sigma
+
+
+def _l2(delta):
+    """Row norms of ``delta`` (>= 0); rows of extreme magnitude are rescaled first."""
+    with np.errstate(over="ignore", under="ignore"):
+        out = np.sqrt((delta**2).sum(axis=1))
+    m = delta.max(axis=1) if delta.shape[1] else np.zeros(delta.shape[0])
+    redo = np.flatnonzero(_unsafe(m))
+    if redo.size:
+        s = m[redo, None]
+        out[redo] = m[redo] * np.sqrt(((delta[redo] / s) ** 2).sum(axis=1))
+    return out
+
+
+def _mean(delta):
+    """Row means of ``delta`` (>= 0), without overflow of the sum."""
+    with np.errstate(over="ignore"):
+        out = delta.mean(axis=1)
+    redo = ~np.isfinite(out)
+    if redo.any():
+        out[redo] = (delta[redo] / delta.shape[1]).sum(axis=1)
+    return out
 
 
 class FeatureGrid:
@@ -59,7 +97,7 @@ class FeatureGrid:
         self.is_integer = np.zeros(d, dtype=bool)
         self.sorted_train = []
         self.cat_order = []
-        sigma = Z.std(axis=0)
+        sigma = _std(Z)
         sigma[~np.isfinite(sigma) | (sigma <= 0)] = 1.0
         sigma[self.categorical] = 1.0
         self.sigma = sigma
@@ -168,9 +206,9 @@ def costs_from_parts(objectives, delta, changed, pct):
         if name == "max_distance":
             cols.append(delta.max(axis=1))
         elif name == "mean_distance":
-            cols.append(delta.mean(axis=1))
+            cols.append(_mean(delta))
         elif name == "l2":
-            cols.append(np.sqrt((delta**2).sum(axis=1)))
+            cols.append(_l2(delta))
         elif name == "n_changes":
             cols.append(changed.sum(axis=1))
         elif name == "percentile":

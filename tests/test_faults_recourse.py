@@ -1,0 +1,389 @@
+"""Reliability of the recourse explainers and the neighbour index on hostile inputs.
+
+Each test pins one failure found by the reliability audit: a crash inside compiled code,
+an unclear error, or a silently wrong result (infinite distances or costs, non-finite
+model outputs reported as valid).
+"""
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+import sklearn_xai.neighbors as neighbors_module
+from sklearn_xai.neighbors import NeighborIndex
+from sklearn_xai.recourse import MaceRecourse, P2CERecourse
+
+
+def _data(n=80, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def linear():
+    X, y = _data()
+    return X, y, LogisticRegression().fit(X, y)
+
+
+# --------------------------------------------------------------- hnsw_params (finding 4)
+@pytest.fixture
+def no_faiss(monkeypatch):
+    """Make any use of faiss fail loudly, so a missing validation cannot crash pytest."""
+
+    def _refuse():
+        raise AssertionError("faiss was reached with unvalidated HNSW settings")
+
+    monkeypatch.setattr(neighbors_module, "_import_faiss", _refuse)
+
+
+BAD_HNSW = [
+    {"M": 1},  # segfaults inside faiss
+    {"M": -1},  # wraps to a huge degree: tens of GB
+    {"M": 10**12},  # does not fit faiss's C int
+    {"M": 2.5},
+    {"M": "8"},
+    {"ef_construction": 0},
+    {"ef_construction": -3},
+    {"ef_search": 0},
+    {"ef_search": None},
+]
+UNKNOWN_HNSW = [{"m": 8}, {"efSearch": 16}]  # e.g. faiss's own spelling
+
+
+@pytest.mark.parametrize("params", BAD_HNSW + UNKNOWN_HNSW)
+def test_mace_validates_hnsw_params_before_faiss(linear, no_faiss, params):
+    X, _, clf = linear
+    (key,) = params
+    mace = MaceRecourse(FrozenEstimator(clf), hnsw_params=params)
+    expected = rf"unknown key.*{key!r}" if params in UNKNOWN_HNSW else \
+        re.escape(f"hnsw_params[{key!r}]")
+    with pytest.raises(ValueError, match=expected):
+        mace.fit(X)
+    assert not hasattr(mace, "indexes_")
+
+
+class _Outer(BaseEstimator):
+    """An estimator whose fit builds a NeighborIndex while skipping nested validation."""
+
+    _parameter_constraints = {"params": [dict]}
+
+    def __init__(self, params=None):
+        self.params = params
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X):
+        return NeighborIndex(**self.params).fit(X)
+
+
+@pytest.mark.parametrize("params", BAD_HNSW)
+def test_neighbor_index_validates_the_same_settings(no_faiss, params):
+    # NeighborIndex's own rules are the ones MACE applies (one place), also when its fit
+    # runs inside another estimator's fit that skips nested validation
+    (key,) = params
+    with pytest.raises(ValueError, match=f"'{key}' parameter of NeighborIndex"):
+        NeighborIndex(**params).fit(np.zeros((4, 2)))
+    with pytest.raises(ValueError, match=f"'{key}' parameter of NeighborIndex"):
+        _Outer(params).fit(np.zeros((4, 2)))
+
+
+def test_mace_good_hnsw_params_are_used(linear):
+    X, _, clf = linear
+    mace = MaceRecourse(FrozenEstimator(clf), hnsw_params={"M": 4, "ef_search": 8},
+                        random_state=0).fit(X)
+    assert all(ix.M == 4 and ix.ef_search == 8 for ix in mace.indexes_.values())
+    res = mace.explain(X[:4])
+    cfs = res.counterfactuals.drop(columns="query").to_numpy(dtype=float)
+    np.testing.assert_array_equal(clf.predict(cfs), res.costs["desired_class"])
+
+
+def _with_category(X, y):
+    """A frame with a string column the model ignores, and the model."""
+    df = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": np.array(["u", "v"] * (len(X) // 2),
+                                                                 dtype=object)})
+    model = make_pipeline(FunctionTransformer(lambda f: f[["a", "b"]].to_numpy()),
+                          LogisticRegression()).fit(df, y)
+    return df, model
+
+
+@pytest.mark.parametrize("settings, match", [
+    ({"feature_ranges": {0: (0.0, "high")}}, r"feature_ranges\[0\]"),
+    ({"feature_ranges": {0: (np.nan, 1.0)}}, r"feature_ranges\[0\]"),
+    ({"feature_ranges": {"c": "u"}}, r"feature_ranges\['c'\]"),
+    ({"class_quantiles": (0.1, 1.5)}, "class_quantiles"),
+    ({"class_quantiles": (np.nan,)}, "class_quantiles"),
+])
+def test_mace_other_settings_checked(linear, settings, match):
+    X, y, clf = linear
+    model, data = FrozenEstimator(clf), X
+    if "'c'" in match:
+        data, frame_model = _with_category(X, y)
+        model = FrozenEstimator(frame_model)
+    with pytest.raises(ValueError, match=match):
+        MaceRecourse(model, **settings).fit(data)
+
+
+# ---------------------------------------------------------- integer column names (8)
+def test_p2ce_integer_column_names_like_an_array(linear):
+    X, y, clf = linear
+    frame_model = LogisticRegression().fit(pd.DataFrame(X), y)
+    Q = X[y == 0][:3]
+    from_array = P2CERecourse(FrozenEstimator(clf), random_state=0).fit(X).explain(Q)
+    expl = P2CERecourse(FrozenEstimator(frame_model), random_state=0).fit(pd.DataFrame(X))
+    # scikit-learn sets feature_names_in_ only for all-string column names
+    assert not hasattr(expl, "feature_names_in_")
+    assert expl.n_features_in_ == 3
+    res = expl.explain(pd.DataFrame(Q))
+    assert list(res.counterfactuals.columns[:3]) == [0, 1, 2]
+    np.testing.assert_allclose(res.counterfactuals[[0, 1, 2]].to_numpy(dtype=float),
+                               from_array.counterfactuals.iloc[:, :3].to_numpy(dtype=float))
+    np.testing.assert_allclose(res.costs.to_numpy(dtype=float),
+                               from_array.costs.to_numpy(dtype=float))
+    assert res.valid.all() and res.found.any()
+    on_array = P2CERecourse(FrozenEstimator(clf), random_state=0).fit(X)
+    np.testing.assert_allclose(expl.transform(pd.DataFrame(Q)), on_array.transform(Q))
+    # and, fitted on an array, such a frame is taken by position
+    np.testing.assert_allclose(on_array.transform(pd.DataFrame(Q)), on_array.transform(Q))
+
+
+def test_mace_integer_column_names_like_an_array(linear):
+    X, y, clf = linear
+    frame_model = LogisticRegression().fit(pd.DataFrame(X), y)
+    Q = X[:5]
+    a = MaceRecourse(FrozenEstimator(clf), random_state=0).fit(X).explain(Q)
+    mace = MaceRecourse(FrozenEstimator(frame_model), random_state=0).fit(pd.DataFrame(X))
+    assert not hasattr(mace, "feature_names_in_")
+    b = mace.explain(pd.DataFrame(Q))
+    assert list(b.counterfactuals.columns) == ["query", 0, 1, 2]
+    np.testing.assert_allclose(b.counterfactuals[[0, 1, 2]].to_numpy(dtype=float),
+                               a.counterfactuals.iloc[:, 1:].to_numpy(dtype=float))
+    np.testing.assert_array_equal(frame_model.predict(b.counterfactuals[[0, 1, 2]]),
+                                  b.costs["desired_class"])
+
+
+# ------------------------------------------------------------ tiny / mixed data (12)
+@pytest.mark.parametrize("n", [2, 3])
+def test_p2ce_too_few_rows_for_the_isolation_forest(linear, n):
+    X, _, clf = linear
+    msg = rf"at least 4 rows.*max_samples=0\.25.*n_samples = {n}\."
+    with pytest.raises(ValueError, match=msg):
+        P2CERecourse(FrozenEstimator(clf), random_state=0).fit(X[:n])
+    with pytest.raises(ValueError, match=r"at least 10 rows.*max_samples=0\.1"):
+        P2CERecourse(FrozenEstimator(clf), max_samples=0.1).fit(X[:9])
+
+
+def test_p2ce_smallest_fit_sets_work(linear):
+    X, _, clf = linear
+    # the boundary case of the message above, and a fraction that covers any row count
+    for expl in (P2CERecourse(FrozenEstimator(clf), random_state=0).fit(X[:4]),
+                 P2CERecourse(FrozenEstimator(clf), max_samples=1.0, random_state=0).fit(X[:2])):
+        res = expl.explain(X[:3])
+        np.testing.assert_allclose(res.predictions, clf.predict_proba(
+            res.counterfactuals.drop(columns="query").to_numpy(dtype=float))[:, 1])
+
+
+def test_mace_mixed_str_and_number_column_is_named():
+    X, y = _data()
+    df = pd.DataFrame({"a": X[:, 0], "b": X[:, 1],
+                       "mix": np.array(["u", 1, "v", 2.5] * 20, dtype=object)})
+    model = make_pipeline(FunctionTransformer(lambda f: f[["a", "b"]].to_numpy()),
+                          LogisticRegression()).fit(df, y)
+    with pytest.raises(TypeError, match=r"'mix'.*strings and numbers"):
+        MaceRecourse(FrozenEstimator(model)).fit(df)
+
+
+# ------------------------------------------------------------ huge magnitudes (14)
+def _oracle_dist(q, X):
+    """Euclidean distances of ``q`` to the rows of ``X`` in float64, rescaled so nothing
+    overflows."""
+    s = max(np.abs(q).max(), np.abs(X).max())
+    return s * np.sqrt((((q - X) / s) ** 2).sum(axis=1)) if s > 0 else np.zeros(len(X))
+
+
+def _oracle_knn(X, Q, k):
+    dist = np.array([_oracle_dist(q, X) for q in Q])
+    idx = np.argsort(dist, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(dist, idx, axis=1), idx
+
+
+@pytest.mark.parametrize("method", ["hnsw", "exact"])
+@pytest.mark.parametrize("scale", [1e20, 1e300])
+def test_neighbor_index_huge_values(method, scale):
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    dist, idx = NeighborIndex(method).fit(X * scale).kneighbors(X[:6] * scale, 4)
+    ref_d, ref_i = _oracle_knn(X, X[:6], 4)  # distances scale with the data
+    assert np.isfinite(dist).all()
+    np.testing.assert_array_equal(idx, ref_i)
+    np.testing.assert_allclose(dist, ref_d * scale, rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("method", ["hnsw", "exact"])
+def test_neighbor_index_queries_far_outside_the_data(method):
+    X = np.random.default_rng(1).normal(size=(60, 3))
+    index = NeighborIndex(method).fit(X)
+    # one coordinate far away: the order is decided by x0, resolvable in float64
+    Q = np.array([[1e8, 0.0, 0.0], [-1e8, 0.5, -0.5]])
+    dist, idx = index.kneighbors(Q, 5)
+    ref_d, ref_i = _oracle_knn(X, Q, 5)
+    np.testing.assert_array_equal(idx, ref_i)
+    np.testing.assert_allclose(dist, ref_d, rtol=1e-12)
+    # near the largest float every distance is about 1e300 * sqrt(3): finite, and those
+    # of the returned rows
+    Q = np.array([[1e300] * 3, [-1e300] * 3])
+    dist, idx = index.kneighbors(Q, 5)
+    assert np.isfinite(dist).all()
+    ref = np.array([_oracle_dist(q, X[i]) for q, i in zip(Q, idx)])
+    np.testing.assert_allclose(dist, ref, rtol=1e-12)
+
+
+def _scaled_model(X, y, scale):
+    """Logistic model of ``X`` with column 1 multiplied by ``scale``."""
+    w = np.array([1.0, 1.0 / scale, 1.0])
+    return make_pipeline(FunctionTransformer(lambda A: np.asarray(A) * w),
+                         LogisticRegression()).fit(X / w, y)
+
+
+def _robust_std(X):
+    m = np.abs(X).max(axis=0)
+    return np.std(X / m, axis=0) * m
+
+
+def test_p2ce_valid_points_have_finite_costs_with_tiny_scales():
+    X, _ = _data(n=120)
+    y = (X[:, 1] > 0).astype(int)  # only the tiny-scale column matters
+    Xs = X * [1.0, 1e-200, 1.0]
+    model = _scaled_model(X, y, 1e-200)
+    expl = P2CERecourse(FrozenEstimator(model), objectives=("l2", "n_changes"),
+                        plausibility=False, random_state=0).fit(Xs)
+    # queries 1e140 / 1e160 training standard deviations below the data: the squared
+    # distances overflow float64, the distances do not
+    q = Xs[y == 0][:2].copy()
+    q[:, 1] = [-1e-60, -1e-40]
+    res = expl.explain(q)
+    assert res.valid.all() and res.found.all()
+    cfs = res.counterfactuals.drop(columns="query").to_numpy(dtype=float)
+    delta = np.abs(cfs - q[np.asarray(res.counterfactuals["query"])]) / _robust_std(Xs)
+    for name in ("l2", "max_distance", "mean_distance"):
+        assert np.isfinite(res.costs[name]).all(), name
+    np.testing.assert_allclose(res.costs["l2"], [math.hypot(*r) for r in delta], rtol=1e-9)
+    np.testing.assert_allclose(res.costs["max_distance"], delta.max(axis=1), rtol=1e-9)
+    np.testing.assert_allclose(res.costs["mean_distance"], delta.mean(axis=1), rtol=1e-9)
+
+
+def test_p2ce_rejects_values_beyond_float32_naming_the_column():
+    X, y = _data()
+    model = _scaled_model(X, y, 1e200)
+    with pytest.raises(ValueError, match=r"'x1'.*float32"):
+        P2CERecourse(FrozenEstimator(model), random_state=0).fit(X * [1, 1e200, 1])
+    frame = pd.DataFrame(X * [1, 1e200, 1], columns=["a", "big", "c"])
+    with pytest.raises(ValueError, match=r"'big'.*float32"):
+        P2CERecourse(FrozenEstimator(model), random_state=0).fit(frame)
+    # a query beyond float32 is refused the same way at explain time
+    expl = P2CERecourse(FrozenEstimator(_scaled_model(X, y, 1e30)),
+                        random_state=0).fit(X * [1, 1e30, 1])
+    q = X[:1] * [1, 1e60, 1]
+    with pytest.raises(ValueError, match=r"'x1'.*float32"):
+        expl.explain(q)
+
+
+def test_p2ce_rejects_distances_beyond_float64_naming_the_column():
+    X, y = _data()
+    Xs = X * [1, 1e-300, 1]
+    expl = P2CERecourse(FrozenEstimator(_scaled_model(X, y, 1e-300)),
+                        random_state=0).fit(Xs)
+    q = Xs[:1].copy()
+    q[0, 1] = 1e10  # 1e310 standard deviations away
+    with pytest.raises(ValueError, match=r"'x1'.*standard deviation"):
+        expl.explain(q)
+
+
+# ------------------------------------------------------ non-finite model outputs (5)
+class _BadProba(LogisticRegression):
+    """A logistic model whose probabilities are ``bad`` where ``x0 > cut``."""
+
+    bad = np.nan
+    cut = np.inf
+
+    def predict_proba(self, X):
+        P = super().predict_proba(X)
+        rows = np.asarray(X, dtype=float)[:, 0] > self.cut
+        P[rows] = self.bad
+        return P
+
+
+def _bad_model(X, y, bad, cut):
+    model = _BadProba().fit(X, y)
+    model.bad, model.cut = bad, cut
+    return model
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_p2ce_refuses_non_finite_model_at_fit(linear, bad):
+    X, y, _ = linear
+    model = _bad_model(X, y, bad, cut=1.0)  # training rows hit the bad region
+    with pytest.raises(ValueError, match=r"_BadProba.*(NaN|inf|finite)"):
+        P2CERecourse(FrozenEstimator(model), random_state=0).fit(X)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_p2ce_never_reports_non_finite_outputs_valid(linear, bad):
+    X, y, _ = linear
+    model = _bad_model(X, y, bad, cut=np.inf)
+    expl = P2CERecourse(FrozenEstimator(model), random_state=0).fit(X)
+    q = X[y == 0][:3]
+    assert expl.explain(q).found.any()  # with a finite model the queries have answers
+    # the search runs on the verified reconstruction; the model itself now fails on every
+    # counterfactual (none moves x0 down) and must not be reported valid
+    model.cut = q[:, 0].min() - 1e-9
+    with pytest.raises(ValueError, match=r"_BadProba.*(NaN|inf|finite)"):
+        expl.explain(q)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_mace_refuses_non_finite_model(linear, bad):
+    X, y, _ = linear
+    with pytest.raises(ValueError, match=r"_BadProba.*(NaN|inf|finite)"):
+        MaceRecourse(FrozenEstimator(_bad_model(X, y, bad, cut=1.0))).fit(X)
+    model = _bad_model(X, y, bad, cut=np.inf)
+    mace = MaceRecourse(FrozenEstimator(model), random_state=0).fit(X)
+    q = X[(y == 0) & (X[:, 0] < 0.5)][:3]
+    assert mace.explain(q).found.all()
+    model.cut = 0.5
+    with pytest.raises(ValueError, match=r"_BadProba.*(NaN|inf|finite)"):
+        mace.explain(q)
+
+
+def test_mace_refuses_probabilities_of_the_wrong_width(linear):
+    X, y, _ = linear
+
+    class ThreeColumns(LogisticRegression):
+        def predict_proba(self, X):
+            P = super().predict_proba(X)
+            return np.hstack([P, P[:, :1]])
+
+    with pytest.raises(ValueError, match=r"ThreeColumns.*3 column.*2 classes"):
+        MaceRecourse(FrozenEstimator(ThreeColumns().fit(X, y))).fit(X)
+
+
+def test_mace_refuses_non_finite_regressor():
+    from sklearn.linear_model import LinearRegression
+
+    class BadRegressor(LinearRegression):
+        def predict(self, X):
+            out = super().predict(X)
+            out[np.asarray(X, dtype=float)[:, 0] > 1.0] = np.nan
+            return out
+
+    X, _ = _data()
+    reg = BadRegressor().fit(X, X[:, 0] + X[:, 1])
+    with pytest.raises(ValueError, match=r"BadRegressor.*(NaN|inf|finite)"):
+        MaceRecourse(FrozenEstimator(reg), desired_range=(2.0, 3.0)).fit(X)
