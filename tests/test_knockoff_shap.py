@@ -287,7 +287,7 @@ def test_sage_convergence_seeds_and_errors():
                         random_state=1).fit(X)
     r1 = sage.explain(X[:40], y[:40])
     assert r1.converged and r1.n_permutations >= 1
-    assert np.max(r1.std) < 0.05 * np.ptp(r1.importances)
+    assert np.max(r1.std) <= 0.05 * np.ptp(r1.importances)
     r2 = clone(sage).set_params(batch_size=7).fit(X).explain(X[:40], y[:40])
     np.testing.assert_allclose(r1.importances, r2.importances, atol=1e-12)
     with pytest.raises(ValueError, match="y"):

@@ -168,13 +168,16 @@ def test_gaussian_seeds_and_batches():
     kn = GaussianKnockoffs().fit(X)
     a = kn.sample(X[:20], 4, random_state=7)
     np.testing.assert_array_equal(a, kn.sample(X[:20], 4, random_state=7))
-    np.testing.assert_array_equal(a[:5], kn.sample(X[:5], 4, random_state=7))
+    # other row counts may take other BLAS kernels: equal up to round-off
+    np.testing.assert_allclose(a[:5], kn.sample(X[:5], 4, random_state=7),
+                               rtol=1e-12, atol=1e-12)
     assert not np.allclose(a, kn.sample(X[:20], 4, random_state=8))
     # rows 10..19 alone, with their global indices, reproduce the full call
     from sklearn_xai._utils import draw_base_seed as _draw_base_seed
 
     base = _draw_base_seed(7)
-    np.testing.assert_array_equal(a[10:], kn._sample_seeded(X[10:20], 4, base, range(10, 20)))
+    np.testing.assert_allclose(a[10:], kn._sample_seeded(X[10:20], 4, base, range(10, 20)),
+                               rtol=1e-12, atol=1e-12)
     # pickling keeps the sampler
     kn2 = pickle.loads(pickle.dumps(kn))
     np.testing.assert_array_equal(a, kn2.sample(X[:20], 4, random_state=7))
@@ -206,7 +209,8 @@ def test_gaussian_estimator_api_and_errors():
     with pytest.raises(ValueError, match="constant"):
         GaussianKnockoffs().fit(np.ones((10, 2)))
     Xs = np.hstack([X, X[:, :1] + X[:, 1:2]])
-    with pytest.raises(ValueError, match="singular"):
+    # exactly singular: whatever the sign of the round-off in its smallest eigenvalue
+    with pytest.raises(ValueError, match="singular.*linearly dependent"):
         GaussianKnockoffs(shrinkage=None).fit(Xs)
     GaussianKnockoffs().fit(Xs)  # Ledoit-Wolf makes it positive definite
     Xh = X.copy()
@@ -289,7 +293,11 @@ def test_sequential_rare_levels_seeds_and_pickle():
     a = sk.sample(df.iloc[:30], 3, random_state=4)
     assert a.shape == (30, 3, 5)
     np.testing.assert_array_equal(a, sk.sample(df.iloc[:30], 3, random_state=4))
-    np.testing.assert_array_equal(a[:7], sk.sample(df.iloc[:7], 3, random_state=4))
+    # fewer rows: the same levels, numbers equal up to the round-off of other BLAS kernels
+    b = sk.sample(df.iloc[:7], 3, random_state=4)
+    np.testing.assert_array_equal(a[:7, :, 2:4], b[:, :, 2:4])
+    np.testing.assert_allclose(a[:7, :, [0, 1, 4]].astype(float),
+                               b[:, :, [0, 1, 4]].astype(float), rtol=1e-12, atol=1e-12)
     assert set(a[:, :, 3].ravel()) <= {"a", "b", "c", "rare", "rarer"}
     big = sk.sample(df.iloc[:1], 4000, random_state=0)[0, :, 3]
     assert 0 < np.mean((big == "rare") | (big == "rarer")) < 0.1

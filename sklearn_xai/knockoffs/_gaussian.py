@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import draw_base_seed as _draw_base_seed
 from ._base import _row_draws
-from ._smatrix import solve_s
+from ._smatrix import singular_tolerance, solve_s
 
 
 class GaussianKnockoffs(BaseEstimator):
@@ -38,7 +38,12 @@ class GaussianKnockoffs(BaseEstimator):
         imputation, attributions of strongly correlated features shrink.
     shrinkage : {"ledoit_wolf"} or None, default="ledoit_wolf"
         Covariance estimator: Ledoit-Wolf shrinkage, or the plain (maximum
-        likelihood) sample covariance, which must then be positive definite.
+        likelihood) sample covariance. The estimate must be positive definite: ``fit``
+        raises a ValueError when the smallest eigenvalue of its correlation matrix is
+        at most ``max(n_samples, n_features) * eps`` times its largest (the rank rule
+        of :func:`numpy.linalg.matrix_rank`, which absorbs the round-off of the
+        estimate), naming the cause: fewer rows than non-constant columns, or linearly
+        dependent columns.
     max_iter : int, default=100
         Maximum iterations of the ``s`` solver (sweeps for MVR, Newton steps per
         barrier stage for SDP).
@@ -101,7 +106,8 @@ class GaussianKnockoffs(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Numeric data, at least 2 rows.
+            Numeric data, at least 2 rows; with ``shrinkage=None`` more rows than
+            non-constant columns, none of them a linear combination of the others.
         y : None
             Ignored.
 
@@ -134,8 +140,15 @@ class GaussianKnockoffs(BaseEstimator):
                 "rescale the columns."
             )
         scale = np.sqrt(np.diag(cov_v))
+        if not np.all(scale > 0):
+            j = int(vary[np.argmin(scale)])
+            raise ValueError(
+                f"Column {self._column_name(j)} of X varies too little for its variance "
+                "to be represented in float64 (it underflows to 0); rescale it."
+            )
         C = cov_v / np.outer(scale, scale)
         C = (C + C.T) / 2.0
+        self._check_positive_definite(C, X.shape[0], vary)
         s_v, n_iter = solve_s(C, self.method, max_iter=self.max_iter, tol=self.tol)
         cov = np.zeros((p, p))
         cov[np.ix_(vary, vary)] = cov_v
@@ -150,8 +163,54 @@ class GaussianKnockoffs(BaseEstimator):
             [np.unique(X[:, j]) for j in range(X.shape[1])] if self.support == "observed"
             else None
         )
-        self._set_sampling_matrices()
+        try:
+            self._set_sampling_matrices()
+        except linalg.LinAlgError as exc:
+            raise ValueError(
+                f"The fitted covariance of X is numerically singular ({exc}); "
+                f"{self._singular_remedy()}."
+            ) from exc
         return self
+
+    def _column_name(self, j):
+        names = getattr(self, "feature_names_in_", None)
+        return repr(str(names[j])) if names is not None else str(j)
+
+    def _singular_remedy(self):
+        if self.shrinkage is None:
+            return "drop linearly dependent columns, or use shrinkage='ledoit_wolf'"
+        return "drop linearly dependent columns"
+
+    def _check_positive_definite(self, C, n_samples, vary):
+        """ValueError naming the cause when the correlation matrix ``C`` of the varying
+        columns ``vary`` is singular up to the round-off of an ``n_samples``-row
+        estimate."""
+        lam, vecs = linalg.eigh(C)
+        k = C.shape[0]
+        tol = singular_tolerance(lam, max(n_samples, k))
+        if lam[0] > tol:
+            return
+        head = (f"The covariance of X is singular (smallest eigenvalue of its correlation "
+                f"matrix {lam[0]:.3g}, not above the round-off tolerance {tol:.3g})")
+        if n_samples <= k:
+            cause = (f"X has {n_samples} rows for {k} non-constant columns, and a "
+                     f"covariance estimated from n rows has rank at most n - 1")
+            if self.shrinkage is None and n_samples >= 3:
+                remedy = f"fit on at least {k + 1} rows, or use shrinkage='ledoit_wolf'"
+            elif self.shrinkage is None:
+                remedy = f"fit on more rows (at least {k + 1})"
+            else:
+                remedy = (f"fit on more rows (at least {k + 1}); Ledoit-Wolf shrinkage "
+                          f"found nothing to shrink with {n_samples} rows")
+            raise ValueError(f"{head}: {cause}; {remedy}.")
+        null = np.abs(vecs[:, lam <= tol])
+        involved = np.flatnonzero(np.any(null > 1e-8 * null.max(axis=0), axis=1))
+        names = [self._column_name(j) for j in vary[involved]]
+        columns = "[" + ", ".join(names) + "]"
+        raise ValueError(
+            f"{head}: columns {columns} of X are linearly dependent (up to round-off, a "
+            f"combination of them is constant); {self._singular_remedy()}."
+        )
 
     def _set_sampling_matrices(self):
         vary = np.flatnonzero(~self.constant_)
@@ -188,7 +247,13 @@ class GaussianKnockoffs(BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         vary = np.flatnonzero(~self.constant_)
-        chol = linalg.cho_factor(self.covariance_[np.ix_(vary, vary)], lower=True)
+        try:
+            chol = linalg.cho_factor(self.covariance_[np.ix_(vary, vary)], lower=True)
+        except linalg.LinAlgError as exc:
+            raise ValueError(
+                f"The fitted covariance is not positive definite ({exc}); refit with "
+                f"shrinkage='ledoit_wolf' or without linearly dependent columns."
+            ) from exc
         R = (X - self.mean_)[:, vary]
         maha = np.einsum("ij,ij->i", R, linalg.cho_solve(chol, R.T).T)
         logdet = 2.0 * np.sum(np.log(np.diag(chol[0])))

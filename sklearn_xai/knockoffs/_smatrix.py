@@ -11,28 +11,59 @@ covariance of ``(X, X~)`` is then ``[[C, C - diag s], [C - diag s, C]]``.
   exact coordinate descent with Sherman-Morrison updates.
 
 Each costs ``O(p^3)`` per iteration (one ``p x p`` inverse or Cholesky factorisation).
+
+Every solver needs ``C`` positive definite. A computed eigenvalue of a symmetric matrix
+is only accurate to about ``p * eps * lambda_max`` (the backward error of the
+eigensolver), so ``C`` counts as singular when ``lambda_min <= p * eps * lambda_max``:
+whether an exactly singular ``C`` then has a tiny positive or negative computed
+``lambda_min`` depends on the BLAS kernel, and either way it is rejected with the same
+ValueError. A ``LinAlgError`` inside a solver is turned into that ValueError too.
 """
+
+from contextlib import contextmanager
 
 import numpy as np
 from scipy import linalg
 from threadpoolctl import threadpool_limits
 
+_REMEDY = ("drop linearly dependent columns, or shrink the covariance (e.g. "
+           "GaussianKnockoffs(shrinkage='ledoit_wolf'))")
 
-def min_eigenvalue(C):
-    """Smallest eigenvalue of the symmetric matrix ``C``."""
-    return float(linalg.eigvalsh(C, subset_by_index=[0, 0])[0])
+
+def singular_tolerance(eigenvalues, n_terms):
+    """Largest ``lambda_min`` treated as 0: ``n_terms * eps * lambda_max``.
+
+    ``n_terms`` is ``p`` for a given matrix (eigensolver round-off) and ``max(n, p)`` for
+    a covariance computed from ``n`` rows (round-off of its ``n``-term sums as well), the
+    rule of :func:`numpy.linalg.matrix_rank`.
+    """
+    return n_terms * np.finfo(np.float64).eps * max(float(np.max(eigenvalues)), 0.0)
 
 
 def _positive_min_eigenvalue(C, method):
-    """The smallest eigenvalue of ``C``; a ValueError naming ``method`` if it is not > 0."""
-    lam = min_eigenvalue(C)
-    if lam <= 0:
+    """The smallest eigenvalue of ``C``; a ValueError naming ``method`` if ``C`` is
+    singular up to round-off."""
+    lam = linalg.eigvalsh(C)
+    tol = singular_tolerance(lam, C.shape[0])
+    if not lam[0] > tol:
         raise ValueError(
-            "The correlation matrix is singular (smallest eigenvalue "
-            f"{lam:.3g}); {method} knockoffs need a positive definite covariance. Use "
-            "shrinkage='ledoit_wolf'."
+            f"The correlation matrix is singular (smallest eigenvalue {lam[0]:.3g}, not "
+            f"above the round-off tolerance {tol:.3g}); {method} knockoffs need it "
+            f"positive definite: {_REMEDY}."
         )
-    return lam
+    return float(lam[0])
+
+
+@contextmanager
+def _linalg_errors_as_value_errors(method):
+    """Report a ``LinAlgError`` of a solver as the singular-matrix ValueError."""
+    try:
+        yield
+    except linalg.LinAlgError as exc:
+        raise ValueError(
+            f"The {method} knockoff solver failed on a numerically singular correlation "
+            f"matrix ({exc}); it must be positive definite: {_REMEDY}."
+        ) from exc
 
 
 def solve_equicorrelated(C):
@@ -41,13 +72,13 @@ def solve_equicorrelated(C):
     Parameters
     ----------
     C : ndarray of shape (p, p)
-        Correlation matrix.
+        Positive definite correlation matrix.
 
     Returns
     -------
     s : ndarray of shape (p,)
     """
-    lam = max(min_eigenvalue(C), 0.0)
+    lam = _positive_min_eigenvalue(C, "equicorrelated")
     return np.full(C.shape[0], min(1.0, 2.0 * lam))
 
 
@@ -90,8 +121,13 @@ def solve_mvr(C, *, max_iter=100, tol=1e-6):
     n_iter : int
         Number of sweeps run.
     """
-    p = C.shape[0]
     lam = _positive_min_eigenvalue(C, "MVR")
+    with _linalg_errors_as_value_errors("MVR"):
+        return _mvr_descent(C, lam, max_iter, tol)
+
+
+def _mvr_descent(C, lam, max_iter, tol):
+    p = C.shape[0]
     s = np.full(p, min(1.0, lam))
     loss = mvr_loss(C, s)
     n_iter = 0
@@ -148,8 +184,13 @@ def solve_sdp(C, *, max_iter=100, tol=1e-6):
     n_iter : int
         Total number of Newton steps.
     """
-    p = C.shape[0]
     lam = _positive_min_eigenvalue(C, "SDP")
+    with _linalg_errors_as_value_errors("SDP"):
+        return _sdp_barrier(C, lam, max_iter, tol)
+
+
+def _sdp_barrier(C, lam, max_iter, tol):
+    p = C.shape[0]
     # strictly feasible start
     s = np.full(p, min(0.5, lam))
     t = 1.0
@@ -209,8 +250,14 @@ def solve_s(C, method, *, max_iter=100, tol=1e-6):
     -------
     s : ndarray of shape (p,)
     n_iter : int
+
+    Raises
+    ------
+    ValueError
+        When ``C`` is singular up to round-off (see the module docstring).
     """
-    with threadpool_limits(limits=1, user_api="blas"):
+    with threadpool_limits(limits=1, user_api="blas"), \
+            _linalg_errors_as_value_errors(method):
         return _solve_s(C, method, max_iter=max_iter, tol=tol)
 
 

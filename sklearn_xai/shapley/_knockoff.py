@@ -7,12 +7,14 @@ and a model that detects off-manifold queries cannot steer the explanation.
 """
 
 import hashlib
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context, clone, is_classifier
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._explanation import Attribution, GlobalImportance
 from .._utils import draw_base_seed, row_generators, take_rows
@@ -25,12 +27,17 @@ from ..base import (
     resolve_feature_groups,
 )
 from ..knockoffs import GaussianKnockoffs, SequentialKnockoffs
-from ._estimators import exact_shapley, kernel_shapley, permutation_shapley
+from ._estimators import all_masks, exact_shapley, kernel_shapley, permutation_shapley
 from ._game import ImputationGame
 
 __all__ = ["KnockoffSHAP", "KnockoffSAGE"]
 
 MAX_AUTO_EXACT = 12
+# permutation rounds of KnockoffSAGE when n_permutations=None (a ConvergenceWarning if hit)
+MAX_PERMUTATION_ROUNDS = 1000
+# standard errors below this times the largest loss count as 0 (round-off) in the SAGE
+# stop rule
+_SE_FLOOR = 1024 * np.finfo(np.float64).eps
 
 
 def _has_categorical(X):
@@ -77,11 +84,34 @@ def _draw_knockoffs(sampler, X_rows, n_knockoffs, seed, keys):
     ])
 
 
-def _check_background(background, X, n_features):
-    bg = as_array(X if background is None else background)
+def _check_background(background, X, feature_names, allow_nan):
+    """The marginal imputation rows: ``X`` (already validated) or the checked
+    ``background``, whose NaN / infinity errors name it."""
+    if background is None:
+        return as_array(X)
+    bg = as_array(background)
+    n_features = len(feature_names)
     if bg.ndim != 2 or bg.shape[1] != n_features or bg.shape[0] == 0:
         raise ValueError(f"background must have shape (n_background, {n_features}) with at "
                          f"least one row, got {bg.shape}.")
+    if bg.dtype.kind in "biuf":
+        values = bg.astype(np.float64, copy=False)
+        nan, inf = np.isnan(values), np.isinf(values)
+    else:
+        import pandas as pd
+
+        nan = np.asarray(pd.isna(bg), dtype=bool)
+        inf = np.vectorize(lambda v: isinstance(v, float | np.floating) and np.isinf(v),
+                           otypes=[bool])(bg)
+    for bad, what, remedy in [
+        (inf, "infinity", "replace or drop those rows"),
+        (nan if not allow_nan else np.zeros_like(nan), "NaN",
+         "the model does not accept missing values; impute them or drop those rows"),
+    ]:
+        if bad.any():
+            j = int(np.flatnonzero(bad.any(axis=0))[0])
+            raise ValueError(f"background contains {what} in column {j} "
+                             f"({feature_names[j]!r}); {remedy} of background.")
     return bg
 
 
@@ -102,7 +132,8 @@ class _KnockoffFitMixin:
         if self.imputation == "knockoff":
             self.sampler_ = _fit_sampler(self.sampler, X, self.random_state)
         else:
-            self.background_ = _check_background(self.background, X, self.n_features_in_)
+            self.background_ = _check_background(self.background, X, self._feature_names(),
+                                                 self._allow_nan())
 
 
 class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
@@ -328,8 +359,11 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
 
     Permutation sampling: in each round every row draws one random order of the players
     and credits each player with the drop in loss when it joins. Rounds continue until
-    the largest standard error is below ``convergence_tol`` times the range of the
-    importances, or ``n_permutations`` rounds have run.
+    the largest standard error is at most ``convergence_tol`` times the range of the
+    importances (or is round-off: at most ``1024 * eps`` times the largest loss, which
+    ends the rounds when every importance is equal, e.g. for a constant model), or
+    ``n_permutations`` rounds have run. With a single player the value is exact
+    (``loss(empty) - loss(full)`` per row) and no rounds are run.
 
     Parameters
     ----------
@@ -351,10 +385,13 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         the rows; standard errors across rows); for small ``P`` only.
     n_permutations : int or None, default=None
         Most permutation rounds (one permutation per row per round). ``None``: until
-        convergence.
+        convergence, but at most ``MAX_PERMUTATION_ROUNDS`` (1000, a constant of
+        ``sklearn_xai.shapley._knockoff``) rounds, with a ``ConvergenceWarning`` when
+        that cap stops them.
     convergence_tol : float or None, default=0.025
-        Stop when ``max(std_error) < convergence_tol * (max(values) - min(values))``.
-        ``None``: run all ``n_permutations`` rounds.
+        Stop when ``max(std_error) <= convergence_tol * (max(values) - min(values))``
+        or the standard errors are round-off (see above). ``None``: run all
+        ``n_permutations`` rounds.
     feature_groups : None, list of lists or dict, default=None
     response_method : {"auto", "predict_proba", "decision_function", "predict"}, \
             default="auto"
@@ -375,6 +412,9 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
     -----
     A round costs ``n_samples * (P - 1) * K`` model rows (``K`` = ``n_knockoffs`` or the
     background size), plus ``2 * n_samples * K`` once for the empty and full coalitions.
+    Knockoffs are drawn batch by batch (``batch_size`` rows at a time) and drawn again,
+    identically, in every round, so memory does not grow with ``n_samples * K``; a round
+    also costs ``n_samples * K`` knockoff draws.
     """
 
     _parameter_constraints: dict = {
@@ -443,13 +483,26 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         return self
 
     def _check_y(self, y, n):
+        """``y`` as the loss needs it: labels (n,) and the classes for a classifier, else
+        float targets (n,) or (n, n_outputs)."""
         if y is None:
             raise ValueError("explain(X, y) needs the targets y of the explained rows.")
         y = np.asarray(y)
+        n_outputs = len(self.output_names_)
+        expected = f"({n},)" if n_outputs == 1 else f"({n}, {n_outputs})"
+        if y.ndim not in (1, 2):
+            raise ValueError(f"y must hold one target per row of X, of shape {expected}; got "
+                             f"shape {y.shape}.")
         if y.shape[0] != n:
-            raise ValueError(f"y has {y.shape[0]} rows but X has {n}.")
+            raise ValueError(f"y has {y.shape[0]} rows but X has {n}; pass one target per "
+                             "explained row.")
         classifier = self.model_fn_.method in ("predict_proba", "decision_function") \
             and is_classifier(self.model_)
+        if classifier or n_outputs == 1:
+            if y.ndim == 2 and y.shape[1] != 1:
+                raise ValueError(f"y must be 1-D of shape ({n},) (a column vector is "
+                                 f"accepted), got shape {y.shape}.")
+            y = column_or_1d(y, warn=True)
         if classifier:
             classes = np.asarray(self.model_.classes_)
             unknown = np.setdiff1d(np.unique(y), classes)
@@ -457,7 +510,18 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
                 raise ValueError(f"y holds labels {unknown.tolist()} that are not among the "
                                  f"model's classes {classes.tolist()}.")
             return y, classes
-        return np.asarray(y, dtype=np.float64), None
+        if (y.ndim == 1 and n_outputs > 1) or (y.ndim == 2 and y.shape[1] != n_outputs):
+            raise ValueError(
+                f"y has shape {y.shape} but the explained outputs are {self.output_names_}: "
+                f"pass y of shape {expected}, or explain one output with target=.")
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"y must be numeric for the {self.loss_} loss of a regression "
+                             f"model; got dtype {y.dtype} ({exc}).") from None
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinity; drop those rows from X and y.")
+        return y, None
 
     def explain(self, X, y):
         """Global importances of the players on the rows ``(X, y)``.
@@ -466,6 +530,9 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets of the rows: class labels for a classifier, numbers for a regressor
+            (``(n_samples, n_outputs)`` when several outputs are explained). A column
+            vector is raveled with a ``DataConversionWarning``, as scikit-learn does.
 
         Returns
         -------
@@ -483,74 +550,85 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         P = len(self.groups_)
         seed = draw_base_seed(self.random_state)
         ko_seed = _sub_seed(seed, 1)
-        knockoff = self.imputation == "knockoff"
-        imputation = None
-        if knockoff:
-            imputation = np.concatenate(self._map_batches(
-                lambda rows: _draw_knockoffs(self.sampler_, take_rows(X, rows),
-                                             self.n_knockoffs, ko_seed,
-                                             range(rows.start, rows.stop)), n))
-        else:
-            imputation = self.background_
-
-        def game_for(rows):
-            imp = imputation[rows] if knockoff else imputation
-            return ImputationGame(self.model_fn_, data[rows], imp, groups=self.groups_,
-                                  batch_size=self.batch_size)
 
         def losses(rows, masks):
-            pred = game_for(rows).value(masks)
-            return _loss_values(self.loss_, pred, y[rows], classes)
+            """Losses of the rows ``rows`` (a slice) for coalitions ``masks``: (C, P) shared
+            or (n_rows, C, P) per row. Knockoffs are drawn here, one batch at a time (row
+            ``i`` from its own stream keyed by ``i``, so the draws do not depend on the
+            batches)."""
+            if self.imputation == "knockoff":
+                imputation = _draw_knockoffs(self.sampler_, take_rows(X, rows),
+                                             self.n_knockoffs, ko_seed,
+                                             range(rows.start, rows.stop))
+            else:
+                imputation = self.background_
+            game = ImputationGame(self.model_fn_, data[rows], imputation,
+                                  groups=self.groups_, batch_size=self.batch_size)
+            masks = masks(rows) if callable(masks) else masks
+            return _loss_values(self.loss_, game.value(masks), y[rows], classes)
 
-        if self.estimator == "exact":
-            from ._estimators import all_masks
-
-            masks = all_masks(P)
-            L = np.concatenate(self._map_batches(lambda rows: losses(rows, masks), n))
-            game = _ArrayGame(-L[:, :, None])
-            phi, _ = exact_shapley(game)
+        if self.estimator == "exact" or P == 1:
+            # one player: its Shapley value is exactly loss(empty) - loss(full)
+            L = np.concatenate(self._map_batches(lambda rows: losses(rows, all_masks(P)), n))
+            phi, _ = exact_shapley(_ArrayGame(-L[:, :, None]))
             samples = phi[:, :, 0]
             values = samples.mean(axis=0)
             std = samples.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(P)
             return GlobalImportance(values, std, list(self.player_names_), 0, True,
                                     self.loss_, self.imputation)
+        return self._permutation_sage(losses, n, P, seed)
 
+    def _permutation_sage(self, losses, n, P, seed):
+        """Permutation rounds until the stop rule of ``convergence_tol`` or the cap."""
         ends_masks = np.array([np.zeros(P, bool), np.ones(P, bool)])
         ends = np.concatenate(self._map_batches(lambda rows: losses(rows, ends_masks), n))
+        cap = MAX_PERMUTATION_ROUNDS if self.n_permutations is None else self.n_permutations
         gens = row_generators(seed, range(n))
-        total = np.zeros(P)
-        total_sq = np.zeros(P)
-        count = 0
+        steps = np.arange(1, P)[None, :, None]
+        # running sums of the credits minus the first round's mean (no cancellation in the
+        # variance when the credits are large and nearly equal)
+        shift = total = total_sq = None
+        loss_scale = float(np.max(np.abs(ends)))
+        count = rounds = 0
         converged = False
-        rounds = 0
         values = np.zeros(P)
         std = np.full(P, np.inf)
-        while self.n_permutations is None or rounds < self.n_permutations:
-            perms = np.array([g.permutation(P) for g in gens])          # (n, P)
-            pos = np.argsort(perms, axis=1)
-            if P > 1:
-                inner_masks = pos[:, None, :] < np.arange(1, P)[None, :, None]  # (n, P-1, P)
-                inner = np.concatenate(self._map_batches(
-                    lambda rows: losses(rows, inner_masks[rows]), n))
-            else:
-                inner = np.zeros((n, 0))
+        while rounds < cap:
+            pos = np.argsort(np.array([g.permutation(P) for g in gens]), axis=1)  # (n, P)
+            inner = np.concatenate(self._map_batches(
+                lambda rows: losses(rows, lambda r: pos[r][:, None, :] < steps), n))
             L = np.concatenate([ends[:, :1], inner, ends[:, 1:]], axis=1)  # (n, P+1)
-            before = np.take_along_axis(L, pos, axis=1)
-            after = np.take_along_axis(L, pos + 1, axis=1)
-            credit = before - after                                    # loss drop, (n, P)
+            loss_scale = max(loss_scale, float(np.max(np.abs(inner))))
+            credit = np.take_along_axis(L, pos, axis=1) - np.take_along_axis(L, pos + 1, axis=1)
+            if shift is None:
+                shift = credit.mean(axis=0)
+                total, total_sq = np.zeros(P), np.zeros(P)
+            credit -= shift
             total += credit.sum(axis=0)
             total_sq += (credit**2).sum(axis=0)
             count += n
             rounds += 1
-            values = total / count
+            mean = total / count
+            values = shift + mean
             if count > 1:
-                var = np.maximum(total_sq / count - values**2, 0.0) * count / (count - 1)
+                var = np.maximum(total_sq / count - mean**2, 0.0) * count / (count - 1)
                 std = np.sqrt(var / count)
             if self.convergence_tol is not None and count > 1:
-                spread = values.max() - values.min()
-                if np.max(std) < self.convergence_tol * spread:
+                # below the floor the standard error is round-off: equal importances (a
+                # spread of 0) would otherwise never stop the rounds
+                floor = _SE_FLOOR * loss_scale
+                target = max(self.convergence_tol * (values.max() - values.min()), floor)
+                if np.max(std) <= target:
                     converged = True
                     break
+        if not converged and self.n_permutations is None:
+            warnings.warn(
+                f"KnockoffSAGE stopped after MAX_PERMUTATION_ROUNDS = {cap} permutation "
+                f"rounds before the largest standard error ({np.max(std):.3g}) fell below "
+                f"convergence_tol={self.convergence_tol} times the spread of the "
+                f"importances ({np.ptp(values):.3g}); pass a larger convergence_tol, or "
+                "n_permutations to choose the number of rounds.", ConvergenceWarning,
+                stacklevel=3)
         return GlobalImportance(values, std, list(self.player_names_), rounds, converged,
                                 self.loss_, self.imputation)
 
