@@ -62,7 +62,21 @@ def _shear_tree_random():
                           cooperators="random", efficiency="redistribute", random_state=0)
 
 
-INSTANCES["ShearExplainer"] = [_shear_linear, _shear_tree_random]
+def _shear_third_order():
+    # a model with a three-way interaction and K = 1 < n_players - 1: the values are random,
+    # so the subset / sample-order checks test that a row's draws follow its content
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PolynomialFeatures
+
+    from sklearn_xai import ShearExplainer
+
+    return ShearExplainer(
+        make_pipeline(PolynomialFeatures(degree=3, interaction_only=True), Ridge(alpha=1e-3)),
+        n_evals=4, random_state=0)
+
+
+INSTANCES["ShearExplainer"] = [_shear_linear, _shear_tree_random, _shear_third_order]
 EXPECTED_FAILED["ShearExplainer"] = {}
 # --- end ShearExplainer ----------------------------------------------------------------------
 # --- MaceRecourse (branch mace) ---------------------------------------------------------

@@ -22,7 +22,6 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_xai import ShearExplainer
-from sklearn_xai._utils import row_generators
 from sklearn_xai.shapley import _shear as S
 from sklearn_xai.testing import DividendGame, pairwise_games
 
@@ -69,10 +68,6 @@ def value_fn_of(f, X, r):
         return np.asarray(f(Z.reshape(-1, X.shape[1])), float).reshape(len(X), masks.shape[1], -1)
 
     return value
-
-
-def gens(n, seed=0):
-    return row_generators(seed, range(n))
 
 
 def shear_on_game(game, coop, seed=0, **kw):
@@ -127,9 +122,8 @@ def data():
        st.sampled_from(["shapley", "uniform"]))
 def test_pairwise_games_exact_whatever_the_cooperators(game, seed, fill):
     P = game.n_players
-    rng = np.random.default_rng(seed)
     for K in range(1, P):
-        coop = S._random_cooperators(P, K, [rng, rng])
+        coop = S._random_cooperators(P, K, [K, -K], seed)
         phi, base = shear_on_game(game, coop, seed, non_cooperators=fill)
         ref_phi, ref_base = game.shapley_values()
         np.testing.assert_allclose(phi, ref_phi, atol=1e-9)
@@ -139,7 +133,7 @@ def test_pairwise_games_exact_whatever_the_cooperators(game, seed, fill):
 def test_without_pairing_pairwise_is_not_exact():
     # control for the test above: the exactness comes from the antithetic pairing
     game = DividendGame(6, {(0, 3): 2.0, (0, 4): -1.5, (1, 5): 1.0, (2,): 0.5}, n_rows=3)
-    coop = S._random_cooperators(6, 2, gens(3))
+    coop = S._random_cooperators(6, 2, np.arange(3), 0)
     phi, _ = shear_on_game(game, coop, antithetic=False)
     assert np.abs(phi - game.shapley_values()[0]).max() > 1e-3
 
@@ -715,3 +709,35 @@ def test_hessian_paths_accept_in_place_activations():
                                    H[[0, 1, 2], :, :, [1, 2, 3]], atol=1e-12)
         np.testing.assert_allclose(fn.hessian_vector_product(X, V),
                                    np.einsum("noab,nlb->nloa", H, V), atol=1e-12)
+
+
+def test_torch_explains_reversed_and_strided_views(data):
+    # a view with negative or non-unit strides (X[::-1], X[:, ::2] columns kept) is explained
+    # like its contiguous copy; torch.as_tensor cannot take negative strides itself
+    X, _ = data
+    model = softplus_mlp(6, seed=16)
+    e = ShearExplainer(model, n_evals=4, random_state=0).fit(X)
+    ref = e.explain(np.ascontiguousarray(X[:9][::-1])).values
+    np.testing.assert_allclose(e.explain(X[:9][::-1]).values, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(e.explain(X[8::-1]).values, ref, rtol=0, atol=1e-12)
+    wide = np.repeat(X[:9], 2, axis=1)[:, ::2]
+    np.testing.assert_allclose(e.explain(wide).values, e.explain(X[:9]).values, rtol=0,
+                               atol=1e-12)
+
+
+def test_random_cooperators_uniform_over_subsets_of_the_others():
+    P, K, n = 5, 2, 6000
+    coop = S._random_cooperators(P, K, np.arange(n), 3)
+    assert coop.shape == (n, P, K)
+    assert (np.diff(coop, axis=2) > 0).all()  # distinct and sorted
+    assert not (coop == np.arange(P)[None, :, None]).any()  # never the player itself
+    subsets = list(itertools.combinations(range(1, P), K))
+    counts = np.array([np.all(coop[:, 0] == s, axis=1).sum() for s in subsets])
+    assert counts.sum() == n
+    chi2 = ((counts - n / len(subsets)) ** 2 / (n / len(subsets))).sum()
+    assert chi2 < 20.5  # 0.1% quantile of chi2 with 5 degrees of freedom
+    # the cooperators of a row depend on (seed, key) only, and K = P - 1 takes all others
+    np.testing.assert_array_equal(S._random_cooperators(P, K, [7, 3], 3),
+                                  coop[[7, 3]])
+    full = S._random_cooperators(P, P - 1, [0], 3)[0]
+    np.testing.assert_array_equal(full, [np.delete(np.arange(P), i) for i in range(P)])

@@ -24,8 +24,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Attribution
+from .._random import row_keys, stream_seeds
 from .._torch import TorchModelFunction, _shown_positions, _unwrap_frozen, is_torch_model
-from .._utils import draw_base_seed, row_generators
+from .._utils import draw_base_seed
 from ..base import (
     AttributionMixin,
     BaseExplainer,
@@ -199,29 +200,45 @@ def _top_k_cooperators(eta: np.ndarray, n_cooperators: int) -> np.ndarray:
                              int(n_cooperators)).astype(np.intp, copy=False)
 
 
-def _random_cooperators(n_players: int, n_cooperators: int, rngs) -> np.ndarray:
-    """The authors' ablation: S_i uniformly random among the other players, per row."""
-    P, K = n_players, n_cooperators
-    out = np.empty((len(rngs), P, K), dtype=np.intp)
-    for r, rng in enumerate(rngs):
-        for i in range(P):
-            others = np.delete(np.arange(P), i)
-            out[r, i] = np.sort(rng.choice(others, size=K, replace=False))
-    return out
+# the random cooperators take their own streams, apart from the coalitions' random fill
+_COOPERATOR_STREAM = 1
+
+
+def _random_cooperators(n_players: int, n_cooperators: int, keys, seed) -> np.ndarray:
+    """The authors' ablation: S_i uniformly random among the other players, per row.
+
+    Parameters
+    ----------
+    n_players, n_cooperators : int
+    keys : array-like of int, shape (n,)
+        The rows' keys (:func:`~sklearn_xai._random.row_keys`): row ``k``'s cooperators
+        depend only on ``(seed, keys[k])``.
+    seed : int
+
+    Returns
+    -------
+    cooperators : ndarray of shape (n, P, K), int, sorted ascending within each S_i.
+    """
+    from ._shear_kernels import random_cooperators
+
+    seeds = stream_seeds(stream_seeds(seed, _COOPERATOR_STREAM), keys)
+    return random_cooperators(np.atleast_1d(seeds), int(n_players),
+                              int(n_cooperators)).astype(np.intp, copy=False)
 
 
 # --------------------------------------------------------------------------- estimator
 
 
-def _shear_masks(cooperators, row_ids, seed, *, antithetic=True, non_cooperators="shapley"):
+def _shear_masks(cooperators, keys, seed, *, antithetic=True, non_cooperators="shapley"):
     """Coalitions of SHEAR for every row and player.
 
     Parameters
     ----------
     cooperators : ndarray of shape (n, P, K), int
-    row_ids : array-like of int, shape (n,)
-        Global positions of the rows: row ``k``'s random fill is drawn from a counter-based
-        stream keyed by ``(seed, row_ids[k])``, so it does not depend on the batching.
+    keys : array-like of int, shape (n,)
+        The rows' keys (:func:`~sklearn_xai._random.row_keys`): row ``k``'s random fill is
+        drawn from the SplitMix64 stream of ``(seed, keys[k])``, so it depends on the row
+        only, not on the other rows, their order or the batching.
     seed : int
     antithetic : bool
         Pair subset T with S_i \\ T and its random fill R with O_i \\ R (needs K >= 1).
@@ -238,24 +255,24 @@ def _shear_masks(cooperators, row_ids, seed, *, antithetic=True, non_cooperators
         ``masks[r, i, t, 0]`` is T_t u R_t u {i}, ``masks[r, i, t, 1]`` is T_t u R_t.
     """
     n, P, K = np.shape(cooperators)
-    flat = _shear_coalitions(cooperators, row_ids, seed, antithetic=antithetic,
+    flat = _shear_coalitions(cooperators, keys, seed, antithetic=antithetic,
                              non_cooperators=non_cooperators)
     return flat[:, :-2].reshape(n, P, 2**K, 2, P)
 
 
-def _shear_coalitions(cooperators, row_ids, seed, *, antithetic=True,
+def _shear_coalitions(cooperators, keys, seed, *, antithetic=True,
                       non_cooperators="shapley"):
     """The masks of :func:`_shear_masks` flattened to (n, P * 2^K * 2 + 2, P), followed by
     the empty and the full coalition (one array, ready for the value function)."""
     from ._shear_kernels import shear_coalitions
 
     cooperators = np.ascontiguousarray(cooperators, dtype=np.int64)
-    row_ids = np.ascontiguousarray(row_ids, dtype=np.int64)
-    if row_ids.shape != cooperators.shape[:1]:
-        raise ValueError(f"row_ids must have shape ({cooperators.shape[0]},); got "
-                         f"{row_ids.shape}.")
-    return shear_coalitions(cooperators, row_ids, np.uint64(int(seed) % 2**64),
-                            bool(antithetic), non_cooperators == "shapley")
+    seeds = stream_seeds(seed, keys)
+    if np.shape(seeds) != cooperators.shape[:1]:
+        raise ValueError(f"keys must have shape ({cooperators.shape[0]},); got "
+                         f"{np.shape(keys)}.")
+    return shear_coalitions(cooperators, seeds, bool(antithetic),
+                            non_cooperators == "shapley")
 
 
 def _shear_combine(values, n_cooperators):
@@ -290,7 +307,7 @@ def _redistribute(phi, total, how):
     return phi + share * resid[:, None, :]
 
 
-def _shear_estimate(value, cooperators, row_ids, seed, *, antithetic=True,
+def _shear_estimate(value, cooperators, keys, seed, *, antithetic=True,
                     non_cooperators="shapley", efficiency="none"):
     """SHEAR estimates for a batch of rows from a value function.
 
@@ -305,7 +322,7 @@ def _shear_estimate(value, cooperators, row_ids, seed, *, antithetic=True,
     """
     cooperators = np.asarray(cooperators, dtype=np.intp)
     n, P, K = cooperators.shape
-    masks = _shear_coalitions(cooperators, row_ids, seed, antithetic=antithetic,
+    masks = _shear_coalitions(cooperators, keys, seed, antithetic=antithetic,
                               non_cooperators=non_cooperators)
     v = np.asarray(value(masks), dtype=np.float64)
     base, full = v[:, -2], v[:, -1]
@@ -618,10 +635,12 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
         Parallel workers over row batches.
     random_state : int, RandomState instance or None, default=None
         Seeds the per-row random streams: each :meth:`explain` draws one seed from it,
-        and a row's coalitions depend only on that seed and the row's position, so the
-        values do not depend on ``n_jobs`` or ``batch_size``. An int gives the same values
-        at every call; a ``RandomState`` a reproducible sequence of calls; ``None`` fresh
-        values. A ``numpy.random.Generator`` is not accepted.
+        and a row's coalitions (and random cooperators) depend only on that seed and the
+        row's content, so a row's values do not depend on the other rows explained with
+        it, their order, ``n_jobs`` or ``batch_size``, and equal rows get equal values
+        (see :mod:`sklearn_xai._random`). An int gives the same values at every call; a
+        ``RandomState`` a reproducible sequence of calls; ``None`` fresh values. A
+        ``numpy.random.Generator`` is not accepted.
 
     Attributes
     ----------
@@ -763,7 +782,7 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
     def _exact_regime(self):
         return self.n_cooperators_ == len(self.groups_) - 1
 
-    def _explain_batch(self, rows, Xa, base_seed):
+    def _explain_batch(self, rows, Xa, keys, base_seed):
         P, K = len(self.groups_), self.n_cooperators_
         Xb = Xa[rows]
         if isinstance(self.model_fn_, TorchModelFunction):
@@ -781,10 +800,10 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
             if self.efficiency != "none":
                 phi = _redistribute(phi, full - base, self.efficiency)
             return phi, base, coop, None
-        row_ids = np.arange(rows.start, rows.stop)
+        keys = keys[rows]
         eta = None
         if self.cross_contribution_ == "random":
-            coop = _random_cooperators(P, K, row_generators(base_seed, row_ids))
+            coop = _random_cooperators(P, K, keys, base_seed)
         else:
             if self.cross_contribution_ == "hessian":
                 eta = _cross_contribution_hessian(
@@ -795,14 +814,18 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
                 eta = _cross_contribution_finite_difference(game.value, n, P)
             coop = _top_k_cooperators(eta, K)
         phi, base, _ = _shear_estimate(
-            game.value, coop, row_ids, base_seed, antithetic=self.antithetic,
+            game.value, coop, keys, base_seed, antithetic=self.antithetic,
             non_cooperators=self.non_cooperators, efficiency=self.efficiency)
         return phi, base, coop, eta
 
     def _explain(self, X):
         Xa = as_array(X)
+        if isinstance(self.model_fn_, TorchModelFunction):
+            Xa = np.ascontiguousarray(Xa)  # torch.as_tensor rejects negative strides (X[::-1])
         base_seed = draw_base_seed(self.random_state)
-        parts = self._map_batches(self._explain_batch, Xa.shape[0], Xa, base_seed)
+        # a row's draws follow its content, not its position (see sklearn_xai._random)
+        keys = None if self._exact_regime() else row_keys(Xa)
+        parts = self._map_batches(self._explain_batch, Xa.shape[0], Xa, keys, base_seed)
         phi = np.concatenate([p[0] for p in parts])
         base = np.concatenate([p[1] for p in parts])
         coop = np.concatenate([p[2] for p in parts])

@@ -1,9 +1,10 @@
-"""Compiled kernels of SHEAR: coalition masks and the block maximum of the cross-contribution.
+"""Compiled kernels of SHEAR: coalition masks, random cooperators and the block maximum of
+the cross-contribution.
 
-The masks use a counter-based random stream per row (SplitMix64 seeded from the base seed
-and the row's global position), so a row's coalitions depend on ``random_state`` and its
-position only, never on the batch it is computed in or on ``n_jobs``, and a batch of rows is
-drawn in one compiled pass instead of one ``numpy.random.Generator`` per row.
+The random draws come from one SplitMix64 stream per row (:mod:`sklearn_xai._random`),
+seeded from the call's base seed and the row's content key, so a row's coalitions depend on
+``random_state`` and the row itself only, never on the other rows, their order, the batch
+or ``n_jobs``; a batch of rows is drawn in one compiled pass.
 """
 
 from __future__ import annotations
@@ -11,35 +12,62 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-
-
-@njit(cache=True, inline="always")
-def _mix64(z):
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
-
-
-@njit(cache=True, inline="always")
-def _uniform(state):
-    """Next float in [0, 1) of the SplitMix64 stream held in ``state[0]``."""
-    state[0] += _GOLDEN
-    return np.float64(_mix64(state[0]) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+from .._random import splitmix64_uniform
 
 
 @njit(cache=True)
-def shear_coalitions(cooperators, row_ids, seed, antithetic, shapley_fill):
+def random_cooperators(seeds, n_players, n_cooperators):
+    """K players drawn uniformly without replacement among the P - 1 others, per row and
+    player (the authors' ablation), sorted ascending.
+
+    Parameters
+    ----------
+    seeds : uint64 array of shape (n,)
+        The rows' stream seeds.
+    n_players, n_cooperators : int
+
+    Returns
+    -------
+    cooperators : int64 array of shape (n, P, K)
+    """
+    n = seeds.shape[0]
+    P, K = n_players, n_cooperators
+    out = np.empty((n, P, K), dtype=np.int64)
+    pool = np.empty(max(P - 1, 1), dtype=np.int64)
+    state = np.zeros(1, dtype=np.uint64)
+    for r in range(n):
+        state[0] = seeds[r]
+        for i in range(P):
+            m = 0
+            for j in range(P):
+                if j != i:
+                    pool[m] = j
+                    m += 1
+            for k in range(K):  # partial Fisher-Yates shuffle
+                # u < 1, but u * (m - k) can round up to m - k
+                q = k + min(int(splitmix64_uniform(state) * (m - k)), m - k - 1)
+                v = pool[q]
+                pool[q] = pool[k]
+                pool[k] = v
+            for k in range(K):  # insertion sort of the K chosen
+                v = pool[k]
+                q = k
+                while q > 0 and out[r, i, q - 1] > v:
+                    out[r, i, q] = out[r, i, q - 1]
+                    q -= 1
+                out[r, i, q] = v
+    return out
+
+
+@njit(cache=True)
+def shear_coalitions(cooperators, seeds, antithetic, shapley_fill):
     """SHEAR coalitions of a batch of rows, plus the empty and the full coalition.
 
     Parameters
     ----------
     cooperators : int64 array of shape (n, P, K)
-    row_ids : int64 array of shape (n,)
-        Global positions of the rows (their random streams).
-    seed : uint64
+    seeds : uint64 array of shape (n,)
+        The rows' stream seeds (:func:`sklearn_xai._random.stream_seeds`).
     antithetic : bool
         Pair subset t with 2^K - 1 - t (the complement of T in S_i) and the complement of
         its random fill of the non-cooperators (needs K >= 1).
@@ -64,7 +92,7 @@ def shear_coalitions(cooperators, row_ids, seed, antithetic, shapley_fill):
     order = np.empty(K + 1)
     state = np.zeros(1, dtype=np.uint64)
     for r in range(n):
-        state[0] = _mix64(seed ^ _mix64(np.uint64(row_ids[r]) + _GOLDEN))
+        state[0] = seeds[r]
         for i in range(P):
             is_coop[:] = False
             for k in range(K):
@@ -75,7 +103,7 @@ def shear_coalitions(cooperators, row_ids, seed, antithetic, shapley_fill):
                     size += (t >> k) & 1
                 if shapley_fill:
                     for k in range(K + 1):  # insertion sort of K + 1 uniforms
-                        v = _uniform(state)
+                        v = splitmix64_uniform(state)
                         q = k
                         while q > 0 and order[q - 1] > v:
                             order[q] = order[q - 1]
@@ -97,7 +125,7 @@ def shear_coalitions(cooperators, row_ids, seed, antithetic, shapley_fill):
                 for j in range(P):
                     if j == i or is_coop[j]:
                         continue
-                    present = _uniform(state) < u
+                    present = splitmix64_uniform(state) < u
                     masks[r, c, j] = present
                     masks[r, c + 1, j] = present
                     if paired:
