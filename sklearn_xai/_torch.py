@@ -281,7 +281,7 @@ class TorchModelFunction:
         """``X`` as a tensor of the module's dtype on its device; ``name`` is used in errors."""
         torch = _import_torch()
         self._module()  # place the module before any torch.func transform is entered
-        X = np.asarray(X)
+        X = np.ascontiguousarray(X)  # torch refuses negative strides (X[::-1])
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {X.shape}.")
         if X.dtype.kind not in "biuf":

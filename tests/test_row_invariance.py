@@ -284,3 +284,39 @@ def test_shear_dask_map_partitions_reproduces_a_serial_run(forest_data):
         lambda part: pd.DataFrame(exp.transform(part.to_numpy()), index=part.index,
                                   columns=meta.columns), meta=meta)
     np.testing.assert_array_equal(parts.compute(scheduler="sync").to_numpy(), serial)
+
+
+@pytest.mark.parametrize("estimator", ["permutation", "kernel"])
+def test_knockoff_shap_rows_do_not_depend_on_the_other_rows(estimator):
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_xai import KnockoffSHAP
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4))
+    y = (X[:, 0] * X[:, 1] + X[:, 2] > 0).astype(int)
+    explainer = KnockoffSHAP(LogisticRegression(), n_knockoffs=3, estimator=estimator,
+                             n_evals=8, random_state=0).fit(X, y)
+    whole = explainer.explain(X[:20]).values
+    np.testing.assert_allclose(explainer.explain(X[5:15]).values, whole[5:15], rtol=1e-12)
+    np.testing.assert_allclose(explainer.explain(X[:20][::-1]).values, whole[::-1],
+                               rtol=1e-12)
+    dup = explainer.explain(X[[3, 3, 7]]).values
+    np.testing.assert_allclose(dup[0], dup[1], rtol=1e-12)
+    np.testing.assert_allclose(dup[0], whole[3], rtol=1e-12)
+
+
+def test_knockoff_sage_does_not_depend_on_row_order():
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_xai import KnockoffSAGE
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    explainer = KnockoffSAGE(LogisticRegression(), n_knockoffs=2, n_permutations=4,
+                             convergence_tol=None, random_state=0).fit(X, y)
+    perm = rng.permutation(60)
+    a = explainer.explain(X, y).values
+    b = explainer.explain(X[perm], y[perm]).values
+    np.testing.assert_allclose(b, a, rtol=1e-10)

@@ -6,7 +6,6 @@ the explained row, so every row the model is asked about is distributed like rea
 and a model that detects off-manifold queries cannot steer the explanation.
 """
 
-import hashlib
 import warnings
 from numbers import Integral, Real
 
@@ -17,6 +16,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._explanation import Attribution, GlobalImportance
+from .._random import row_keys
 from .._utils import draw_base_seed, row_generators, take_rows
 from ..base import (
     AttributionMixin,
@@ -59,16 +59,6 @@ def _fit_sampler(sampler, X, random_state):
         sampler = SequentialKnockoffs(random_state=draw_base_seed(random_state)) \
             if _has_categorical(X) else GaussianKnockoffs()
     return clone(sampler).fit(X)
-
-
-def _row_keys(data):
-    """One 64-bit key per row from its content: a row's random draws then depend only on
-    the row itself, not on its position, its batch or the other rows explained with it."""
-    keys = []
-    for row in data:
-        raw = row.tobytes() if data.dtype != object else repr(tuple(row)).encode()
-        keys.append(int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little"))
-    return np.asarray(keys, dtype=np.uint64)
 
 
 def _draw_knockoffs(sampler, X_rows, n_knockoffs, seed, keys):
@@ -292,7 +282,7 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         data = as_array(X)
         seed = draw_base_seed(self.random_state)
         ko_seed = _sub_seed(seed, 1)
-        keys = _row_keys(data)
+        keys = row_keys(data)
 
         def run(rows):
             if self.imputation == "knockoff":
@@ -550,16 +540,16 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         P = len(self.groups_)
         seed = draw_base_seed(self.random_state)
         ko_seed = _sub_seed(seed, 1)
+        keys = row_keys(data)
 
         def losses(rows, masks):
             """Losses of the rows ``rows`` (a slice) for coalitions ``masks``: (C, P) shared
             or (n_rows, C, P) per row. Knockoffs are drawn here, one batch at a time (row
-            ``i`` from its own stream keyed by ``i``, so the draws do not depend on the
+            ``i`` from its own stream keyed by its content, so the draws do not depend on the
             batches)."""
             if self.imputation == "knockoff":
                 imputation = _draw_knockoffs(self.sampler_, take_rows(X, rows),
-                                             self.n_knockoffs, ko_seed,
-                                             range(rows.start, rows.stop))
+                                             self.n_knockoffs, ko_seed, keys[rows])
             else:
                 imputation = self.background_
             game = ImputationGame(self.model_fn_, data[rows], imputation,
@@ -576,14 +566,14 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
             std = samples.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(P)
             return GlobalImportance(values, std, list(self.player_names_), 0, True,
                                     self.loss_, self.imputation)
-        return self._permutation_sage(losses, n, P, seed)
+        return self._permutation_sage(losses, n, P, seed, keys)
 
-    def _permutation_sage(self, losses, n, P, seed):
+    def _permutation_sage(self, losses, n, P, seed, keys):
         """Permutation rounds until the stop rule of ``convergence_tol`` or the cap."""
         ends_masks = np.array([np.zeros(P, bool), np.ones(P, bool)])
         ends = np.concatenate(self._map_batches(lambda rows: losses(rows, ends_masks), n))
         cap = MAX_PERMUTATION_ROUNDS if self.n_permutations is None else self.n_permutations
-        gens = row_generators(seed, range(n))
+        gens = row_generators(seed, keys)  # keyed by content: row order does not matter
         steps = np.arange(1, P)[None, :, None]
         # running sums of the credits minus the first round's mean (no cancellation in the
         # variance when the credits are large and nearly equal)
