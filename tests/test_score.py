@@ -7,7 +7,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import GridSearchCV
 
-from sklearn_xai import ShearExplainer
+from sklearn_xai import KnockoffSAGE, ShearExplainer
 from sklearn_xai.metrics import faithfulness_correlation
 
 
@@ -98,3 +98,28 @@ def test_a_rows_score_does_not_depend_on_the_other_rows():
     whole = [faithfulness_correlation(explainer.model_fn_, X[i:i + 1], att[i:i + 1],
                                       explainer.reference_) for i in range(10)]
     assert explainer.score(X[:10]) == pytest.approx(np.mean(whole), rel=1e-12)
+
+
+class _NegatedSAGE(KnockoffSAGE):
+    """SAGE whose importances are negated (a broken explainer for the score to catch)."""
+
+    def explain(self, X, y):
+        result = super().explain(X, y)
+        result.importances = -np.asarray(result.importances)
+        return result
+
+
+@pytest.mark.parametrize("imputation", ["marginal", "knockoff"])
+def test_knockoff_sage_score_rewards_the_right_sign(imputation):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = 3 * X[:, 0] + X[:, 1] + 0.5 * X[:, 2] + 0.1 * rng.normal(size=300)
+    kw = {"n_knockoffs": 2, "estimator": "exact", "imputation": imputation,
+          "random_state": 0}
+    if imputation == "marginal":
+        kw["background"] = X[:50]
+    good = KnockoffSAGE(LinearRegression(), **kw).fit(X, y)
+    bad = _NegatedSAGE(LinearRegression(), **kw).fit(X, y)
+    s_good, s_bad = good.score(X[:100], y[:100]), bad.score(X[:100], y[:100])
+    assert s_good > 0.9
+    assert s_bad < -0.9

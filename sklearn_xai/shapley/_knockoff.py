@@ -534,28 +534,11 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         """
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        data = as_array(X)
-        n = data.shape[0]
+        n = X.shape[0]
         y, classes = self._check_y(y, n)
         P = len(self.groups_)
         seed = draw_base_seed(self.random_state)
-        ko_seed = _sub_seed(seed, 1)
-        keys = row_keys(data)
-
-        def losses(rows, masks):
-            """Losses of the rows ``rows`` (a slice) for coalitions ``masks``: (C, P) shared
-            or (n_rows, C, P) per row. Knockoffs are drawn here, one batch at a time (row
-            ``i`` from its own stream keyed by its content, so the draws do not depend on the
-            batches)."""
-            if self.imputation == "knockoff":
-                imputation = _draw_knockoffs(self.sampler_, take_rows(X, rows),
-                                             self.n_knockoffs, ko_seed, keys[rows])
-            else:
-                imputation = self.background_
-            game = ImputationGame(self.model_fn_, data[rows], imputation,
-                                  groups=self.groups_, batch_size=self.batch_size)
-            masks = masks(rows) if callable(masks) else masks
-            return _loss_values(self.loss_, game.value(masks), y[rows], classes)
+        losses, keys = self._loss_function(X, y, classes, seed)
 
         if self.estimator == "exact" or P == 1:
             # one player: its Shapley value is exactly loss(empty) - loss(full)
@@ -567,6 +550,67 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
             return GlobalImportance(values, std, list(self.player_names_), 0, True,
                                     self.loss_, self.imputation)
         return self._permutation_sage(losses, n, P, seed, keys)
+
+    def _loss_function(self, X, y, classes, seed):
+        """``losses(rows, masks)`` of validated rows, and the rows' content keys.
+
+        ``losses`` gives the losses of the rows ``rows`` (a slice) for coalitions
+        ``masks``, (C, P) shared or (n_rows, C, P) per row (or a callable of ``rows``
+        returning them), shape (n_rows, C). Knockoffs are drawn inside, one batch at a
+        time (row ``i`` from its own stream keyed by its content, so the draws depend on
+        neither the batches nor the other rows).
+        """
+        data = as_array(X)
+        ko_seed = _sub_seed(seed, 1)
+        keys = row_keys(data)
+
+        def losses(rows, masks):
+            if self.imputation == "knockoff":
+                imputation = _draw_knockoffs(self.sampler_, take_rows(X, rows),
+                                             self.n_knockoffs, ko_seed, keys[rows])
+            else:
+                imputation = self.background_
+            game = ImputationGame(self.model_fn_, data[rows], imputation,
+                                  groups=self.groups_, batch_size=self.batch_size)
+            masks = masks(rows) if callable(masks) else masks
+            return _loss_values(self.loss_, game.value(masks), y[rows], classes)
+
+        return losses, keys
+
+    def score(self, X, y):
+        """Faithfulness correlation of the global importances on ``(X, y)`` (higher is
+        better).
+
+        For 64 random player subsets ``S`` (each player in with probability 1/2; the same
+        subsets for every call), the Pearson correlation between the sum of the
+        importances of ``S`` and the increase of the mean loss on ``(X, y)`` when the
+        players of ``S`` are removed (imputed as in :meth:`explain`). Importances of the
+        wrong sign score below 0, random ones near 0; SAGE values of a model whose loss is
+        additive over players score 1.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        float in [-1, 1]
+        """
+        from ..metrics import _pearson_over_axis1
+
+        importances = self.explain(X, y).values
+        X = self._validate_X(X, reset=False)
+        n = X.shape[0]
+        y, classes = self._check_y(y, n)
+        P = len(self.groups_)
+        subsets = np.random.default_rng(0).random((64, P)) < 0.5
+        masks = np.vstack([np.ones((1, P), dtype=bool), ~subsets])  # kept players
+        losses, _ = self._loss_function(X, y, classes, draw_base_seed(self.random_state))
+        L = np.concatenate(self._map_batches(lambda rows: losses(rows, masks), n))
+        increase = L[:, 1:].mean(axis=0) - L[:, 0].mean()
+        sums = subsets.astype(np.float64) @ np.asarray(importances, dtype=np.float64)
+        return float(_pearson_over_axis1(sums[None, :, None], increase[None, :, None])[0, 0])
 
     def _permutation_sage(self, losses, n, P, seed, keys):
         """Permutation rounds until the stop rule of ``convergence_tol`` or the cap."""
