@@ -25,7 +25,8 @@ class Attribution:
     feature_names : list of str, length n_players
         Names of the players (group names when features were grouped).
     output_names : list of str, length n_outputs
-        What each output is, e.g. ``"P(>50K)"`` or ``"margin"``.
+        What each output is, e.g. ``"proba(>50K)"``, ``"margin(1)"`` or ``"predict"``: the
+        same name for the same output in every explainer (see the quickstart).
     extras : dict
         Method-specific additions (interaction values, cooperators, standard errors, ...),
         documented by each explainer.

@@ -39,6 +39,40 @@ def resolve_response_method(model, response_method):
     return response_method
 
 
+def output_names(quantity, labels=None, columns=None, width=None):
+    """Names of explained outputs, the same in every explainer.
+
+    * ``proba(c)``: the probability of class ``c`` (``predict_proba``, a network's
+      softmax/sigmoid, TreeSHAP's ``model_output="probability"``);
+    * ``margin(c)``: the raw score of class ``c`` (``decision_function``, a network's logit,
+      a boosted model's margin);
+    * ``predict`` / ``predict[k]``: a regressor's (or an unlabelled network's) output ``k``;
+      ``margin`` / ``margin[k]`` when the raw score is not the prediction (a link
+      function, a ``decision_function`` without classes).
+
+    Parameters
+    ----------
+    quantity : {"proba", "margin", "predict"}
+    labels : list or None
+        Class labels of the explained outputs (class outputs).
+    columns : list of int or None
+        Output positions of the explained outputs (other outputs).
+    width : int or None
+        Number of outputs of the model (other outputs; 1 gives the bare name).
+
+    Returns
+    -------
+    list of str
+    """
+    if labels is not None:
+        return [f"{quantity}({c})" for c in labels]
+    if columns is None:
+        columns = range(width)
+        if width == 1:
+            return [quantity]
+    return [f"{quantity}[{k}]" for k in columns]
+
+
 def model_name(model):
     """The class name of a model, looking through ``FrozenEstimator``."""
     from sklearn.frozen import FrozenEstimator
@@ -226,14 +260,14 @@ def make_model_function(model, response_method, target, X_probe, template=None, 
     if classes is not None and method in ("predict_proba", "decision_function"):
         classes = list(np.asarray(classes).tolist())
         n_classes = len(classes)
-        prefix = "P" if method == "predict_proba" else "decision"
+        quantity = "proba" if method == "predict_proba" else "margin"
         if target is not None and target not in classes:
             raise ValueError(f"target={target!r} is not one of the model's classes {classes}.")
         if method == "decision_function" and n_classes == 2:
             chosen = classes[1] if target is None else target
             sign = 1.0 if chosen == classes[1] else -1.0
-            fn = ModelFunction(model, method, None, [f"{prefix}({chosen})"], template, sign,
-                               batch_size)
+            fn = ModelFunction(model, method, None, output_names(quantity, [chosen]), template,
+                               sign, batch_size)
             _check_output_width(fn, X_probe, 1, "one column for a binary classifier")
             return fn
         if target is not None:
@@ -242,7 +276,7 @@ def make_model_function(model, response_method, target, X_probe, template=None, 
             cols = [1]
         else:
             cols = list(range(n_classes))
-        fn = ModelFunction(model, method, cols, [f"{prefix}({classes[c]})" for c in cols],
+        fn = ModelFunction(model, method, cols, output_names(quantity, [classes[c] for c in cols]),
                            template, 1.0, batch_size)
         _check_output_width(fn, X_probe, n_classes,
                             f"one column per class of classes_ ({n_classes})")
@@ -254,7 +288,7 @@ def make_model_function(model, response_method, target, X_probe, template=None, 
         )
     probe = ModelFunction(model, method, None, ["y"], template, 1.0, None)
     width = probe_model(model, method, probe.to_model_input(X_probe), X_probe).shape[1]
-    names = [method] if width == 1 else [f"{method}[{k}]" for k in range(width)]
+    names = output_names("predict" if method == "predict" else "margin", width=width)
     return ModelFunction(model, method, None, names, template, 1.0, batch_size)
 
 

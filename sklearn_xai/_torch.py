@@ -15,6 +15,8 @@ import threading
 
 import numpy as np
 
+from ._model import output_names as _output_names
+
 __all__ = ["TorchModelFunction", "is_torch_model"]
 
 _TORCH_EXTRA = "pip install sklearn-xai[torch]"
@@ -420,7 +422,7 @@ class TorchModelFunction:
         """Names of the explained outputs (probed with one forward pass when not given)."""
         if self._output_names is None:
             if self.output_columns is not None:
-                self._output_names = [f"output_{c}" for c in self.output_columns]
+                self._output_names = _output_names("predict", columns=self.output_columns)
             else:
                 d = next((m.in_features for m in self.module.modules() if hasattr(
                     m, "in_features")), None)
@@ -428,7 +430,7 @@ class TorchModelFunction:
                     raise ValueError("Cannot infer the output width of a module without a "
                                      "Linear first layer; pass output_names.")
                 width = self(np.zeros((1, d))).shape[1]
-                self._output_names = [f"output_{c}" for c in range(width)]
+                self._output_names = _output_names("predict", width=width)
         return self._output_names
 
     @property
@@ -437,13 +439,11 @@ class TorchModelFunction:
 
     def set_output_names_from(self, X_probe):
         """Check the module on the first row of ``X_probe`` (:meth:`probe`) and name the
-        outputs ``output_<k>`` (when no names were given)."""
+        outputs ``predict[k]`` (``predict`` for one output; when no names were given)."""
         width = self.probe(X_probe).shape[1]
         if self._output_names is None:
-            cols = self.output_columns
-            if cols is None:
-                cols = range(width)
-            self._output_names = [f"output_{c}" for c in cols]
+            self._output_names = _output_names("predict", columns=self.output_columns,
+                                              width=width)
         return self
 
     # ----------------------------------------------------------------------------- API

@@ -91,11 +91,11 @@ def test_missing_response_method(clf_data):
 def test_output_selection_shapes(clf_data):
     X, y = clf_data
     binary = ToyBaselineShapley(LogisticRegression()).fit(X, y)
-    assert binary.output_names_ == ["P(1)"]
+    assert binary.output_names_ == ["proba(1)"]
     assert binary.explain(X[:3]).values.shape == (3, 4)
     assert binary.transform(X[:3]).shape == (3, 4)
     neg = ToyBaselineShapley(LogisticRegression(), target=0).fit(X, y)
-    assert neg.output_names_ == ["P(0)"]
+    assert neg.output_names_ == ["proba(0)"]
     # P(0) = 1 - P(1): attributions are exact negatives
     np.testing.assert_allclose(neg.explain(X[:3]).values, -binary.explain(X[:3]).values,
                                atol=1e-12)

@@ -160,7 +160,7 @@ def test_report_treeshap_adds_up_to_the_model_margin(files, user_report):
     assert len(outputs) == 2
     np.testing.assert_allclose([float(o[1]) for o in outputs], margin, atol=1e-4)
     # the SHEAR column is in probability units, beside the model's own probability
-    assert "SHEAR (P(1))" in section
+    assert "SHEAR (proba(1))" in section
     shown = re.findall(r"<td>model output</td><td></td><td>= base \+ sum \(exact\)</td>"
                        r"<td>(\d+\.\d+)</td>", section)
     proba = model.predict_proba(frame[FEATURES].iloc[:2])[:, 1]

@@ -440,14 +440,14 @@ def test_skorch_logit_and_probability_outputs(data, skorch_net):
     X32 = X.astype(np.float32)
     e = ShearExplainer(FrozenEstimator(skorch_net), response_method="decision_function",
                        n_evals=64).fit(X32)
-    assert e.output_names_ == ["logit(1)"]
+    assert e.output_names_ == ["margin(1)"]
     assert e.cross_contribution_ == "hessian"
     a = e.explain(X32[:4])
     with torch.no_grad():
         logits = skorch_net.module_(torch.as_tensor(X32[:4])).numpy()
     np.testing.assert_allclose(a.values.sum(1) + a.base_values, logits[:, 1], atol=1e-5)
     p = ShearExplainer(FrozenEstimator(skorch_net), n_evals=64).fit(X32)
-    assert p.output_names_ == ["P(1)"]
+    assert p.output_names_ == ["proba(1)"]
     ap = p.explain(X32[:4])
     np.testing.assert_allclose(ap.values.sum(1) + ap.base_values,
                                skorch_net.predict_proba(X32[:4])[:, 1], atol=1e-5)
@@ -590,7 +590,7 @@ def test_multi_output_module_shapes_and_exactness(data):
     e = ShearExplainer(model, n_evals=64).fit(X)
     a = e.explain(X[:3])
     assert a.values.shape == (3, 6, 3) and a.base_values.shape == (3, 3)
-    assert e.output_names_ == ["output_0", "output_1", "output_2"]
+    assert e.output_names_ == ["predict[0]", "predict[1]", "predict[2]"]
     np.testing.assert_allclose(a.values, brute_force_shapley(torch_f(model), X[:3],
                                                              e.reference_), atol=1e-10)
     one = ShearExplainer(model, n_evals=8, target=2, random_state=0).fit(X).explain(X[:3])

@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Attribution
+from .._model import output_names as _output_names
 from .._random import row_keys, stream_seeds
 from .._torch import TorchModelFunction, _shown_positions, _unwrap_frozen, is_torch_model
 from .._utils import draw_base_seed
@@ -411,7 +412,7 @@ def _torch_model_function(model, response_method, target, device, batch_size):
                 f"response_method={response_method!r} is not defined for a torch module; use "
                 "'auto' (the module output).")
         cols = None if target is None else [int(target)]
-        names = None if target is None else [f"output_{int(target)}"]
+        names = None if target is None else _output_names("predict", columns=[int(target)])
         return TorchModelFunction(net, output="raw", output_columns=cols, output_names=names,
                                   device=device, batch_size=batch_size)
     classes = getattr(net, "classes_", None)
@@ -438,10 +439,10 @@ def _torch_model_function(model, response_method, target, device, batch_size):
             raise ValueError("A NeuralNetBinaryClassifier has one logit, that of classes_[1]; "
                              f"target={target!r} cannot be explained with decision_function.")
         return TorchModelFunction(net, output="raw", output_columns=[0] if one_logit else cols,
-                                  output_names=[f"logit({c})" for c in chosen], device=device,
+                                  output_names=_output_names("margin", chosen), device=device,
                                   batch_size=batch_size)
     return TorchModelFunction(net, output="proba", output_columns=cols,
-                              output_names=[f"P({c})" for c in chosen], device=device,
+                              output_names=_output_names("proba", chosen), device=device,
                               batch_size=batch_size)
 
 
