@@ -652,8 +652,10 @@ def explain_matrix(workload, explainer, out, progress, *, n_rows=None, n_backgro
                    seed=0):
     """Write the attribution matrix of ``explainer`` on the workload's rows to ``out``.
 
-    The file has one row per explained row and one column per player (``feature`` or
-    ``output:feature`` with several outputs), in CSV or parquet by the file extension.
+    The file has one row per explained row, a ``base_value:<output>`` column per explained
+    output (named as in every explainer, e.g. ``margin(1)``) and one column per player
+    (``feature``, or ``output:feature`` with several outputs), in CSV or parquet by the
+    file extension.
     The explainer is fitted on the first ``n_background`` rows of ``workload.X``
     (``None``: all).
     """
@@ -665,8 +667,8 @@ def explain_matrix(workload, explainer, out, progress, *, n_rows=None, n_backgro
     if att.n_outputs > 1:
         frame.columns = [f"{o}:{f}" for o, f in frame.columns]
     base = att.base_values
-    if base.ndim == 1:
-        frame.insert(0, "base_value", base)
+    if base.ndim == 1:  # the column's name says which output the file holds
+        frame.insert(0, f"base_value:{att.output_names[0]}", base)
     else:
         for k, o in enumerate(att.output_names):
             frame.insert(k, f"base_value:{o}", base[:, k])

@@ -234,7 +234,7 @@ def test_model_without_feature_names_takes_columns_by_position(tmp_path, capsys)
     assert "no feature names" in err and "by position" in err
     assert "debt, age, income" in err
     got = pd.read_csv(out, index_col="row")
-    assert list(got.columns) == ["base_value", "debt", "age", "income"]
+    assert list(got.columns) == ["base_value:margin(1)", "debt", "age", "income"]
     ref = TreeShapExplainer(FrozenEstimator(model)).fit(X[["debt", "age", "income"]].to_numpy())
     ref = ref.explain(X[["debt", "age", "income"]].to_numpy()[:6])
     np.testing.assert_allclose(got.iloc[:, 1:].to_numpy(), ref.values, atol=1e-12)
@@ -275,7 +275,7 @@ def test_csv_headers_are_spreadsheet_safe(tmp_path, capsys):
     assert code == 0, err
     with open(out, newline="", encoding="utf-8") as fh:
         header, *body = list(csv.reader(fh))
-    assert header == ["row", "base_value"] + ["'" + n for n in _DANGEROUS] + ["plain"]
+    assert header == ["row", "base_value:margin(1)"] + ["'" + n for n in _DANGEROUS] + ["plain"]
     # numbers stay numbers, negative ones included
     values = np.array([[float(c) for c in r] for r in body])
     assert (values[:, 2:] < 0).any()

@@ -309,7 +309,7 @@ def test_explain_csv_matches_treeshap(files, tmp_path, capsys):
     got = pd.read_csv(out, index_col="row")
     model, X = files["model"], files["frame"][FEATURES]
     ref = TreeShapExplainer(FrozenEstimator(model)).fit(X).explain(X.iloc[:40])
-    assert list(got.columns) == ["base_value"] + list(ref.feature_names)
+    assert list(got.columns) == ["base_value:margin(1)"] + list(ref.feature_names)
     np.testing.assert_allclose(got[ref.feature_names].to_numpy(), ref.values, atol=1e-12)
     # the oracle: base + sum = the model's own margin
     total = got.to_numpy().sum(axis=1)
@@ -331,9 +331,9 @@ def test_explain_parquet_shear(files, tmp_path, capsys):
     X = files["frame"][FEATURES]
     shear = ShearExplainer(FrozenEstimator(files["model"]), n_evals=16, random_state=7).fit(X)
     ref = shear.explain(X.iloc[:5])
-    assert list(got.columns) == ["base_value"] + FEATURES
+    assert list(got.columns) == ["base_value:proba(1)"] + FEATURES
     np.testing.assert_allclose(got[FEATURES].to_numpy(), ref.values, atol=1e-12)
-    np.testing.assert_allclose(got["base_value"], ref.base_values, atol=1e-12)
+    np.testing.assert_allclose(got["base_value:proba(1)"], ref.base_values, atol=1e-12)
 
 
 def test_explain_knockoff_is_efficient(files, tmp_path, capsys):
@@ -344,7 +344,7 @@ def test_explain_knockoff_is_efficient(files, tmp_path, capsys):
                               "3", "--explainer", "knockoff", "--out", out], capsys)
     assert code == 0, err
     got = pd.read_csv(out, index_col="row")
-    assert list(got.columns) == ["base_value"] + FEATURES
+    assert list(got.columns) == ["base_value:proba(1)"] + FEATURES
     proba = files["model"].predict_proba(files["frame"][FEATURES].iloc[:3])[:, 1]
     np.testing.assert_allclose(got.to_numpy().sum(axis=1), proba, atol=1e-9)
     assert not np.allclose(got[FEATURES].to_numpy(), 0)
