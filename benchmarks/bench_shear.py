@@ -3,13 +3,14 @@
 13 players (5 standardised numeric features, 8 one-hot categorical groups), a skorch MLP
 64-64 with softplus, the class-1 logit explained against one reference row (numeric means,
 most frequent category of each group). Ground truth: exact enumeration of the 2^13
-coalitions. For each budget N (model evaluations per player, M*N per row) we compare
+coalitions. For each budget N (``n_evals``: coalition evaluations per player and row, the
+package's one budget unit; M*N + 2 per row) we compare
 
 * SHEAR (``ShearExplainer``, Hessian cooperators) with the unbiased Beta fill
   (``non_cooperators="shapley"``, our default) and with the authors' uniform fill;
 * SHEAR with finite-difference and with random cooperators (the paper's ablation);
-* antithetic permutation sampling and KernelSHAP (the package's estimators) at the same
-  budget of M*N coalition evaluations per row;
+* antithetic permutation sampling and KernelSHAP (the package's ``"permutation"`` and
+  ``"kernel"`` algorithms) at the same ``n_evals = N``;
 
 on absolute error (sum over players of |phi_hat - phi|, mean over rows) and the paper's
 weighted ranking accuracy of signed values, and time SHEAR with and without its
@@ -169,11 +170,11 @@ def main(argv=None):
             ref[0].astype(np.float64),
             e.col_to_player_, M), args.repeats)
         g = ImputationGame(fn, X, ref, groups=base.groups_)
-        t, res = timed(lambda: perm(g, M * N, row_generators(0, range(rows)), antithetic=True),
+        t, res = timed(lambda: perm(g, N, row_generators(0, range(rows)), antithetic=True),
                        args.repeats)
         phi = res[0][:, :, 0]
         row["aps_time"], row["aps_ae"], row["aps_acc"] = t, absolute_error(phi, truth), acc_of(phi)
-        t, res = timed(lambda: kernel_shapley(g, M * N, row_generators(0, range(rows))),
+        t, res = timed(lambda: kernel_shapley(g, N, row_generators(0, range(rows))),
                        1 if N >= 64 else args.repeats)
         phi = res[0][:, :, 0]
         row["ks_time"], row["ks_ae"], row["ks_acc"] = t, absolute_error(phi, truth), acc_of(phi)

@@ -132,7 +132,6 @@ KNOWN_DOCSTRING_ISSUES = [
     ("sklearn_xai._explanation.Attribution.plot_bar", "Undefined substitution referenced"),
     ("sklearn_xai.datasets._loaders.load_shared_dataset", "Malformed table"),
     ("sklearn_xai.datasets._loaders.load_shared_dataset", "Inline literal start-string"),
-    ("sklearn_xai.shapley._game.ImputationGame.value", "Block quote ends without a blank"),
 ]
 # doc/benchmarks.md is written by the benchmark authors; until one exists the glob that
 # includes it matches nothing, which is not an error.

@@ -16,7 +16,7 @@ detector lets the biased behaviour through and the explanation shows it.
 This example rebuilds the attack on the processed German Credit data: 28 standardised
 features, a 90/10 split, and a detector with 100 trees trained on each training row
 repeated 10 times against 50,000 k-means(10) hybrids. It then explains the 100 test
-rows with the same permutation estimator under both imputations.
+rows with the same permutation algorithm under both imputations.
 
 The knockoffs are Gaussian (MVR) with ``support="observed"``. Rounding each value to
 one its column took in training keeps binary and integer columns plausible. Without
@@ -52,11 +52,12 @@ print(f"detector trained in {time.perf_counter() - start:.1f} s; "
 # %%
 # Explain the adversary with both imputations
 # -------------------------------------------
-# Both use the same estimator: antithetic permutation sampling with 8 permutations
-# per row (2 + 27 * 8 coalition evaluations). The marginal explainer uses the
-# attacker's own k-means background, as in Slack et al.
+# Both use the same algorithm: antithetic permutation sampling. ``n_evals=8``
+# coalition evaluations per player and row buy 8 * 28 // 27 = 8 permutations per row
+# (8 * 27 + 2 coalition evaluations). The marginal explainer uses the attacker's own
+# k-means background, as in Slack et al.
 
-common = {"estimator": "permutation", "n_evals": 2 + 27 * 8, "random_state": 0}
+common = {"algorithm": "permutation", "n_evals": 8, "random_state": 0}
 marginal = KnockoffSHAP(FrozenEstimator(adversary), imputation="marginal",
                         background=adversary.background_, **common).fit(X_train)
 knockoff = KnockoffSHAP(FrozenEstimator(adversary), n_knockoffs=50,

@@ -21,6 +21,8 @@ from itertools import combinations
 
 import numpy as np
 
+from .shapley._game import Game
+
 __all__ = [
     "DividendGame",
     "sum_games",
@@ -36,8 +38,9 @@ __all__ = [
 ]
 
 
-class DividendGame:
-    """A game given by its Harsanyi dividends, one value per explained row.
+class DividendGame(Game):
+    """A :class:`~sklearn_xai.shapley.Game` given by its Harsanyi dividends, one value per
+    explained row.
 
     Parameters
     ----------
@@ -57,7 +60,7 @@ class DividendGame:
     """
 
     def __init__(self, n_players, terms, n_rows=1, constant=0.0):
-        self.n_players = int(n_players)
+        self._n_players = int(n_players)
         self.n_rows_ = int(n_rows)
         self.terms = {tuple(sorted(T)): np.broadcast_to(np.asarray(d, dtype=np.float64),
                                                         (self.n_rows_,)).copy()
@@ -69,6 +72,10 @@ class DividendGame:
         self.dummy_players = [p for p in range(self.n_players) if p not in used]
         self.symmetric_pairs = [
             (i, j) for i, j in combinations(range(self.n_players), 2) if self._symmetric(i, j)]
+
+    @property
+    def n_players(self):
+        return self._n_players
 
     @property
     def n_rows(self):
@@ -89,15 +96,15 @@ class DividendGame:
         return True
 
     def value(self, masks, rows=None, count=True):
-        """``v(S)`` for boolean masks (C, P) or (n_rows, C, P) -> (n_rows, C, 1)."""
-        masks = np.asarray(masks, dtype=bool)
+        """``v(S)`` for boolean masks (C, P) or (n_rows, C, P) -> (n_rows, C, 1); see
+        :meth:`sklearn_xai.shapley.Game.value`."""
+        masks, row_ids = self._check_masks(masks, rows)
         if masks.ndim == 2:
-            masks = np.broadcast_to(masks, (self.n_rows,) + masks.shape)
-        out = np.repeat(self.constant[:, None], masks.shape[1], axis=1)
+            masks = np.broadcast_to(masks, (row_ids.size,) + masks.shape)
+        out = np.repeat(self.constant[row_ids, None], masks.shape[1], axis=1)
         for T, d in self.terms.items():
-            out = out + masks[:, :, list(T)].all(axis=2) * d[:, None]
-        if count:
-            self.n_evaluations += masks.shape[0] * masks.shape[1]
+            out = out + masks[:, :, list(T)].all(axis=2) * d[row_ids, None]
+        self._count(masks.shape[0], masks.shape[1], count)
         return out[:, :, None]
 
     def shapley_values(self):

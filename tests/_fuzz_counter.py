@@ -6,3 +6,5 @@
 from collections import Counter
 
 CASES = Counter()  # (explainer, method) -> number of generated inputs tried
+# (explainer, outcome) -> inputs that ended so: "worked", "raised ValueError", ...
+OUTCOMES = Counter()

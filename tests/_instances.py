@@ -120,7 +120,7 @@ from sklearn_xai.shapley import KnockoffSAGE as _KoSAGE  # noqa: E402
 from sklearn_xai.shapley import KnockoffSHAP as _KoSHAP  # noqa: E402
 
 INSTANCES["KnockoffSHAP"] = [
-    lambda: _KoSHAP(_KoLinear(), n_knockoffs=2, estimator="permutation", n_evals=40,
+    lambda: _KoSHAP(_KoLinear(), n_knockoffs=2, algorithm="permutation", n_evals=8,
                     random_state=0),
 ]
 INSTANCES["KnockoffSAGE"] = [

@@ -4,22 +4,23 @@ import numpy as np
 from sklearn.base import _fit_context
 
 from sklearn_xai._explanation import Attribution
+from sklearn_xai._random import row_keys
 from sklearn_xai._utils import draw_base_seed, row_generators
 from sklearn_xai.base import AttributionMixin, BaseExplainer, as_array, reference_row
-from sklearn_xai.shapley import ImputationGame, exact_shapley, permutation_shapley
+from sklearn_xai.shapley import ALGORITHMS, ImputationGame
 
 
 class ToyBaselineShapley(AttributionMixin, BaseExplainer):
     """Baseline Shapley values against the mean reference row (exact or permutation)."""
 
     _parameter_constraints = {**BaseExplainer._parameter_constraints,
-                              "estimator": "no_validation", "n_evals": "no_validation",
+                              "algorithm": "no_validation", "n_evals": "no_validation",
                               "random_state": ["random_state"]}
 
-    def __init__(self, model=None, *, estimator="exact", n_evals=32, response_method="auto",
+    def __init__(self, model=None, *, algorithm="exact", n_evals=32, response_method="auto",
                  target=None, batch_size=64, n_jobs=None, random_state=None):
         self.model = model
-        self.estimator = estimator
+        self.algorithm = algorithm
         self.n_evals = n_evals
         self.response_method = response_method
         self.target = target
@@ -42,10 +43,9 @@ class ToyBaselineShapley(AttributionMixin, BaseExplainer):
 
         def run(rows):
             game = ImputationGame(self.model_fn_, data[rows], self.reference_)
-            if self.estimator == "exact":
-                return exact_shapley(game)
-            gens = row_generators(seed, range(rows.start, rows.stop))
-            return permutation_shapley(game, self.n_evals, gens)
+            gens = None if self.algorithm == "exact" else row_generators(
+                seed, row_keys(data[rows]))
+            return ALGORITHMS[self.algorithm](game, self.n_evals, gens)
 
         parts = self._map_batches(run, data.shape[0])
         phi = np.concatenate([p[0] for p in parts])

@@ -35,3 +35,8 @@ def pytest_terminal_summary(terminalreporter):
     for name, parts in by_explainer.items():
         terminalreporter.write_line(f"{name}: {', '.join(parts)}")
     terminalreporter.write_line(f"total generated inputs: {sum(cases.values())}")
+    outcomes = {}
+    for (name, outcome), k in sorted(counter.OUTCOMES.items()):
+        outcomes.setdefault(name, []).append(f"{outcome}={k}")
+    for name, parts in outcomes.items():
+        terminalreporter.write_line(f"{name} ended: {', '.join(parts)}")

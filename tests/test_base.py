@@ -121,10 +121,10 @@ def test_regressor_outputs():
 
 def test_same_seed_same_output_any_n_jobs_and_batch(clf_data):
     X, y = clf_data
-    ref = ToyBaselineShapley(LogisticRegression(), estimator="permutation", n_evals=8,
+    ref = ToyBaselineShapley(LogisticRegression(), algorithm="permutation", n_evals=8,
                              random_state=3, batch_size=80).fit(X, y).explain(X[:20]).values
     for n_jobs, batch in [(1, 1), (2, 7), (2, 3)]:
-        other = ToyBaselineShapley(LogisticRegression(), estimator="permutation", n_evals=8,
+        other = ToyBaselineShapley(LogisticRegression(), algorithm="permutation", n_evals=8,
                                    random_state=3, batch_size=batch, n_jobs=n_jobs)
         # the random draws are identical; only BLAS rounding of different batch shapes differs
         np.testing.assert_allclose(other.fit(X, y).explain(X[:20]).values, ref, rtol=1e-12,
@@ -133,7 +133,7 @@ def test_same_seed_same_output_any_n_jobs_and_batch(clf_data):
 
 def test_pickle_reproduces(clf_data):
     X, y = clf_data
-    exp = ToyBaselineShapley(LogisticRegression(), estimator="permutation",
+    exp = ToyBaselineShapley(LogisticRegression(), algorithm="permutation",
                              random_state=0).fit(X, y)
     again = pickle.loads(pickle.dumps(exp))
     np.testing.assert_array_equal(again.transform(X[:5]), exp.transform(X[:5]))
@@ -146,7 +146,7 @@ def test_pipeline_gridsearch_and_set_output(clf_data):
                      ("clf", LogisticRegression())])
     pipe.fit(X, y)
     assert pipe.predict(X[:3]).shape == (3,)
-    search = GridSearchCV(ToyBaselineShapley(FrozenEstimator(model), estimator="permutation",
+    search = GridSearchCV(ToyBaselineShapley(FrozenEstimator(model), algorithm="permutation",
                                              random_state=0),
                           {"n_evals": [4, 16]}, cv=2)
     search.fit(X)

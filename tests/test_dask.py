@@ -22,7 +22,7 @@ def client():
 def _explainer_and_data():
     X, y = make_classification(n_samples=60, n_features=4, n_informative=3, n_redundant=0,
                                random_state=0)
-    exp = ToyBaselineShapley(LogisticRegression(), estimator="permutation", n_evals=12,
+    exp = ToyBaselineShapley(LogisticRegression(), algorithm="permutation", n_evals=12,
                              batch_size=7, n_jobs=-1, random_state=0).fit(X, y)
     return exp, X
 
@@ -84,8 +84,8 @@ def _kshap():
     from sklearn_xai import KnockoffSHAP
 
     X, y = _numeric()
-    return KnockoffSHAP(LogisticRegression(), n_knockoffs=3, estimator="permutation",
-                        n_evals=10, batch_size=7, random_state=0).fit(X, y), X[:30], None
+    return KnockoffSHAP(LogisticRegression(), n_knockoffs=3, algorithm="permutation",
+                        n_evals=2, batch_size=7, random_state=0).fit(X, y), X[:30], None
 
 
 def _ksage():

@@ -115,7 +115,7 @@ def test_sage_default_stop_rule_ends_with_one_feature_group():
     kw = {"n_knockoffs": 3, "feature_groups": [[0, 1, 2]], "random_state": 0}
     res = KnockoffSAGE(model, **kw).fit(X).explain(X[:20], y[:20])
     assert res.converged and res.importances.shape == (1,)
-    exact = KnockoffSAGE(model, estimator="exact", **kw).fit(X).explain(X[:20], y[:20])
+    exact = KnockoffSAGE(model, algorithm="exact", **kw).fit(X).explain(X[:20], y[:20])
     np.testing.assert_allclose(res.importances, exact.importances, rtol=1e-12)
 
 
@@ -144,11 +144,11 @@ def test_sage_permutation_cap_warns(monkeypatch):
 
 
 # -------------------------------------------------------------------- 11. SAGE memory
-@pytest.mark.parametrize("estimator", ["permutation", "exact"])
-def test_sage_draws_knockoffs_per_batch(monkeypatch, estimator):
+@pytest.mark.parametrize("algorithm", ["permutation", "exact"])
+def test_sage_draws_knockoffs_per_batch(monkeypatch, algorithm):
     X, y = _data(100, 3)
     model = FrozenEstimator(LinearRegression().fit(X, y))
-    kw = {"n_knockoffs": 3, "estimator": estimator, "n_permutations": 3,
+    kw = {"n_knockoffs": 3, "algorithm": algorithm, "n_permutations": 3,
           "convergence_tol": None, "random_state": 5}
     sizes, pending = [], []  # rows per sampler call; rows sampled before each model call
     sample, predict = GaussianKnockoffs._sample_seeded, LinearRegression.predict

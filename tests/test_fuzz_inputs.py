@@ -26,6 +26,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.compose import make_column_transformer
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.exceptions import NotFittedError
@@ -43,7 +44,7 @@ from sklearn_xai import (
     TreeShapExplainer,
 )
 
-from ._fuzz_counter import CASES
+from ._fuzz_counter import CASES, OUTCOMES
 
 KINDS_SEEN = Counter()  # (explainer, variant, kind) -> generated inputs of that kind
 
@@ -435,7 +436,45 @@ def k_ndarray_for_frame(X, y, rng, n):
     return X.to_numpy(dtype=object), y, ("may", STRS + "|" + NAMES_PAT + "|dataframe")
 
 
+def k_int_colnames(X, y, rng, n):
+    """The most common DataFrame: integer column names (scikit-learn: no feature names)."""
+    X, y = _rows(X, y, n)
+    if isinstance(X, pd.DataFrame):
+        X = X.copy()
+        X.columns = range(N_FEATURES)
+        return X, y, ("may", NAMES_PAT)
+    return pd.DataFrame(X), y, ("must", None)
+
+
+def k_nullable(X, y, rng, n):
+    """pandas' nullable dtypes (Float64, Int64, boolean) holding no missing value."""
+    X, y = _rows(X, y, n)
+    X, _ = _frame_and_numeric_col(X, rng)
+    cols = [c for c in X.columns if not isinstance(X[c].dtype, pd.CategoricalDtype)]
+    kind = str(rng.choice(["Float64", "Int64", "boolean"]))
+    for c in cols:
+        values = X[c].to_numpy(dtype=np.float64)
+        if kind == "Int64":
+            values = np.round(values * 3)
+        elif kind == "boolean":
+            values = values > 0
+        X[c] = pd.array(values, dtype=kind)
+    fitted_on_frame = len(cols) < N_FEATURES
+    return X, y, ("must", None) if fitted_on_frame else ("may", NAMES_PAT)
+
+
+def k_nullable_missing(X, y, rng, n):
+    """A nullable column holding pd.NA: NaN rules apply, named by column."""
+    X, y = _rows(X, y, n)
+    X, j = _frame_and_numeric_col(X, rng)
+    col = pd.array(X[X.columns[j]].to_numpy(dtype=np.float64), dtype="Float64")
+    col[int(rng.integers(n))] = pd.NA
+    X[X.columns[j]] = col
+    return X, y, ("may", NAN + "|" + NAMES_PAT)
+
+
 COMMON = {f.__name__[2:]: f for f in [
+    k_int_colnames, k_nullable, k_nullable_missing,
     k_nan, k_nan_all, k_inf, k_huge, k_width, k_empty, k_one_row, k_constant_rows,
     k_constant_col, k_str_col, k_numeric_str, k_complex, k_int, k_float32, k_bool, k_list,
     k_1d, k_3d, k_none, k_scalar, k_sparse, k_dup_columns, k_renamed_columns,
@@ -538,6 +577,12 @@ def _call(explainer, method, X, y):
 
 
 def _run_case(explainer, method, X, y, expect):
+    outcome = _run_case_outcome(explainer, method, X, y, expect)
+    OUTCOMES[(type(explainer).__name__, outcome)] += 1
+    return outcome
+
+
+def _run_case_outcome(explainer, method, X, y, expect):
     mode, pattern = expect
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -548,7 +593,7 @@ def _run_case(explainer, method, X, y, expect):
             assert mode != "must", f"valid input rejected: {type(exc).__name__}: {msg}"
             assert pattern is not None and re.search(pattern, msg, re.IGNORECASE), (
                 f"{type(exc).__name__} message names nothing (expected /{pattern}/): {msg!r}")
-            return "raised"
+            return f"raised {type(exc).__name__}"
     assert mode != "raise", "a bad input was accepted (silent wrong result)"
     _check_result(explainer, method, X, result)
     return "worked"
@@ -614,6 +659,8 @@ def test_fuzz_fitted(name, variant, method):
 
 def _fit_expect(kind, expect):
     """Inputs valid for explain that a fit may refuse (one row: a single class)."""
+    if kind == "nullable":
+        return ("must", None)  # fitting on such a frame is fitting on ordinary columns
     if kind in ("one_row", "constant_col", "int", "float32"):
         return ("may", r"class|sample|minimum|at least|row|constant|variance|singular")
     if kind == "y_unseen":
@@ -624,7 +671,7 @@ def _fit_expect(kind, expect):
 FIT_KINDS = ["nan", "inf", "huge", "empty", "one_row", "constant_col", "str_col",
              "numeric_str", "complex", "int", "float32", "bool", "1d", "3d", "none",
              "scalar", "sparse", "dup_columns", "object_col", "category_col",
-             *Y_KINDS]
+             "int_colnames", "nullable", "nullable_missing", *Y_KINDS]
 FIT_FRAME_KINDS = ["category_as_object", "category_nan", "unseen_category"]
 FIT_EXAMPLES = {"TreeShapExplainer": 10, "ShearExplainer": 10, "KnockoffSHAP": 4,
                 "KnockoffSAGE": 4, "MaceRecourse": 4, "P2CERecourse": 4}
@@ -659,6 +706,131 @@ def test_fuzz_fit(name, variant):
     run()
 
 
+# --------------------------------------------------------------------------- broken models
+class _BrokenModel(ClassifierMixin, BaseEstimator):
+    """A logistic regression whose ``predict_proba`` is broken on purpose (``fault``)."""
+
+    def __init__(self, fault="nan", threshold=0.0):
+        self.fault = fault
+        self.threshold = threshold
+
+    def fit(self, X, y):
+        self.inner_ = LogisticRegression().fit(X, y)
+        self.classes_ = self.inner_.classes_
+        self.n_features_in_ = self.inner_.n_features_in_
+        return self
+
+    def predict(self, X):
+        return self.inner_.predict(X)
+
+    def predict_proba(self, X):
+        P = self.inner_.predict_proba(X)
+        hit = np.asarray(X, dtype=float)[:, 0] > self.threshold
+        if self.fault == "nan":
+            P[hit] = np.nan
+        elif self.fault == "inf":
+            P[hit, 1] = np.inf
+        elif self.fault == "neg_inf":
+            P[hit, 0] = -np.inf
+        elif self.fault == "one_column":
+            P = P[:, :1]
+        elif self.fault == "three_columns":
+            P = np.hstack([P, P[:, :1]])
+        elif self.fault == "too_few_rows":
+            P = P[: max(1, len(P) - 1)]
+        elif self.fault == "flat":
+            P = P.ravel()
+        return P
+
+
+FAULTS = ["nan", "inf", "neg_inf", "one_column", "three_columns", "too_few_rows", "flat"]
+MODEL_AGNOSTIC = [n for n in NAMES if n != "TreeShapExplainer"]
+
+
+@pytest.mark.parametrize("name", MODEL_AGNOSTIC)
+@settings(max_examples=12, derandomize=True, deadline=None, database=None)
+@given(case=st.tuples(st.sampled_from(FAULTS), st.floats(-1.5, 1.5), st.integers(1, 3)))
+def test_fuzz_broken_model_outputs(name, case):
+    """Non-finite or wrongly shaped model outputs: a ValueError naming the model, in fit
+    or explain, never a silent result or an error from deep inside."""
+    from sklearn.frozen import FrozenEstimator
+
+    fault, threshold, n = case
+    X, y = _numeric_data()
+    model = FrozenEstimator(_BrokenModel(fault, threshold).fit(X, y))
+    CASES[(name, "broken-model")] += 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            explainer = _make(name, model).fit(X)
+            rows = X[:n].copy()
+            rows[:, 0] = threshold + 1.0  # every explained row hits the fault
+            _call(explainer, "explain", rows, y[:n])
+        except ValueError as exc:
+            assert "_BrokenModel" in str(exc), f"the message does not name the model: {exc}"
+            OUTCOMES[(name, "raised ValueError")] += 1
+            return
+    raise AssertionError(f"{name} accepted a model whose predict_proba is broken ({fault})")
+
+
+# --------------------------------------------------------------------------- nested params
+_HOSTILE = st.one_of(st.integers(-10, 3), st.integers(2**31, 2**63), st.floats(allow_nan=True),
+                     st.text(max_size=3), st.none(), st.booleans())
+
+
+@settings(max_examples=40, derandomize=True, deadline=None, database=None)
+@given(params=st.dictionaries(st.sampled_from(["M", "ef_construction", "ef_search",
+                                               "efSearch", "bogus"]),
+                              st.one_of(_HOSTILE, st.integers(4, 64)), max_size=3))
+def test_fuzz_hnsw_params(params):
+    """Hostile ``hnsw_params`` are refused in fit, before faiss sees them (M=1 used to
+    crash the process inside faiss, M=-1 to grow without bound)."""
+    X, y = _numeric_data()
+    CASES[("MaceRecourse", "hnsw_params")] += 1
+    explainer = MaceRecourse(LogisticRegression(), n_counterfactuals=1, refine=False,
+                             neighbors="hnsw", hnsw_params=params, n_neighbors=5,
+                             random_state=0)
+    try:
+        explainer.fit(X, y)
+    except (ValueError, TypeError) as exc:
+        assert "hnsw_params" in str(exc), str(exc)
+        OUTCOMES[("MaceRecourse", f"raised {type(exc).__name__}")] += 1
+        return
+    # accepted: every value must have been a sensible one
+    assert explainer.explain(X[:2]).n_queries == 2
+    OUTCOMES[("MaceRecourse", "worked")] += 1
+
+
+_SAMPLER_PARAMS = {
+    "method": st.one_of(st.sampled_from(["mvr", "sdp", "equicorrelated"]), st.text(max_size=4),
+                        st.none()),
+    "shrinkage": st.one_of(st.just("ledoit_wolf"), st.none(), st.floats(-1, 2), st.text(
+        max_size=3)),
+    "max_iter": st.one_of(st.integers(-3, 50), st.floats(0, 10), st.none()),
+    "tol": st.one_of(st.floats(-1, 1e-3), st.just(float("nan")), st.none()),
+}
+
+
+@settings(max_examples=30, derandomize=True, deadline=None, database=None)
+@given(params=st.fixed_dictionaries({}, optional=_SAMPLER_PARAMS))
+def test_fuzz_sampler_params(params):
+    """Hostile knockoff-sampler settings inside KnockoffSHAP: refused naming the parameter."""
+    from sklearn_xai.knockoffs import GaussianKnockoffs
+
+    X, y = _numeric_data()
+    CASES[("KnockoffSHAP", "sampler_params")] += 1
+    explainer = KnockoffSHAP(LogisticRegression(), sampler=GaussianKnockoffs(**params),
+                             n_knockoffs=2, random_state=0)
+    try:
+        explainer.fit(X, y)
+    except (ValueError, TypeError) as exc:
+        assert any(k in str(exc) for k in params), str(exc)
+        OUTCOMES[("KnockoffSHAP", f"raised {type(exc).__name__}")] += 1
+        return
+    assert np.all(np.isfinite(explainer.explain(X[:2]).values))
+    OUTCOMES[("KnockoffSHAP", "worked")] += 1
+
+
 UNFITTED = [(name, method) for name in NAMES
             for method in (["explain"] if name == "KnockoffSAGE"
                            else ["explain", "transform", "score"])]
@@ -675,6 +847,7 @@ def test_fuzz_unfitted(name, method, case):
     CASES[(name, f"unfitted-{method}")] += 1
     with pytest.raises(NotFittedError, match="not fitted"):
         _call(explainer, method, X, y)
+    OUTCOMES[(name, "raised NotFittedError")] += 1
 
 
 @pytest.mark.parametrize("key", sorted(KNOWN_DEFECTS), ids=["-".join(k) for k in

@@ -68,7 +68,7 @@ def test_exact_matches_brute_force_with_deterministic_sampler():
     X, _, model = _nonlinear_model()
     K = 3
     ex = KnockoffSHAP(FrozenEstimator(model), sampler=ShiftKnockoffs(), n_knockoffs=K,
-                      estimator="exact").fit(X)
+                      algorithm="exact").fit(X)
     att = ex.explain(X[:4])
     P = X.shape[1]
     for r in range(4):
@@ -94,7 +94,7 @@ def test_linear_model_matches_knockoff_mean_formula():
     model = LinearRegression().fit(X, y)
     K = 4000
     ex = KnockoffSHAP(FrozenEstimator(model), sampler=GaussianKnockoffs(), n_knockoffs=K,
-                      estimator="exact", random_state=0).fit(X)
+                      algorithm="exact", random_state=0).fit(X)
     x = X[:3] + 0.7
     att = ex.explain(x)
     s = ex.sampler_
@@ -106,12 +106,14 @@ def test_linear_model_matches_knockoff_mean_formula():
     assert np.all(np.abs(att.values - expected) <= tol)
 
 
-@pytest.mark.parametrize("estimator", ["kernel", "permutation"])
-def test_sampling_estimators_converge_to_exact(estimator):
+@pytest.mark.parametrize("algorithm", ["kernel", "permutation"])
+def test_sampling_algorithms_converge_to_exact(algorithm):
     X, _, model = _nonlinear_model(1)
     kw = {"sampler": GaussianKnockoffs(), "n_knockoffs": 5, "random_state": 3}
-    exact = KnockoffSHAP(FrozenEstimator(model), estimator="exact", **kw).fit(X).explain(X[:5])
-    approx = KnockoffSHAP(FrozenEstimator(model), estimator=estimator, n_evals=600,
+    exact = KnockoffSHAP(FrozenEstimator(model), algorithm="exact", **kw).fit(X).explain(X[:5])
+    # 150 coalitions per player and row: 200 permutations of the 4 players; KernelSHAP
+    # covers all 14 non-trivial coalitions and is exact
+    approx = KnockoffSHAP(FrozenEstimator(model), algorithm=algorithm, n_evals=150,
                           **kw).fit(X).explain(X[:5])
     # the same seed gives the same knockoffs, so only the coalition sampling differs
     np.testing.assert_allclose(approx.base_values, exact.base_values, atol=1e-12)
@@ -121,7 +123,7 @@ def test_sampling_estimators_converge_to_exact(estimator):
 
 def test_seeds_batches_jobs_and_pickle():
     X, _, model = _nonlinear_model(2)
-    base = KnockoffSHAP(FrozenEstimator(model), estimator="permutation", n_evals=20,
+    base = KnockoffSHAP(FrozenEstimator(model), algorithm="permutation", n_evals=5,
                         n_knockoffs=4, random_state=11).fit(X)
     a = base.explain(X[:12]).values
     np.testing.assert_array_equal(a, base.explain(X[:12]).values)
@@ -179,8 +181,10 @@ def test_shap_errors():
     X, _, model = _nonlinear_model(4, n=60)
     with pytest.raises(ValueError, match="FrozenEstimator"):
         KnockoffSHAP(model).fit(X)
-    with pytest.raises(ValueError, match="antithetic"):
-        KnockoffSHAP(FrozenEstimator(model), estimator="permutation", n_evals=4).fit(X)
+    with pytest.raises(ValueError, match="n_evals"):
+        KnockoffSHAP(FrozenEstimator(model), algorithm="permutation", n_evals=1).fit(X)
+    with pytest.raises(TypeError, match="estimator"):
+        KnockoffSHAP(FrozenEstimator(model), estimator="kernel")
     with pytest.raises(ValueError, match="sampler"):
         KnockoffSHAP(FrozenEstimator(model), sampler=LinearRegression()).fit(X)
     with pytest.raises(ValueError, match="background"):
@@ -192,7 +196,7 @@ def test_shap_errors():
     wide = np.hstack([X] * 6)
     with pytest.raises(ValueError, match="exact"):
         KnockoffSHAP(FrozenEstimator(LinearRegression().fit(wide, wide[:, 0])),
-                     estimator="exact").fit(wide)
+                     algorithm="exact").fit(wide)
 
 
 def test_german_attack_knockoffs_reveal_gender():
@@ -206,7 +210,8 @@ def test_german_attack_knockoffs_reveal_gender():
     adv = OODAdversaryClassifier(g, lr, background=10, n_hybrids=4000, repeat_real=4,
                                  min_samples_leaf=5, random_state=0).fit(Xtr)
     assert adv.fidelity(Xte) >= 0.95
-    common = {"estimator": "permutation", "n_evals": 56, "random_state": 0}
+    # 2 coalition evaluations per player and row: 2 * 28 // 27 = 2 permutations
+    common = {"algorithm": "permutation", "n_evals": 2, "random_state": 0}
     marginal = KnockoffSHAP(FrozenEstimator(adv), imputation="marginal",
                             background=adv.background_, **common).fit(Xtr).explain(Xte)
     knockoff = KnockoffSHAP(FrozenEstimator(adv), n_knockoffs=30,
@@ -246,7 +251,7 @@ def test_sage_exact_and_permutation_match_brute_force_marginal():
     X, y, model = _nonlinear_model(5, n=200, p=3)
     bg = X[:6]
     sage = KnockoffSAGE(FrozenEstimator(model), imputation="marginal", background=bg,
-                        estimator="exact").fit(X)
+                        algorithm="exact").fit(X)
     res = sage.explain(X[:30], y[:30])
     expected = _brute_sage(lambda Z: model.predict(Z), X[:30], y[:30], bg,
                            lambda t, p: float((t - p) ** 2))
@@ -268,7 +273,7 @@ def test_sage_knockoff_cross_entropy_matches_brute_force():
     y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=300) > 0).astype(int)
     clf = LogisticRegression().fit(X, y)
     sage = KnockoffSAGE(FrozenEstimator(clf), sampler=ShiftKnockoffs(0.3), n_knockoffs=4,
-                        estimator="exact").fit(X)
+                        algorithm="exact").fit(X)
     res = sage.explain(X[:20], y[:20])
     assert res.loss == "cross_entropy"
     K = 4

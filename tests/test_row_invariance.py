@@ -286,8 +286,8 @@ def test_shear_dask_map_partitions_reproduces_a_serial_run(forest_data):
     np.testing.assert_array_equal(parts.compute(scheduler="sync").to_numpy(), serial)
 
 
-@pytest.mark.parametrize("estimator", ["permutation", "kernel"])
-def test_knockoff_shap_rows_do_not_depend_on_the_other_rows(estimator):
+@pytest.mark.parametrize("algorithm", ["permutation", "kernel"])
+def test_knockoff_shap_rows_do_not_depend_on_the_other_rows(algorithm):
     from sklearn.linear_model import LogisticRegression
 
     from sklearn_xai import KnockoffSHAP
@@ -295,8 +295,8 @@ def test_knockoff_shap_rows_do_not_depend_on_the_other_rows(estimator):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 4))
     y = (X[:, 0] * X[:, 1] + X[:, 2] > 0).astype(int)
-    explainer = KnockoffSHAP(LogisticRegression(), n_knockoffs=3, estimator=estimator,
-                             n_evals=8, random_state=0).fit(X, y)
+    explainer = KnockoffSHAP(LogisticRegression(), n_knockoffs=3, algorithm=algorithm,
+                             n_evals=2, random_state=0).fit(X, y)
     whole = explainer.explain(X[:20]).values
     np.testing.assert_allclose(explainer.explain(X[5:15]).values, whole[5:15], rtol=1e-12)
     np.testing.assert_allclose(explainer.explain(X[:20][::-1]).values, whole[::-1],

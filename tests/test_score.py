@@ -114,7 +114,7 @@ def test_knockoff_sage_score_rewards_the_right_sign(imputation):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 4))
     y = 3 * X[:, 0] + X[:, 1] + 0.5 * X[:, 2] + 0.1 * rng.normal(size=300)
-    kw = {"n_knockoffs": 2, "estimator": "exact", "imputation": imputation,
+    kw = {"n_knockoffs": 2, "algorithm": "exact", "imputation": imputation,
           "random_state": 0}
     if imputation == "marginal":
         kw["background"] = X[:50]

@@ -6,11 +6,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sklearn_xai.shapley import (
+    ALGORITHMS,
     ImputationGame,
     exact_shapley,
     kernel_shapley,
     permutation_shapley,
 )
+from sklearn_xai.shapley._estimators import all_masks
 from sklearn_xai.testing import (
     DividendGame,
     check_dummy,
@@ -23,25 +25,11 @@ from sklearn_xai.testing import (
 )
 
 
-class TableGame:
-    """A game given by a table of v(S) for every coalition code."""
-
-    def __init__(self, table, n_players):
-        self.table = np.asarray(table, dtype=float)
-        self.n_players = n_players
-        self.n_rows = 1
-
-    def value(self, masks, rows=None, count=True):
-        masks = np.asarray(masks)
-        if masks.ndim == 3:
-            masks = masks[0]
-        codes = (masks * (1 << np.arange(self.n_players))).sum(axis=1)
-        return self.table[codes][None, :, None]
-
-
 def test_exact_two_feature_tree_example():
+    from sklearn_xai.shapley._knockoff import _ArrayGame
+
     # v({}) = 10.5, v({1}) = 22, v({2}) = 10, v({1,2}) = 20 (the worked tree example)
-    game = TableGame([10.5, 22.0, 10.0, 20.0], 2)
+    game = _ArrayGame(np.array([10.5, 22.0, 10.0, 20.0])[None, :, None])
     phi, base = exact_shapley(game)
     np.testing.assert_allclose(phi[0, :, 0], [10.75, -1.25], atol=1e-12)
     np.testing.assert_allclose(base[0, 0], 10.5, atol=1e-12)
@@ -76,8 +64,9 @@ def test_exact_linearity(a, b):
 @given(pairwise_games(min_players=2, max_players=8, n_rows=2), st.integers(0, 2**31 - 1))
 def test_antithetic_permutation_exact_on_pairwise_games(game, seed):
     def est(g):
-        return permutation_shapley(g, n_evals=2 + 2 * (g.n_players - 1), generators=_gens(
-            g.n_rows, seed), antithetic=True)
+        # n_evals=2 per player: one antithetic pair of permutations (two for P = 2)
+        return permutation_shapley(g, n_evals=2, generators=_gens(g.n_rows, seed),
+                                   antithetic=True)
 
     check_matches_exact(est, game, atol=1e-9)
     check_efficiency(est, game, atol=1e-9)
@@ -86,7 +75,7 @@ def test_antithetic_permutation_exact_on_pairwise_games(game, seed):
 @given(games(min_players=2, max_players=6, n_rows=1), st.integers(0, 2**31 - 1))
 def test_permutation_efficient_always(game, seed):
     def est(g):
-        return permutation_shapley(g, 20, _gens(g.n_rows, seed))
+        return permutation_shapley(g, 4, _gens(g.n_rows, seed))
 
     check_efficiency(est, game, atol=1e-9)
 
@@ -94,10 +83,11 @@ def test_permutation_efficient_always(game, seed):
 @given(games(min_players=2, max_players=6, n_rows=1), st.integers(0, 2**31 - 1))
 def test_kernel_efficient_and_exact_with_full_budget(game, seed):
     def small(g):
-        return kernel_shapley(g, 12, _gens(g.n_rows, seed))
+        return kernel_shapley(g, 2, _gens(g.n_rows, seed))
 
-    def full(g):
-        return kernel_shapley(g, 2**g.n_players, _gens(g.n_rows, seed))
+    def full(g):  # n_evals * P >= 2**P - 2: every coalition, exact
+        n_evals = max(2, -(-(2**g.n_players - 2) // g.n_players))
+        return kernel_shapley(g, n_evals, _gens(g.n_rows, seed))
 
     check_efficiency(small, game, atol=1e-8)
     check_matches_exact(full, game, atol=1e-8)
@@ -110,15 +100,16 @@ def _third_order_game():
 
 
 # Stated tolerances (summed absolute error over the 10 players, mean of 5 seeds):
-# antithetic permutation <= 0.15 at 16,384 evaluations, KernelSHAP <= 0.4 at 1,000.
-@pytest.mark.parametrize("estimator, budgets, tol", [
-    ("permutation", (64, 1024, 16384), 0.15),
-    ("kernel", (32, 128, 1000), 0.4),
+# antithetic permutation <= 0.15 at n_evals=1600 (16,002 coalitions per row), KernelSHAP
+# <= 0.4 at n_evals=100 (1,002 coalitions).
+@pytest.mark.parametrize("algorithm, budgets, tol", [
+    ("permutation", (6, 100, 1600), 0.15),
+    ("kernel", (3, 13, 100), 0.4),
 ])
-def test_samplers_converge(estimator, budgets, tol):
+def test_samplers_converge(algorithm, budgets, tol):
     game = _third_order_game()
     ref, _ = game.shapley_values()
-    fn = permutation_shapley if estimator == "permutation" else kernel_shapley
+    fn = ALGORITHMS[algorithm]
     errors = [np.mean([np.abs(fn(game, b, _gens(1, seed))[0] - ref).sum() for seed in range(5)])
               for b in budgets]
     assert errors[-1] <= tol, errors
@@ -187,9 +178,244 @@ def test_kernel_gives_exact_zero_to_players_equal_to_the_reference():
     game = ImputationGame(f, X, R)
     np.testing.assert_array_equal(game.active_players(),
                                   [[True, True, False, True], [False, True, True, False]])
-    phi, base = kernel_shapley(game, 10, _gens(2, 0))
+    phi, base = kernel_shapley(game, 2, _gens(2, 0))
     assert phi[0, 2, 0] == 0.0 and phi[1, 0, 0] == 0.0 and phi[1, 3, 0] == 0.0
     ref, _ = exact_shapley(game)
     # row 1 has two active players: paired sampling over them is exact
     np.testing.assert_allclose(phi[1], ref[1], atol=1e-12)
     np.testing.assert_allclose(phi.sum(axis=1)[:, 0] + base[:, 0], f(X)[:, 0], atol=1e-12)
+
+
+# ---------------------------------------------------------------------- the Game protocol
+# Every game of the package is a ``Game``: ``n_players``, ``n_rows``, ``n_outputs``,
+# ``n_evaluations`` and ``value(masks, rows=None, count=True)``. Each case below builds a
+# game of 3 players on 5 rows with 2 outputs and states v(all players) and v(no player) from
+# direct calls of the model (or of the table / dividends that define the game).
+
+_GROUPS = [[0, 2], [1], [3]]
+
+
+def _model(Z):
+    Z = np.asarray(Z, dtype=np.float64)
+    return np.column_stack([Z[:, 0] * Z[:, 1] + Z[:, 2], np.sin(Z[:, 3]) - Z[:, 0]])
+
+
+def _imputation_game_shared():
+    rng = np.random.default_rng(0)
+    X, R = rng.normal(size=(5, 4)), rng.normal(size=(3, 4))
+    empty = np.broadcast_to(_model(R).mean(axis=0), (5, 2))
+    return ImputationGame(_model, X, R, groups=_GROUPS, batch_size=7), _model(X), empty
+
+
+def _imputation_game_per_row():
+    rng = np.random.default_rng(1)
+    X, R = rng.normal(size=(5, 4)), rng.normal(size=(5, 3, 4))
+    empty = np.array([_model(R[i]).mean(axis=0) for i in range(5)])
+    return ImputationGame(_model, X, R, groups=_GROUPS), _model(X), empty
+
+
+def _torch_game(factored):
+    torch = pytest.importorskip("torch")
+    from sklearn_xai._torch import TorchModelFunction
+    from sklearn_xai.shapley._shear import _TorchReferenceGame
+
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Softplus(),
+                              torch.nn.Linear(8, 2)).double()
+
+    class Wrapped(torch.nn.Module):  # not a Sequential: the game builds hybrid rows
+        def __init__(self):
+            super().__init__()
+            self.inner = mlp
+
+        def forward(self, x):
+            return self.inner(x)
+
+    fn = TorchModelFunction(mlp if factored else Wrapped())
+    assert (fn.first_linear_layer() is None) == (not factored)
+    rng = np.random.default_rng(2)
+    X, r = rng.normal(size=(5, 4)), rng.normal(size=(1, 4))
+    c2p = np.array([0, 1, 0, 2])
+    with torch.no_grad():
+        full = mlp(torch.as_tensor(X)).numpy()
+        empty = np.broadcast_to(mlp(torch.as_tensor(r)).numpy(), (5, 2))
+    return _TorchReferenceGame(fn, X, r, c2p, 3, max_rows=4), full, empty
+
+
+def _array_game():
+    from sklearn_xai.shapley._knockoff import _ArrayGame
+
+    table = np.random.default_rng(3).normal(size=(5, 8, 2))
+    return _ArrayGame(table), table[:, 7], table[:, 0]
+
+
+def _dividend_game():
+    d01, d2 = np.arange(5.0), -np.ones(5)
+    game = DividendGame(3, {(0, 1): d01, (2,): d2}, n_rows=5, constant=0.5)
+    return game, (0.5 + d01 + d2)[:, None], np.full((5, 1), 0.5)
+
+
+_GAME_CASES = {
+    "ImputationGame-shared": _imputation_game_shared,
+    "ImputationGame-per-row": _imputation_game_per_row,
+    "_TorchReferenceGame-factored-first-layer": lambda: _torch_game(True),
+    "_TorchReferenceGame-hybrid-rows": lambda: _torch_game(False),
+    "_ArrayGame": _array_game,
+    "DividendGame": _dividend_game,
+}
+
+
+@pytest.mark.parametrize("case", list(_GAME_CASES))
+def test_game_protocol(case):
+    from sklearn_xai.shapley import Game
+
+    game, full, empty = _GAME_CASES[case]()
+    assert isinstance(game, Game)
+    n, P, O = game.n_rows, game.n_players, game.n_outputs
+    assert (n, P, O) == (5, 3, full.shape[1])
+    assert game.n_evaluations == 0  # n_outputs is free
+    masks = all_masks(P)
+    v = game.value(masks)
+    assert v.shape == (n, 2**P, O) and v.dtype == np.float64
+    assert game.n_evaluations == n * 2**P
+    np.testing.assert_allclose(v[:, -1], full, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(v[:, 0], empty, rtol=0, atol=1e-12)
+    # per-row masks: each row its own coalitions
+    order = np.random.default_rng(0).permuted(np.tile(np.arange(2**P), (n, 1)), axis=1)
+    per_row = game.value(masks[order])
+    assert game.n_evaluations == 2 * n * 2**P
+    np.testing.assert_allclose(per_row, np.take_along_axis(v, order[:, :, None], axis=1),
+                               rtol=0, atol=1e-12)
+    # a slice of the rows, and an evaluation that is not counted
+    part = game.value(masks[[0, 5]], rows=slice(1, 3))
+    np.testing.assert_allclose(part, v[1:3][:, [0, 5]], rtol=0, atol=1e-12)
+    assert game.n_evaluations == 2 * n * 2**P + 2 * 2
+    game.value(masks, count=False)
+    assert game.n_evaluations == 2 * n * 2**P + 2 * 2
+    with pytest.raises(ValueError, match="3 player"):
+        game.value(np.ones((2, 4), dtype=bool))
+    with pytest.raises(ValueError, match="one block per"):
+        game.value(np.ones((4, 2, 3), dtype=bool))
+    with pytest.raises(ValueError, match="2-D .* or 3-D"):
+        game.value(np.ones(3, dtype=bool))
+
+
+def test_every_game_of_the_package_is_covered():
+    import sklearn_xai.shapley._knockoff  # noqa: F401
+    import sklearn_xai.shapley._shear  # noqa: F401
+    import sklearn_xai.testing  # noqa: F401
+    from sklearn_xai.shapley import Game
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    ours = {c.__name__ for c in subclasses(Game) if c.__module__.startswith("sklearn_xai")}
+    covered = {name.split("-")[0] for name in _GAME_CASES}
+    assert ours == covered
+
+
+def test_game_is_abstract():
+    from sklearn_xai.shapley import Game
+
+    class NoValue(Game):
+        n_players = 2
+        n_rows = 1
+
+    with pytest.raises(TypeError, match="abstract"):
+        NoValue()
+
+
+def test_array_game_looks_up_the_given_coalitions():
+    from sklearn_xai.shapley._knockoff import _ArrayGame
+
+    table = np.arange(2 * 8 * 1, dtype=np.float64).reshape(2, 8, 1)
+    game = _ArrayGame(table)
+    # coalition {0} has code 1, {1, 2} code 6, all players code 7 (all_masks order)
+    masks = np.array([[True, False, False], [False, True, True], [True, True, True]])
+    np.testing.assert_array_equal(game.value(masks), table[:, [1, 6, 7]])
+    per_row = np.array([masks, masks[::-1]])
+    np.testing.assert_array_equal(game.value(per_row), [table[0, [1, 6, 7]],
+                                                        table[1, [7, 6, 1]]])
+
+
+# ------------------------------------------------------------------- one table, one budget
+def test_one_table_of_algorithms_used_by_knockoff_shap(monkeypatch):
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.linear_model import LinearRegression
+
+    from sklearn_xai.shapley import KnockoffSAGE, KnockoffSHAP
+
+    assert set(ALGORITHMS) == {"exact", "permutation", "kernel"}
+    options = KnockoffSHAP._parameter_constraints["algorithm"][0].options
+    assert options == {"auto"} | set(ALGORITHMS)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    model = FrozenEstimator(LinearRegression().fit(X, X @ [1.0, 2.0, 3.0]))
+    calls = []
+    for name, fn in list(ALGORITHMS.items()):
+        def spy(game, n_evals=None, generators=None, _fn=fn, _name=name):
+            calls.append((_name, n_evals))
+            return _fn(game, n_evals, generators)
+
+        monkeypatch.setitem(ALGORITHMS, name, spy)
+    for algorithm in ["exact", "permutation", "kernel"]:
+        att = KnockoffSHAP(model, n_knockoffs=2, algorithm=algorithm, n_evals=4,
+                           random_state=0).fit(X).explain(X[:3])
+        assert att.extras["algorithm"] == algorithm
+    assert calls == [("exact", None), ("permutation", 4), ("kernel", 4)]
+    KnockoffSAGE(model, n_knockoffs=2, algorithm="exact").fit(X).explain(X[:5], X[:5, 0])
+    assert calls[-1][0] == "exact"
+    for cls in (KnockoffSHAP, KnockoffSAGE):
+        assert "algorithm" in cls().get_params() and "estimator" not in cls().get_params()
+
+
+def _counting_model(X):
+    """A frozen regressor ``x0 x1 + x2 + x3 + ...`` that counts the rows it predicts."""
+    from sklearn.base import BaseEstimator, RegressorMixin
+    from sklearn.frozen import FrozenEstimator
+
+    class CountingRegressor(RegressorMixin, BaseEstimator):
+        def fit(self, X, y=None):
+            self.n_features_in_ = X.shape[1]
+            self.n_rows_ = 0
+            return self
+
+        def predict(self, X):
+            X = np.asarray(X, dtype=np.float64)
+            self.n_rows_ += X.shape[0]
+            return X[:, 0] * X[:, 1] + X[:, 2:].sum(axis=1)
+
+    model = CountingRegressor().fit(X)
+    return FrozenEstimator(model), model
+
+
+@pytest.mark.parametrize("explainer", ["shear", "permutation", "kernel"])
+def test_n_evals_is_one_budget_unit(explainer):
+    """``n_evals`` = coalition evaluations per player and row in every explainer: a row
+    costs ``n_evals * n_players`` coalitions besides the empty and the full one."""
+    from sklearn_xai.shapley import KnockoffSHAP, ShearExplainer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 6))
+    model, counter = _counting_model(X)
+    n, P, n_evals = 4, 6, 4
+    if explainer == "shear":
+        e = ShearExplainer(model, n_evals=n_evals, cooperators="random", random_state=0)
+    else:
+        # one background row: one model row per coalition
+        e = KnockoffSHAP(model, algorithm=explainer, n_evals=n_evals, imputation="marginal",
+                         background=X[:1], random_state=0)
+    e.fit(X)
+    before = counter.n_rows_
+    att = e.explain(X[1:1 + n])
+    per_row = (counter.n_rows_ - before) / n
+    budget = n_evals * P + 2
+    if explainer == "permutation":
+        # whole antithetic pairs of permutations of P - 1 new coalitions each
+        assert budget - 2 * (P - 1) < per_row <= budget
+    else:
+        assert per_row == budget
+    if explainer != "shear":
+        assert att.extras["n_evaluations"] == n * per_row

@@ -9,7 +9,6 @@ operations (one ``np.random.Generator`` per row costs about 100 us in Python, mo
 the sampling itself).
 """
 
-import numpy as np
 from scipy.special import ndtri
 
 from .._random import stream_seeds, stream_uniforms

@@ -1,7 +1,7 @@
 """Model-agnostic Shapley values: the game, its estimators and the explainers built on them."""
 
-from ._estimators import exact_shapley, kernel_shapley, permutation_shapley
-from ._game import ImputationGame
+from ._estimators import ALGORITHMS, exact_shapley, kernel_shapley, permutation_shapley
+from ._game import Game, ImputationGame
 
 # knockoff imputation (KnockoffSHAP, KnockoffSAGE)
 from ._knockoff import KnockoffSAGE, KnockoffSHAP  # noqa: E402
@@ -10,7 +10,9 @@ from ._knockoff import KnockoffSAGE, KnockoffSHAP  # noqa: E402
 from ._shear import ShearExplainer
 
 __all__ = [
+    "Game",
     "ImputationGame",
+    "ALGORITHMS",
     "exact_shapley",
     "permutation_shapley",
     "kernel_shapley",

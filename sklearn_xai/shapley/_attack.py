@@ -185,7 +185,7 @@ def german_attack_data(test_size=0.1, random_state=2022):
 
 
 def sage_simulation(rho, random_state=0, *, n_train=1000, n_explain=500, n_knockoffs=10,
-                    snr=2.0, estimator="exact", n_permutations=None, n_estimators=100,
+                    snr=2.0, algorithm="exact", n_permutations=None, n_estimators=100,
                     sampler=None, shared_background=True):
     """One replicate of the SAGE simulation of Blesch, Wright & Watson (2023).
 
@@ -222,7 +222,7 @@ def sage_simulation(rho, random_state=0, *, n_train=1000, n_explain=500, n_knock
                                 balanced=True, n_estimators=n_estimators,
                                 min_samples_leaf=5, random_state=seed).fit(X_train)
     frozen = FrozenEstimator(adv)
-    common = {"estimator": estimator, "n_permutations": n_permutations,
+    common = {"algorithm": algorithm, "n_permutations": n_permutations,
                   "convergence_tol": None if n_permutations else 0.025, "random_state": seed}
     ko = KnockoffSAGE(frozen, sampler=sampler or GaussianKnockoffs(),
                       n_knockoffs=n_knockoffs, **common).fit(X_train)

@@ -1,17 +1,22 @@
 """Shapley value estimators on a game: exact enumeration, permutation sampling, KernelSHAP.
 
 Each estimator only chooses coalitions and weights and calls ``game.value``; it works on any
-object with ``n_rows``, ``n_players`` and ``value(masks)`` (see :class:`ImputationGame`).
-Budgets are counted in coalition evaluations per explained row; one coalition evaluation
-costs ``n_imputations`` model rows in an :class:`ImputationGame`.
+:class:`~sklearn_xai.shapley.Game`. :data:`ALGORITHMS` is the one table of them, by name;
+every explainer that lets the user pick one (``algorithm=``) looks it up there.
+
+One budget unit, ``n_evals``, shared with SHEAR: coalition evaluations **per player and
+row**. A sampling estimator evaluates at most ``n_evals * n_players`` coalitions per row
+besides the empty and the full one (evaluated once per row), so ``n_evals * n_players + 2``
+in all; one coalition evaluation costs ``n_imputations`` model rows in an
+:class:`~sklearn_xai.shapley.ImputationGame`.
 """
 
-from math import comb, factorial
+from math import ceil, comb, factorial
 
 import numpy as np
 
 __all__ = ["exact_shapley", "permutation_shapley", "kernel_shapley", "all_masks",
-           "MAX_EXACT_PLAYERS"]
+           "ALGORITHMS", "default_n_evals", "MAX_EXACT_PLAYERS"]
 
 MAX_EXACT_PLAYERS = 20
 
@@ -33,7 +38,7 @@ def _shapley_weights(n_players):
     return np.array([factorial(s) * factorial(P - s - 1) / factorial(P) for s in range(P)])
 
 
-def exact_shapley(game):
+def exact_shapley(game, n_evals=None, generators=None):
     """Exact Shapley values by evaluating all ``2**P`` coalitions once.
 
     Every coalition value is shared by all players:
@@ -41,7 +46,9 @@ def exact_shapley(game):
 
     Parameters
     ----------
-    game : game object with ``n_players <= 20``
+    game : Game with ``n_players <= 20``
+    n_evals, generators : ignored
+        Accepted so that every entry of :data:`ALGORITHMS` is called the same way.
 
     Returns
     -------
@@ -71,8 +78,15 @@ def exact_shapley(game):
 
 
 def _check_generators(generators, n_rows):
-    if len(generators) != n_rows:
+    if generators is None or len(generators) != n_rows:
         raise ValueError("Pass one random generator per explained row.")
+
+
+def _check_n_evals(n_evals):
+    if n_evals is None or int(n_evals) != n_evals or n_evals < 2:
+        raise ValueError(f"n_evals (coalition evaluations per player and row) must be an "
+                         f"integer >= 2; got {n_evals!r}.")
+    return int(n_evals)
 
 
 def permutation_shapley(game, n_evals, generators, antithetic=True):
@@ -85,10 +99,12 @@ def permutation_shapley(game, n_evals, generators, antithetic=True):
 
     Parameters
     ----------
-    game : game object
-    n_evals : int
-        Coalition evaluations per row: ``n_permutations = (n_evals - 2) // (P - 1)``
-        (rounded down to an even number when antithetic, at least 2).
+    game : Game
+    n_evals : int >= 2
+        Coalition evaluations per player and row:
+        ``n_permutations = n_evals * P // (P - 1)`` (rounded down to an even number when
+        antithetic), so at most ``n_evals * P`` coalitions besides the empty and the full
+        one. ``n_evals >= 2`` always affords one antithetic pair.
     generators : list of numpy.random.Generator, one per row
     antithetic : bool, default=True
 
@@ -98,13 +114,14 @@ def permutation_shapley(game, n_evals, generators, antithetic=True):
     base : ndarray of shape (n_rows, n_outputs)
     """
     P, n = game.n_players, game.n_rows
+    n_evals = _check_n_evals(n_evals)
     _check_generators(generators, n)
     ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]))  # (n, 2, O)
     if P == 1:
         return (ends[:, 1] - ends[:, 0])[:, None, :], ends[:, 0].copy()
-    n_perm = max(1, (int(n_evals) - 2) // (P - 1))
+    n_perm = n_evals * P // (P - 1)
     if antithetic:
-        n_perm = max(2, n_perm - n_perm % 2)
+        n_perm -= n_perm % 2
     perms = np.empty((n, n_perm, P), dtype=np.intp)
     for r, rng in enumerate(generators):
         if antithetic:
@@ -143,14 +160,16 @@ def kernel_shapley(game, n_evals, generators):
     imposed exactly (by eliminating one variable). Players that cannot change a row's value
     (for an :class:`ImputationGame`, ``x`` equals every imputation row on their columns) get
     exactly 0 and coalitions are drawn over the other players. When the budget covers every
-    non-trivial coalition (``n_evals >= 2**P``) all of them are used with their exact kernel
-    weights, which gives the exact Shapley values.
+    non-trivial coalition (``n_evals * P >= 2**P - 2``) all of them are used with their
+    exact kernel weights, which gives the exact Shapley values.
 
     Parameters
     ----------
-    game : game object
-    n_evals : int
-        Coalition evaluations per row, including the empty and full coalitions.
+    game : Game
+    n_evals : int >= 2
+        Coalition evaluations per player and row: ``n_evals * P`` sampled coalitions
+        (rounded down to an even number: they come in complementary pairs) besides the
+        empty and the full one.
     generators : list of numpy.random.Generator, one per row
 
     Returns
@@ -159,12 +178,13 @@ def kernel_shapley(game, n_evals, generators):
     base : ndarray of shape (n_rows, n_outputs)
     """
     P, n = game.n_players, game.n_rows
+    n_evals = _check_n_evals(n_evals)
     _check_generators(generators, n)
     ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]))
     v0, v1 = ends[:, 0], ends[:, 1]
     if P == 1:
         return (v1 - v0)[:, None, :], v0.copy()
-    n_sample = max(2, int(n_evals) - 2)
+    n_sample = n_evals * P
     if n_sample >= 2**P - 2:
         masks = all_masks(P)[1:-1]
         sizes = masks.sum(axis=1)
@@ -223,3 +243,27 @@ def _constrained_wls(masks, vals, weights, v0, v1, active=None):
         phi[r, cols[:-1]] = sol
         phi[r, cols[-1]] = delta - sol.sum(axis=0)
     return phi
+
+
+# The one table of Shapley algorithms: name -> ``fn(game, n_evals, generators) -> (phi, base)``
+# with ``n_evals`` in coalition evaluations per player and row (ignored by "exact") and one
+# random generator per row (``None`` for "exact"). SHEAR is its own algorithm (it chooses
+# cooperators before coalitions) and is not an entry.
+ALGORITHMS = {
+    "exact": exact_shapley,
+    "permutation": permutation_shapley,
+    "kernel": kernel_shapley,
+}
+
+
+def default_n_evals(algorithm, n_players):
+    """The budget of a sampling algorithm when the user gives none.
+
+    ``"kernel"``: ``2 + ceil(2048 / P)``, about shap's ``2 P + 2048`` coalitions per row;
+    ``"permutation"``: 32 (at least 32 permutations); ``"exact"``: ``None`` (no budget).
+    """
+    if algorithm == "kernel":
+        return 2 + ceil(2048 / max(int(n_players), 1))
+    if algorithm == "permutation":
+        return 32
+    return None

@@ -1,12 +1,15 @@
 """Cooperative games on features: the object every model-agnostic Shapley estimator calls.
 
-The game knows nothing of estimators: it evaluates coalitions (boolean masks over players)
-for many explained rows at once, in batches of model calls.
+A game knows nothing of estimators: it evaluates coalitions (boolean masks over players)
+for many explained rows at once. :class:`Game` states the protocol; the estimators of
+:mod:`sklearn_xai.shapley._estimators` and SHEAR work on any object that follows it.
 """
+
+from abc import ABCMeta, abstractmethod
 
 import numpy as np
 
-__all__ = ["ImputationGame", "group_matrix"]
+__all__ = ["Game", "ImputationGame", "group_matrix"]
 
 
 def group_matrix(groups, n_features):
@@ -27,8 +30,96 @@ def group_matrix(groups, n_features):
     return G
 
 
-class ImputationGame:
-    """``v(S) = mean_k f(x_S, R_k[~S])`` for every explained row ``x``.
+class Game(metaclass=ABCMeta):
+    """A cooperative game per explained row: the protocol of every Shapley estimator.
+
+    A game holds ``n_rows`` explained rows, each with its own game ``v_r`` over the same
+    ``n_players`` players, with ``n_outputs`` values per coalition. Estimators only choose
+    coalitions and weights and call :meth:`value`; every game of the package
+    (:class:`ImputationGame`, SHEAR's torch reference game, KnockoffSAGE's table of loss
+    values, :class:`sklearn_xai.testing.DividendGame`) is a subclass.
+
+    Subclasses define the properties ``n_players`` and ``n_rows`` and the method
+    :meth:`value`, which validates its masks with :meth:`_check_masks` and counts its
+    evaluations with :meth:`_count`.
+
+    Attributes
+    ----------
+    n_players : int
+        Players of every row's game.
+    n_rows : int
+        Explained rows.
+    n_outputs : int
+        Values per coalition (e.g. one per explained model output). By default found by
+        evaluating the full coalition of the first row, which is not counted.
+    n_evaluations : int
+        Coalition evaluations so far, summed over rows; evaluations with ``count=False``
+        are left out. It is the unit of every estimator's budget.
+    """
+
+    n_evaluations = 0
+
+    @property
+    @abstractmethod
+    def n_players(self):
+        """Number of players."""
+
+    @property
+    @abstractmethod
+    def n_rows(self):
+        """Number of explained rows."""
+
+    @property
+    def n_outputs(self):
+        """Number of values per coalition."""
+        if getattr(self, "_n_outputs", None) is None:
+            if self.n_rows == 0:
+                raise ValueError("A game without rows has no output to probe.")
+            self._n_outputs = self.value(np.ones((1, self.n_players), dtype=bool),
+                                         rows=slice(0, 1), count=False).shape[-1]
+        return self._n_outputs
+
+    @abstractmethod
+    def value(self, masks, rows=None, count=True):
+        """Evaluate coalitions.
+
+        Parameters
+        ----------
+        masks : array-like of bool
+            Shape (n_coalitions, n_players): coalitions shared by all selected rows; or
+            shape (n_selected_rows, n_coalitions, n_players): one set per row.
+        rows : slice or None, default=None
+            Explained rows to evaluate (default all).
+        count : bool, default=True
+            Add the evaluations to ``n_evaluations``.
+
+        Returns
+        -------
+        ndarray of shape (n_selected_rows, n_coalitions, n_outputs), float64
+        """
+
+    def _check_masks(self, masks, rows=None):
+        """``masks`` as a bool array and the selected row indices, or a ValueError."""
+        masks = np.asarray(masks, dtype=bool)
+        row_ids = np.arange(self.n_rows)[slice(None) if rows is None else rows]
+        if masks.ndim not in (2, 3):
+            raise ValueError(f"masks must be 2-D (n_coalitions, n_players) or 3-D (n_rows, "
+                             f"n_coalitions, n_players); got shape {masks.shape}.")
+        if masks.shape[-1] != self.n_players:
+            raise ValueError(f"masks must have {self.n_players} player columns; got shape "
+                             f"{masks.shape}.")
+        if masks.ndim == 3 and masks.shape[0] != row_ids.size:
+            raise ValueError(f"Per-row masks must have one block per selected row "
+                             f"({row_ids.size}); got shape {masks.shape}.")
+        return masks, row_ids
+
+    def _count(self, n_rows, n_coalitions, count=True):
+        if count:
+            self.n_evaluations += int(n_rows) * int(n_coalitions)
+
+
+class ImputationGame(Game):
+    """``v(S) = mean_k f(x_S, R_k[~S])`` for every explained row ``x``: a :class:`Game`.
 
     Parameters
     ----------
@@ -94,13 +185,6 @@ class ImputationGame:
     def n_imputations(self):
         return self.imputation.shape[1]
 
-    @property
-    def n_outputs(self):
-        if self._n_outputs is None:
-            self._n_outputs = self.value(np.ones((1, self.n_players), dtype=bool),
-                                         rows=slice(0, 1), count=False).shape[-1]
-        return self._n_outputs
-
     def active_players(self):
         """Which players can change the game's value, per row.
 
@@ -117,27 +201,9 @@ class ImputationGame:
         return ~((~same).astype(np.uint8) @ self._G.T.astype(np.uint8) == 0)
 
     def value(self, masks, rows=None, count=True):
-        """Evaluate coalitions.
-
-        Parameters
-        ----------
-        masks : ndarray of bool
-            Shape (n_coalitions, n_players): coalitions shared by all rows; or shape
-            (n_rows, n_coalitions, n_players): one set per row (rows selected by ``rows``).
-        rows : slice or None
-            Explained rows to evaluate (default all).
-
-        Returns
-        -------
-        ndarray of shape (n_selected_rows, n_coalitions, n_outputs), float64
-        """
-        masks = np.asarray(masks, dtype=bool)
-        row_ids = np.arange(self.n_rows)[rows if rows is not None else slice(None)]
+        """``v(S) = mean_k f(x_S, R_k[~S])``; see :meth:`Game.value`."""
+        masks, row_ids = self._check_masks(masks, rows)
         per_row = masks.ndim == 3
-        if per_row and masks.shape[0] != row_ids.size:
-            raise ValueError("Per-row masks must have one block per selected row.")
-        if masks.shape[-1] != self.n_players:
-            raise ValueError(f"masks must have {self.n_players} player columns.")
         n_coal = masks.shape[-2]
         feat_masks = masks.astype(np.uint8) @ self._G.astype(np.uint8) > 0  # (..., C, M)
         K = self.n_imputations
@@ -161,6 +227,7 @@ class ImputationGame:
                 if out is None:
                     out = np.empty((row_ids.size, n_coal, y.shape[-1]))
                 out[r0:r0 + rsel.size, c0:c1] = y
-        if count:
-            self.n_evaluations += row_ids.size * n_coal
+        if out is None:  # no row or no coalition
+            out = np.empty((row_ids.size, n_coal, self.n_outputs if self.n_rows else 0))
+        self._count(row_ids.size, n_coal, count)
         return out

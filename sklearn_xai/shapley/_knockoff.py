@@ -27,8 +27,8 @@ from ..base import (
     resolve_feature_groups,
 )
 from ..knockoffs import GaussianKnockoffs, SequentialKnockoffs
-from ._estimators import all_masks, exact_shapley, kernel_shapley, permutation_shapley
-from ._game import ImputationGame
+from ._estimators import ALGORITHMS, MAX_EXACT_PLAYERS, all_masks, default_n_evals
+from ._game import Game, ImputationGame
 
 __all__ = ["KnockoffSHAP", "KnockoffSAGE"]
 
@@ -158,17 +158,23 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
     n_knockoffs : int, default=10
         Knockoffs drawn per explained row (``K``). One coalition evaluation costs ``K``
         model rows.
-    estimator : {"auto", "exact", "kernel", "permutation"}, default="auto"
+    algorithm : {"auto", "exact", "kernel", "permutation"}, default="auto"
+        The Shapley algorithm (an entry of :data:`sklearn_xai.shapley.ALGORITHMS`).
         ``"auto"``: exact enumeration up to 12 players, else KernelSHAP. ``"exact"``
         evaluates all ``2**P`` coalitions; ``"kernel"`` is paired KernelSHAP with exact
         efficiency; ``"permutation"`` is antithetic permutation sampling.
-    n_evals : int or None, default=None
-        Coalition evaluations per row for the sampling estimators. ``None``:
-        ``2 P + 2048`` for KernelSHAP (shap's default) and ``2 + 32 (P - 1)`` (32
-        permutations) for permutation sampling.
+    n_evals : int >= 2 or None, default=None
+        Budget of the sampling algorithms in coalition evaluations per player and row, the
+        unit of every explainer of the package (:class:`ShearExplainer` included): a row
+        costs at most ``n_evals * P + 2`` coalition evaluations (the ``+ 2`` are the empty
+        and the full coalition). ``"permutation"`` runs ``n_evals * P // (P - 1)``
+        permutations (rounded down to an even number), ``"kernel"`` samples
+        ``n_evals * P`` coalitions (exact enumeration once that covers all of them).
+        ``None``: ``2 + ceil(2048 / P)`` for KernelSHAP (about shap's ``2 P + 2048``
+        coalitions) and 32 for permutation sampling. Ignored by ``"exact"``.
     imputation : {"knockoff", "marginal"}, default="knockoff"
         ``"marginal"`` fills absent features from the ``background`` rows instead
-        (ordinary marginal SHAP with the same estimator), for comparison.
+        (ordinary marginal SHAP with the same algorithm), for comparison.
     background : array-like of shape (n_background, n_features) or None, default=None
         Rows of ``imputation="marginal"``; ``None`` uses every row passed to ``fit``
         (cost grows linearly with its size; pass e.g. k-means centres).
@@ -197,33 +203,36 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
     groups_ : list of ndarray of int
     player_names_ : list of str
     output_names_ : list of str
-    estimator_ : str
-        The estimator ``"auto"`` resolved to.
+    algorithm_ : str
+        The algorithm ``"auto"`` resolved to.
     n_evals_ : int or None
-        Coalition evaluations per row of the sampling estimator (``None`` for exact).
+        Coalition evaluations per player and row of the sampling algorithm (``None`` for
+        exact).
     reference_ : ndarray of shape (1, n_features)
         Reference row of :meth:`score`.
     n_features_in_, feature_names_in_
 
     Notes
     -----
-    ``explain`` costs ``n_samples * K`` knockoff draws and ``n_samples * n_evals * K``
-    model rows (``2**P`` coalitions per row for the exact estimator).
+    ``explain`` costs ``n_samples * K`` knockoff draws and at most
+    ``n_samples * (n_evals * P + 2) * K`` model rows (``2**P`` coalitions per row for the
+    exact algorithm). ``extras["n_evaluations"]`` of the result counts the coalition
+    evaluations.
     """
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
         "sampler": [HasMethods(["fit", "sample"]), None],
         "n_knockoffs": [Interval(Integral, 1, None, closed="left")],
-        "estimator": [StrOptions({"auto", "exact", "kernel", "permutation"})],
-        "n_evals": [Interval(Integral, 3, None, closed="left"), None],
+        "algorithm": [StrOptions({"auto", *ALGORITHMS})],
+        "n_evals": [Interval(Integral, 2, None, closed="left"), None],
         "imputation": [StrOptions({"knockoff", "marginal"})],
         "background": ["array-like", None],
         "feature_groups": "no_validation",
         "random_state": ["random_state"],
     }
 
-    def __init__(self, model=None, *, sampler=None, n_knockoffs=10, estimator="auto",
+    def __init__(self, model=None, *, sampler=None, n_knockoffs=10, algorithm="auto",
                  n_evals=None, imputation="knockoff", background=None, feature_groups=None,
                  response_method="auto", target=None, batch_size=8192, n_jobs=None,
                  random_state=None):
@@ -232,7 +241,7 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         self.n_knockoffs = n_knockoffs
         self.imputation = imputation
         self.background = background
-        self.estimator = estimator
+        self.algorithm = algorithm
         self.n_evals = n_evals
         self.feature_groups = feature_groups
         self.response_method = response_method
@@ -257,23 +266,19 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         """
         X = self._fit_players(X, y)
         P = len(self.groups_)
-        estimator = self.estimator
-        if estimator == "auto":
-            estimator = "exact" if P <= MAX_AUTO_EXACT else "kernel"
-        if estimator == "exact" and P > 20:
-            raise ValueError(f"estimator='exact' enumerates 2**{P} coalitions; use 'kernel' or "
+        algorithm = self.algorithm
+        if algorithm == "auto":
+            algorithm = "exact" if P <= MAX_AUTO_EXACT else "kernel"
+        if algorithm == "exact" and P > MAX_EXACT_PLAYERS:
+            raise ValueError(f"algorithm='exact' enumerates 2**{P} coalitions; use 'kernel' or "
                              "'permutation', or group features.")
-        self.estimator_ = estimator
-        if estimator == "exact":
+        self.algorithm_ = algorithm
+        if algorithm == "exact":
             self.n_evals_ = None
         elif self.n_evals is not None:
             self.n_evals_ = int(self.n_evals)
         else:
-            self.n_evals_ = 2 * P + 2048 if estimator == "kernel" else 2 + 32 * max(P - 1, 1)
-        if estimator == "permutation" and P > 1 and self.n_evals_ < 2 * (P - 1) + 2:
-            raise ValueError(
-                f"n_evals={self.n_evals_} is below the 2 * (P - 1) + 2 = {2 * (P - 1) + 2} "
-                "evaluations of one antithetic pair of permutations.")
+            self.n_evals_ = default_n_evals(algorithm, P)
         self._fit_imputation(X)
         self.reference_ = reference_row(X)
         return self
@@ -292,14 +297,8 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
                 ko = self.background_
             game = ImputationGame(self.model_fn_, data[rows], ko, groups=self.groups_,
                                   batch_size=self.batch_size)
-            if self.estimator_ == "exact":
-                phi, base = exact_shapley(game)
-            else:
-                gens = row_generators(seed, keys[rows])
-                if self.estimator_ == "kernel":
-                    phi, base = kernel_shapley(game, self.n_evals_, gens)
-                else:
-                    phi, base = permutation_shapley(game, self.n_evals_, gens)
+            gens = None if self.algorithm_ == "exact" else row_generators(seed, keys[rows])
+            phi, base = ALGORITHMS[self.algorithm_](game, self.n_evals_, gens)
             return phi, base, game.n_evaluations
 
         parts = self._map_batches(run, data.shape[0])
@@ -307,7 +306,7 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         base = np.concatenate([p[1] for p in parts])
         if phi.shape[2] == 1:
             phi, base = phi[:, :, 0], base[:, 0]
-        extras = {"estimator": self.estimator_, "imputation": self.imputation,
+        extras = {"algorithm": self.algorithm_, "imputation": self.imputation,
                   "n_knockoffs": self.n_knockoffs,
                   "n_evaluations": int(sum(p[2] for p in parts))}
         return Attribution(phi, base, data, list(self.player_names_),
@@ -370,9 +369,11 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
     loss : {"auto", "mse", "cross_entropy"}, default="auto"
         ``"auto"``: cross-entropy for classifiers (on ``predict_proba``), squared error
         for regressors.
-    estimator : {"permutation", "exact"}, default="permutation"
-        ``"exact"`` evaluates all ``2**P`` coalitions of every row once (exact SAGE of
-        the rows; standard errors across rows); for small ``P`` only.
+    algorithm : {"permutation", "exact"}, default="permutation"
+        ``"permutation"``: the SAGE permutation rounds below. ``"exact"`` evaluates all
+        ``2**P`` coalitions of every row once and applies the ``"exact"`` entry of
+        :data:`sklearn_xai.shapley.ALGORITHMS` to each row's loss game (exact SAGE of the
+        rows; standard errors across rows); for small ``P`` only.
     n_permutations : int or None, default=None
         Most permutation rounds (one permutation per row per round). ``None``: until
         convergence, but at most ``MAX_PERMUTATION_ROUNDS`` (1000, a constant of
@@ -414,7 +415,7 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         "imputation": [StrOptions({"knockoff", "marginal"})],
         "background": ["array-like", None],
         "loss": [StrOptions({"auto", "mse", "cross_entropy"})],
-        "estimator": [StrOptions({"permutation", "exact"})],
+        "algorithm": [StrOptions({"permutation", "exact"})],
         "n_permutations": [Interval(Integral, 1, None, closed="left"), None],
         "convergence_tol": [Interval(Real, 0, None, closed="neither"), None],
         "feature_groups": "no_validation",
@@ -422,7 +423,7 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
     }
 
     def __init__(self, model=None, *, sampler=None, n_knockoffs=10, imputation="knockoff",
-                 background=None, loss="auto", estimator="permutation", n_permutations=None,
+                 background=None, loss="auto", algorithm="permutation", n_permutations=None,
                  convergence_tol=0.025, feature_groups=None, response_method="auto",
                  target=None, batch_size=8192, n_jobs=None, random_state=None):
         self.model = model
@@ -431,7 +432,7 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         self.imputation = imputation
         self.background = background
         self.loss = loss
-        self.estimator = estimator
+        self.algorithm = algorithm
         self.n_permutations = n_permutations
         self.convergence_tol = convergence_tol
         self.feature_groups = feature_groups
@@ -455,13 +456,14 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         -------
         self : KnockoffSAGE
         """
-        if self.estimator == "permutation" and self.n_permutations is None \
+        if self.algorithm == "permutation" and self.n_permutations is None \
                 and self.convergence_tol is None:
             raise ValueError("Set n_permutations or convergence_tol: with neither, the "
-                             "permutation estimator would never stop.")
+                             "permutation algorithm would never stop.")
         X = self._fit_players(X, y)
-        if self.estimator == "exact" and len(self.groups_) > 20:
-            raise ValueError("estimator='exact' is limited to 20 players.")
+        if self.algorithm == "exact" and len(self.groups_) > MAX_EXACT_PLAYERS:
+            raise ValueError(f"algorithm='exact' is limited to {MAX_EXACT_PLAYERS} players; "
+                             f"got {len(self.groups_)}. Use 'permutation' or group features.")
         loss = self.loss
         if loss == "auto":
             loss = "cross_entropy" if is_classifier(self.model_) else "mse"
@@ -540,10 +542,10 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         seed = draw_base_seed(self.random_state)
         losses, keys = self._loss_function(X, y, classes, seed)
 
-        if self.estimator == "exact" or P == 1:
+        if self.algorithm == "exact" or P == 1:
             # one player: its Shapley value is exactly loss(empty) - loss(full)
             L = np.concatenate(self._map_batches(lambda rows: losses(rows, all_masks(P)), n))
-            phi, _ = exact_shapley(_ArrayGame(-L[:, :, None]))
+            phi, _ = ALGORITHMS["exact"](_ArrayGame(-L[:, :, None]))
             samples = phi[:, :, 0]
             values = samples.mean(axis=0)
             std = samples.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(P)
@@ -667,13 +669,41 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
                                 self.loss_, self.imputation)
 
 
-class _ArrayGame:
-    """A game whose values for all ``2**P`` coalitions (``all_masks`` order) are given."""
+class _ArrayGame(Game):
+    """A game given by its values for all ``2**P`` coalitions of every row.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_rows, 2**n_players, n_outputs)
+        ``values[r, c]`` is row ``r``'s value of the coalition whose binary code is ``c``
+        (player ``p`` present when bit ``p`` is set: the order of ``all_masks``).
+    """
 
     def __init__(self, values):
+        values = np.asarray(values, dtype=np.float64)
+        n_players = int(np.log2(max(values.shape[1], 1))) if values.ndim == 3 else -1
+        if n_players < 0 or values.shape[1] != 2**n_players:
+            raise ValueError("values must have shape (n_rows, 2**n_players, n_outputs); got "
+                             f"{values.shape}.")
         self._values = values
-        self.n_rows = values.shape[0]
-        self.n_players = int(np.log2(values.shape[1]))
+        self._n_players = n_players
+        self._n_outputs = values.shape[2]
+        self.n_evaluations = 0
 
-    def value(self, masks):
-        return self._values
+    @property
+    def n_rows(self):
+        return self._values.shape[0]
+
+    @property
+    def n_players(self):
+        return self._n_players
+
+    def value(self, masks, rows=None, count=True):
+        """The tabulated values of the coalitions ``masks``; see :meth:`Game.value`."""
+        masks, row_ids = self._check_masks(masks, rows)
+        codes = masks.astype(np.int64) @ (np.int64(1) << np.arange(self.n_players))
+        table = self._values[row_ids]
+        out = table[:, codes] if masks.ndim == 2 else np.take_along_axis(
+            table, codes[:, :, None], axis=1)
+        self._count(row_ids.size, masks.shape[-2], count)
+        return out

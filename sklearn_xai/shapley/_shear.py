@@ -36,14 +36,19 @@ from ..base import (
     reference_row,
     resolve_feature_groups,
 )
-from ._estimators import exact_shapley
-from ._game import ImputationGame
+from ._estimators import ALGORITHMS
+from ._game import Game, ImputationGame
 
 # --------------------------------------------------------------------------- budget
 
 
 def _n_cooperators(n_evals: int, n_players: int) -> int:
-    """K = log2(n_evals) - 1, capped at n_players - 1 (then the estimate is exact)."""
+    """K = log2(n_evals) - 1, capped at n_players - 1 (then the estimate is exact).
+
+    ``n_evals`` is the package's budget unit, coalition evaluations per player and row:
+    player i's ``2^K`` subsets of its cooperators, each with and without i, are
+    ``2^(K+1) = n_evals`` coalitions, hence the power of two.
+    """
     k = int(np.log2(n_evals)) - 1
     return max(0, min(k, n_players - 1))
 
@@ -449,13 +454,15 @@ def _torch_model_function(model, response_method, target, device, batch_size):
 # --------------------------------------------------------------------------- torch game
 
 
-class _TorchReferenceGame:
+class _TorchReferenceGame(Game):
     """``v(S) = f(x_S, r_~S)`` for a :class:`~sklearn_xai._torch.TorchModelFunction`, with
-    the hybrid rows built in torch on the model's device.
+    the hybrid rows built in torch on the model's device: a :class:`Game`.
 
     Same values as :class:`~sklearn_xai.shapley.ImputationGame` with one reference row
     (tested), without the float64 numpy copy of every hybrid row: on CPU it saves about
-    half of SHEAR's time, on a GPU it keeps the work on the device. Private to SHEAR.
+    half of SHEAR's time, on a GPU it keeps the work on the device. For a plain
+    ``nn.Sequential`` starting with ``nn.Linear`` the first layer is factored over the
+    players instead (no hybrid row is built at all). Private to SHEAR.
 
     Parameters
     ----------
@@ -491,12 +498,12 @@ class _TorchReferenceGame:
         return self._n_players
 
     def value(self, masks, rows=None, count=True):
-        """Evaluate coalitions: ``masks`` (C, P) or (n_rows, C, P) -> (n_rows, C, n_outputs)."""
+        """``v(S) = f(x_S, r_~S)``; see :meth:`Game.value`."""
         import torch
 
         fn = self.model_fn
-        masks = np.asarray(masks, dtype=bool)
-        X = self.X if rows is None else self.X[rows]
+        masks, row_ids = self._check_masks(masks, rows)
+        X = self.X[row_ids]
         n, d = X.shape
         per_row = masks.ndim == 3
         C = masks.shape[-2]
@@ -538,13 +545,13 @@ class _TorchReferenceGame:
                 if out is None:
                     out = np.empty((n, C, y.shape[-1]))
                 out[r0:r1] = y
-        if out is not None and not np.isfinite(out).all():
-            bad = np.flatnonzero(~np.isfinite(out).reshape(n, -1).all(axis=1))
-            bad = (np.arange(n) if rows is None else np.arange(self.n_rows)[rows])[bad]
+        if out is None:  # no row or no coalition
+            out = np.empty((n, C, self.n_outputs if self.n_rows else 0))
+        if not np.isfinite(out).all():
+            bad = row_ids[np.flatnonzero(~np.isfinite(out).reshape(n, -1).all(axis=1))]
             raise fn.non_finite_error(
                 f"on coalitions of explained row(s) {_shown_positions(bad + self.row_offset)}")
-        if count:
-            self.n_evaluations += n * C
+        self._count(n, C, count)
         return out
 
 
@@ -576,9 +583,12 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
         The model to explain. A ``FrozenEstimator`` (or a torch module) is used as is;
         any other estimator is cloned and fitted on ``fit``'s ``(X, y)``.
     n_evals : int, default=16
-        Model evaluations per player ``N`` (a power of two, at least 2). Uses
-        ``K = min(log2(N) - 1, n_players - 1)`` cooperators. When ``N >= 2^n_players``
-        the values are exact (computed by enumerating the ``2^n_players`` coalitions once,
+        Coalition evaluations per player and row ``N``, the budget unit of every explainer
+        of the package (:class:`KnockoffSHAP` included): a row costs ``N * n_players + 2``
+        coalition evaluations. A power of two, at least 2, because SHEAR spends them on
+        the ``2^K`` subsets of ``K = min(log2(N) - 1, n_players - 1)`` cooperators, each
+        with and without the player (``2^(K+1) = N``). When ``N >= 2^n_players`` the
+        values are exact (computed by enumerating the ``2^n_players`` coalitions once,
         which gives the same numbers as the SHEAR coalitions at a lower cost).
     reference : "mean" or array-like of shape (n_features,) or (1, n_features), default="mean"
         The reference row ``r``. ``"mean"``: numeric column means, the most frequent value
@@ -793,7 +803,7 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
             game = ImputationGame(self.model_fn_, Xb, self.reference_, groups=self.groups_)
         n = Xb.shape[0]
         if self._exact_regime():
-            phi, base = exact_shapley(game)
+            phi, base = ALGORITHMS["exact"](game)
             coop = np.broadcast_to(
                 np.array([np.delete(np.arange(P), i) for i in range(P)], dtype=np.intp
                          ).reshape(P, K), (n, P, K)).copy()
