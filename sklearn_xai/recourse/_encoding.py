@@ -515,3 +515,44 @@ class TabularEncoder:
         if self.cont_.size:
             c += (diff[:, self.cont_] / self.scales_[self.cont_]).sum(axis=1)
         return c
+
+
+def quantile_grid(enc, Z, n_bins=None):
+    """Candidate values of every feature on the encoder's bins, for exhaustive searches.
+
+    A continuous feature gets the training values at the quantiles ``0, 1 / (2 n_bins),
+    ..., 1`` (``method="inverted_cdf"``: real observed values), i.e. the edges of its
+    ``n_bins`` quantile bins and the median of each bin -- 21 values for ``n_bins=10`` --
+    snapped to the column's precision and de-duplicated; missing values are ignored. A
+    categorical feature gets all its category codes. Constraints are not applied here
+    (see :meth:`TabularEncoder.allowed`).
+
+    Parameters
+    ----------
+    enc : fitted TabularEncoder
+    Z : ndarray of shape (n_samples, n_features)
+        Internal training rows (:meth:`TabularEncoder.to_internal`).
+    n_bins : int or None
+        Defaults to ``enc.n_bins``.
+
+    Returns
+    -------
+    grid : list of ``n_features`` sorted 1-D float arrays (internal values)
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    n_bins = enc.n_bins if n_bins is None else int(n_bins)
+    qs = np.linspace(0.0, 1.0, 2 * n_bins + 1)
+    grid = []
+    for j in range(enc.n_features_in_):
+        if enc.categorical_[j]:
+            grid.append(np.arange(len(enc.categories_[j]), dtype=np.float64))
+            continue
+        col = Z[:, j]
+        col = col[np.isfinite(col)]
+        if col.size == 0:
+            grid.append(np.zeros(0))
+            continue
+        v = np.quantile(col, qs, method="inverted_cdf")
+        v = np.round(v, int(enc.decimals_[j]))
+        grid.append(np.unique(v))
+    return grid

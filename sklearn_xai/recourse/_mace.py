@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numbers
 import time
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -17,13 +18,174 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Counterfactuals
 from .._model import check_model_output, model_name
+from .._random import row_keys, stream_seeds
 from .._utils import draw_base_seed
 from ..base import BaseExplainer, RecourseMixin
 from ..neighbors import NeighborIndex, check_hnsw_params
-from ._encoding import TabularEncoder
-from ._search import candidates_from_neighbors, drive, mace_search
+from ._encoding import TabularEncoder, quantile_grid
+from ._search import MaceSettings, _changed, candidates_from_neighbors, drive, mace_search
 
 __all__ = ["MaceRecourse"]
+
+
+class _MissingAwareEncoder(TabularEncoder):
+    """:class:`TabularEncoder` that keeps missing values, for models that accept NaN.
+
+    With ``allow_missing=False`` it is exactly a ``TabularEncoder``. With
+    ``allow_missing=True`` a missing value (NaN, None, ``pd.NA``) is ``NaN`` in a continuous
+    internal column and the code ``-1`` in a categorical one, and decodes back to a
+    missing value. Categories, bins and scales are learned from the observed values (for
+    fitting, the missing entries of a column are filled with evenly spaced quantiles of
+    its observed values, or with its most frequent category). A counterfactual may keep a
+    missing value or replace it by a real value (any allowed value: a missing value has no
+    direction for ``monotone``); no allowed value is ever missing, so no search writes a
+    new one. Moving between missing and a value costs 1, like a category change. In the
+    neighbour embedding a missing category is an all-zero one-hot block, and a continuous
+    column that had missing values in fit gets an indicator column.
+    """
+
+    def __init__(self, categorical_features="auto", n_bins=10, immutable_features=None,
+                 feature_ranges=None, monotone=None, allow_missing=False):
+        super().__init__(categorical_features=categorical_features, n_bins=n_bins,
+                         immutable_features=immutable_features,
+                         feature_ranges=feature_ranges, monotone=monotone)
+        self.allow_missing = allow_missing
+
+    @staticmethod
+    def _missing(X):
+        if isinstance(X, pd.DataFrame):
+            return X.isna().to_numpy()
+        return pd.isna(np.asarray(X))
+
+    def fit(self, X):
+        miss = self._missing(X) if self.allow_missing else None
+        if miss is None or not miss.any():
+            super().fit(X)
+            self.missing_fit_ = np.zeros(self.n_features_in_, dtype=bool)
+            return self
+        X = X.copy()
+        for j in np.flatnonzero(miss.any(axis=0)):
+            m = miss[:, j]
+            col = X.iloc[:, j] if isinstance(X, pd.DataFrame) else X[:, j]
+            if m.all():
+                name = X.columns[j] if isinstance(X, pd.DataFrame) else f"x{j}"
+                raise ValueError(f"feature {name!r} has only missing values in fit; drop it or "
+                                 "pass rows where it is observed.")
+            seen = col[~m]
+            if isinstance(X, pd.DataFrame) and not (
+                    pd.api.types.is_numeric_dtype(col.dtype)
+                    and not isinstance(col.dtype, pd.CategoricalDtype)):
+                fill = seen.mode(dropna=True).iloc[0]
+                X.isetitem(j, col.fillna(fill))
+            else:
+                q = (np.arange(m.sum()) + 0.5) / m.sum()
+                v = np.quantile(np.asarray(seen, dtype=np.float64), q, method="inverted_cdf")
+                if isinstance(X, pd.DataFrame):
+                    col = col.copy()
+                    col[m] = v
+                    X.isetitem(j, col)
+                else:
+                    X[m, j] = v
+        super().fit(X)
+        self.missing_fit_ = miss.any(axis=0)
+        return self
+
+    def to_internal(self, X, *, _fitting=False):
+        if _fitting or not self.allow_missing:
+            return super().to_internal(X, _fitting=_fitting)
+        X = self._check_columns(X)
+        miss = self._missing(X)
+        if not miss.any():
+            return super().to_internal(X)
+        X = X.copy()
+        for j in np.flatnonzero(miss.any(axis=0)):
+            fill = self.categories_[j][0] if self.categorical_[j] else 0.0
+            if isinstance(X, pd.DataFrame):
+                col = X.iloc[:, j]
+                if self.categorical_[j]:  # the query's categories may lack ``fill``
+                    col = col.astype(object)
+                X.isetitem(j, col.where(~miss[:, j], fill))
+            else:
+                X[miss[:, j], j] = fill
+        Z = super().to_internal(X)
+        Z[miss] = np.where(self.categorical_, -1.0, np.nan)[np.nonzero(miss)[1]]
+        return Z
+
+    def _missing_internal(self, Z):
+        miss = np.isnan(Z)
+        miss[:, self.cat_] = Z[:, self.cat_] < 0
+        return miss
+
+    def _filled(self, Z, miss):
+        return np.where(miss, np.where(self.categorical_, 0.0, self.low_)[None, :], Z)
+
+    def to_user(self, Z):
+        Z = np.asarray(Z, dtype=np.float64)
+        if not self.allow_missing:
+            return super().to_user(Z)
+        miss = self._missing_internal(Z)
+        if not miss.any():
+            return super().to_user(Z)
+        U = super().to_user(self._filled(Z, miss))
+        for j in np.flatnonzero(miss.any(axis=0)):
+            if isinstance(U, pd.DataFrame):
+                U.isetitem(j, U.iloc[:, j].mask(miss[:, j]))
+            else:
+                U[miss[:, j], j] = np.nan
+        return U
+
+    def embed(self, Z, continuous="bins"):
+        Z = np.asarray(Z, dtype=np.float64)
+        if not self.allow_missing:
+            return super().embed(Z, continuous)
+        miss = self._missing_internal(Z)
+        E = super().embed(self._filled(Z, miss), continuous)
+        off = 0
+        for j in self.cat_:
+            k = len(self.categories_[j])
+            E[miss[:, j], off : off + k] = 0.0
+            off += k
+        ind = self.cont_[self.missing_fit_[self.cont_]]
+        return np.hstack([E, miss[:, ind].astype(np.float64)]) if ind.size else E
+
+    def cells(self, Z):
+        Z = np.asarray(Z, dtype=np.float64)
+        if not self.allow_missing:
+            return super().cells(Z)
+        miss = self._missing_internal(Z)
+        C = super().cells(self._filled(Z, miss))
+        C[miss] = -1.0
+        return C
+
+    def allowed(self, j, x_j, values):
+        values = np.asarray(values, dtype=np.float64)
+        if not self.allow_missing:
+            return super().allowed(j, x_j, values)
+        real = ~np.isnan(values) & (values >= 0 if self.categorical_[j] else True)
+        x_missing = np.isnan(x_j) or (self.categorical_[j] and x_j < 0)
+        if not x_missing:
+            return super().allowed(j, x_j, np.where(real, values, x_j)) & real
+        if not self.mutable_[j]:
+            return np.zeros(values.shape, dtype=bool)
+        ok = real.copy()
+        if self.categorical_[j]:
+            if self.allowed_codes_[j] is not None:
+                ok[real] &= self.allowed_codes_[j][values[real].astype(np.int64)]
+        else:
+            ok &= (values >= self.range_low_[j]) & (values <= self.range_high_[j])
+        return ok
+
+    def cost(self, Z, x):
+        Z = np.asarray(Z, dtype=np.float64)
+        X = np.broadcast_to(np.atleast_2d(np.asarray(x, dtype=np.float64)), Z.shape)
+        if not self.allow_missing:
+            return super().cost(Z, X)
+        mz, mx = self._missing_internal(Z), self._missing_internal(X)
+        if not (mz.any() or mx.any()):
+            return super().cost(Z, X)
+        either = mz | mx
+        return super().cost(np.where(either, 0.0, Z), np.where(either, 0.0, X)) + (
+            mz ^ mx).sum(axis=1)
 
 
 class MaceRecourse(RecourseMixin, BaseExplainer):
@@ -52,20 +214,49 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
     4. **Refinement** (Algorithm 4): changed continuous features move back toward the query
        (bisection along the segment, then GLD-search per feature) while staying valid.
 
+    When stage 2 and the fallbacks find no valid row, a final **exhaustive stage** (not in
+    the paper) tries every change of one feature to a value of its grid, then of two
+    features, and so on up to ``max_changes``, respecting every constraint, and stops at
+    the first number of changes with a valid row; those rows then go through stages 3
+    and 4. The grid of a continuous feature is its training values at the quantiles
+    ``0, 1 / (2 n_bins), ..., 1`` (the edges and medians of its ``n_bins`` quantile bins:
+    21 values by default), of a categorical feature its categories. One change costs
+    ``sum_j m_j`` model rows (``m_j``: the allowed grid values of feature ``j``); the
+    searches of two or more changes share a budget of 20,000 rows per query and desired
+    class, and a number of changes that does not fit is not tried -- ``extras["stages"]``
+    then says so and a warning is raised if the query stays unanswered. So a query is
+    reported as not found only when no row of the grid changing at most ``max_changes``
+    features is valid, or the budget stopped the search.
+
     All model calls are batched over the queries of a batch: a query costs about
     ``15 * 40 + 80 + max_changes`` rows with ``"rl"`` (``60 * 8`` with ``"gld"``), plus the
     single-edit batch of ``column_selection="effect"``, the post-hoc sparsity reverts and
     ``n_counterfactuals * (6 + 8 * 20)`` refinement rows, in a number of model calls per
     batch that does not grow with the number of queries (about 50-80 with ``"rl"``,
-    100-130 with ``"gld"``). Every returned counterfactual is re-predicted in the user's
-    feature space and is valid; a query for which none is found is reported as not found.
-    ``explain(X).extras["stats"]`` holds ``n_model_calls``, ``n_model_rows`` and ``seconds``.
+    100-130 with ``"gld"``; the exhaustive stage, for the queries that reach it, sends at
+    most 4,096 rows per query per call, or the rows of one set of features if more).
+    Every returned counterfactual is re-predicted in the user's feature space and is
+    valid; a query for which none is found is reported as not found.
+    ``explain(X).extras`` holds ``"stats"`` (``n_model_calls``, ``n_model_rows``,
+    ``seconds``), ``"stage"`` (per query, the stage that answered it:
+    ``"rl"``/``"gld"``, ``"greedy"``, ``"nearest_unlike"``, ``"exhaustive_<k>"`` for ``k``
+    changed features, or ``"none"``; a tuple, one per desired class, when a query has
+    several, like ``desired``) and ``"stages"`` (a DataFrame, one row per query and desired
+    class: ``stage``, ``exhaustive_levels`` searched, ``exhaustive_skipped_level`` and
+    ``exhaustive_skipped_rows``, 0 when the budget skipped nothing).
+
+    Missing values: when the model accepts NaN (its ``allow_nan`` tag, e.g.
+    ``HistGradientBoostingClassifier``), ``fit`` and ``explain`` take rows with missing
+    values. A missing value is a value: a counterfactual keeps it or replaces it by a
+    real value (a change of cost 1, like a category change, in any direction whatever
+    ``monotone`` says), and never holds a missing value where the query had none.
 
     Parameters
     ----------
     model : classifier with ``predict_proba``
         A trained model wrapped in :class:`sklearn.frozen.FrozenEstimator`, or an
-        unfitted one that ``fit(X, y)`` fits (a clone).
+        unfitted one that ``fit(X, y)`` fits (a clone). Rows may hold missing values when
+        the model's ``allow_nan`` tag is set.
     method : {"rl", "gld"}, default="rl"
         The stage-2 search.
     n_counterfactuals : int, default=3
@@ -142,7 +333,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         (the reference's fallback). With ``"nearest_unlike"``, if that fails too, the query
         with every allowed value copied from each of its desired-class neighbours is tried
         (then sparsified); such a counterfactual may change more than ``max_changes``
-        features.
+        features. With either, the exhaustive stage runs last.
     min_proba : float or None, default=None
         A counterfactual must also reach this probability of the desired class (a margin
         away from the decision boundary). ``None``: ``argmax`` only.
@@ -161,7 +352,10 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         batches mostly release the GIL, and the model is not copied). Results do not depend
         on it.
     random_state : int, RandomState or None, default=None
-        Seeds one generator per (query, desired class).
+        One integer is drawn from it per ``explain`` call; each (query, desired class)
+        gets a generator seeded from that integer and the query's content
+        (:func:`sklearn_xai._random.row_keys`), so a query's counterfactuals do not depend
+        on the other rows of the call, and equal rows get equal counterfactuals.
     response_method, target :
         Kept for the common explainer contract; only ``"auto"``/``"predict_proba"`` and
         ``None`` are supported.
@@ -172,8 +366,9 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
     encoder_ : TabularEncoder (categories, bins, MAD scales, constraints)
     classes_ : ndarray, the model's classes
     indexes_ : dict class position -> NeighborIndex (classes never predicted on the fit
-        data have none, and their queries report not found)
+        data have none; their queries are searched by the exhaustive stage only)
     index_rows_ : dict class position -> ndarray of internal rows behind each index
+    grid_ : list of ndarray, the internal values of each feature for the exhaustive stage
     n_features_in_, feature_names_in_
 
     Notes
@@ -318,7 +513,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         # nested settings are checked here, before any of them reaches compiled code
         hnsw_params = check_hnsw_params(self.hnsw_params, caller="MaceRecourse")
         quantiles = self._check_quantiles(self.class_quantiles)
-        X = self._validate_X(X, reset=True, allow_nan=False)
+        X = self._validate_X(X, reset=True)  # NaN where the model's allow_nan tag says so
         model = self._fit_model(X, y)
         self._range_ = None
         if self.desired_range is not None:
@@ -348,14 +543,16 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             if self.classes_.ndim != 1 or self.classes_.size < 2:
                 raise ValueError(
                     "the model must be a fitted classifier with at least 2 classes_.")
-        self.encoder_ = TabularEncoder(
+        self.encoder_ = _MissingAwareEncoder(
             categorical_features=self.categorical_features,
             n_bins=self.n_bins,
             immutable_features=self.immutable_features,
             feature_ranges=self.feature_ranges,
             monotone=self.monotone,
+            allow_missing=self._allow_nan(),
         ).fit(X)
         Z = self.encoder_.to_internal(X)
+        self.grid_ = quantile_grid(self.encoder_, Z)
         P = self._proba(Z)
         pred = P.argmax(axis=1)
         E = self.encoder_.embed(Z)
@@ -371,9 +568,10 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             self.index_rows_[c] = Z[rows]
             if quantiles.size:
                 members = Z[pred == c]
-                self.class_values_[c] = self.encoder_.snap(
-                    np.quantile(members, quantiles, axis=0, method="inverted_cdf")
-                )
+                with warnings.catch_warnings():  # a column missing in every member
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    values = np.nanquantile(members, quantiles, axis=0, method="inverted_cdf")
+                self.class_values_[c] = self.encoder_.snap(values)
         return self
 
     # ----------------------------------------------------------------- internals
@@ -448,38 +646,30 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         t = int(hit[0])
         return [[t] if p != t else [] for p in pred]
 
-    def _params(self):
+    def _settings(self):
         refine = {True: "both", False: "none"}.get(self.refine, self.refine)
-        return {
-            "method": self.method,
-            "n_counterfactuals": self.n_counterfactuals,
-            "max_changes": self.max_changes,
-            "lr": 0.1,
-            "lambda1": 2.0,
-            "lambda2": 2.0,
-            "rl_batch_size": 40,
-            "n_epochs": 15,
-            "n_policy_samples": 80,
-            "gld_max_radius": 0.25,
-            "gld_min_radius": 0.0005,
-            "gld_num_starts": 3,
-            "n_epochs_gld": 20,
-            "n_epochs_refine": 20,
-            "n_bisection": 6,
-            "refine": refine,
-            "diversity_cap": self.diversity_cap,
-            "fill": self.fill,
-            "n_feature_columns": self.n_feature_columns,
-            "column_selection": self.column_selection,
-            "sparsity_weight": float(self.sparsity_weight),
-            "sparsify": self.posthoc_sparsity,
-            "fallback": self.fallback == "nearest_unlike",
-        }
+        return MaceSettings(
+            method=self.method,
+            n_counterfactuals=self.n_counterfactuals,
+            max_changes=self.max_changes,
+            n_feature_columns=self.n_feature_columns,
+            column_selection=self.column_selection,
+            refine=refine,
+            diversity_cap=self.diversity_cap,
+            fill=self.fill,
+            sparsity_weight=float(self.sparsity_weight),
+            sparsify=self.posthoc_sparsity,
+            fallback=self.fallback == "nearest_unlike",
+        )
 
-    def _explain_chunk(self, Zq, Pq, jobs, base_seed):
-        """Search the (query, target) ``jobs`` of one batch; returns results and counts."""
+    def _explain_chunk(self, Zq, Pq, jobs, seeds):
+        """Search the (query, target) ``jobs`` of one batch; returns results and counts.
+
+        ``seeds[i]`` seeds query ``i`` (from its content), so a query's result does not
+        depend on the other queries of the call.
+        """
         enc = self.encoder_
-        params = self._params()
+        settings = self._settings()
         gens = []
         # stage 1: one neighbour query per desired class for the whole batch
         by_t = {}
@@ -502,12 +692,13 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
                     self.class_values_.get(t),
                 ) + (neigh,)
         for n, (i, t, k) in enumerate(jobs):
-            rng = np.random.default_rng(np.random.SeedSequence(entropy=base_seed,
-                                                               spawn_key=(int(i), int(t))))
+            rng = np.random.default_rng(np.random.SeedSequence(entropy=int(seeds[i]),
+                                                               spawn_key=(int(t),)))
             cols, vals, neigh = cands[n]
             gens.append(
                 mace_search(
-                    enc, Zq[i], t, Pq[i, t], cols, vals, rng, params, self.min_proba, neigh
+                    enc, Zq[i], t, Pq[i, t], cols, vals, rng, settings, self.min_proba,
+                    neigh, self.grid_,
                 )
             )
         counter = {"rows": 0}
@@ -520,11 +711,12 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         # compact per batch: one array of rows and one of (query, desired class) per batch,
         # not a Python object per counterfactual kept until the end
         d = Zq.shape[1]
-        found = [(rows, i, t) for (i, t, _), (rows, _) in zip(jobs, results) if len(rows)]
+        found = [(rows, i, t) for (i, t, _), (rows, _, _) in zip(jobs, results) if len(rows)]
         R = np.vstack([f[0] for f in found]) if found else np.zeros((0, d))
         meta = np.array([(i, t) for rows, i, t in found for _ in range(len(rows))],
                         dtype=np.int64).reshape(-1, 2)
-        return R, meta, n_calls, counter["rows"]
+        infos = [(i, t, info) for (i, t, _), (_, _, info) in zip(jobs, results)]
+        return R, meta, n_calls, counter["rows"], infos
 
     def _explain(self, X):
         t0 = time.perf_counter()
@@ -534,7 +726,9 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         pred = Pq.argmax(axis=1)
         targets = self._targets(pred)
         jobs = [(i, t, k) for i in range(len(Zq)) for k, t in enumerate(targets[i])]
-        base_seed = draw_base_seed(self.random_state)
+        # one stream per query, keyed by its content: the same row gets the same draws
+        # alone, in any batch, next to any other rows or next to a copy of itself
+        seeds = stream_seeds(draw_base_seed(self.random_state), row_keys(Zq))
         bs = max(1, int(self.batch_size))
         # batches by query, so one query's targets stay together
         by_chunk = {}
@@ -542,16 +736,17 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             by_chunk.setdefault(j[0] // bs, []).append(j)
         job_chunks = [by_chunk[c] for c in sorted(by_chunk)]
         if self.n_jobs in (None, 1) or len(job_chunks) <= 1:
-            outs = [self._explain_chunk(Zq, Pq, c, base_seed) for c in job_chunks]
+            outs = [self._explain_chunk(Zq, Pq, c, seeds) for c in job_chunks]
         else:
             outs = Parallel(n_jobs=self.n_jobs, prefer="threads")(
-                delayed(self._explain_chunk)(Zq, Pq, c, base_seed) for c in job_chunks
+                delayed(self._explain_chunk)(Zq, Pq, c, seeds) for c in job_chunks
             )
         n_calls = 1 + sum(o[2] for o in outs)
         n_rows = len(Zq) + sum(o[3] for o in outs)
         d = Zq.shape[1]
         R = np.vstack([o[0] for o in outs]) if outs else np.zeros((0, d))
         meta = np.vstack([o[1] for o in outs]) if outs else np.zeros((0, 2), dtype=np.int64)
+        infos = [info for o in outs for info in o[4]]
         del outs
         # grouped by query, then desired class, best first (a stable sort: the batches
         # already come in this order), so the frames below need no reordering
@@ -582,10 +777,43 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             "n_model_rows": n_rows,
             "seconds": time.perf_counter() - t0,
         }
+        stages = self._stage_frame(infos, meta[keep])
         return self._assemble(X, Zq, R, keep, meta, P if len(R) else None, targets, stats,
-                              values, cf_user)
+                              values, cf_user, stages)
 
-    def _assemble(self, X, Zq, R, keep, meta, P, targets, stats, values=None, cf_user=None):
+    def _stage_frame(self, infos, kept_meta):
+        """One row per (query, desired class): the stage that answered it, and the
+        exhaustive stage's levels; warns when its row cap left a query unanswered."""
+        answered = {(int(i), int(t)) for i, t in kept_meta}
+        rows = []
+        for i, t, info in infos:
+            # a job whose rows all failed the final re-prediction is not answered
+            stage = info["stage"] if (int(i), int(t)) in answered else "none"
+            skipped = info["exhaustive_skipped"]
+            rows.append((int(i), self.classes_[t], stage, info["exhaustive_levels"],
+                         0 if skipped is None else skipped[0],
+                         0 if skipped is None else skipped[1]))
+        frame = pd.DataFrame(rows, columns=["query", "desired_class", "stage",
+                                            "exhaustive_levels", "exhaustive_skipped_level",
+                                            "exhaustive_skipped_rows"])
+        frame = frame.sort_values(["query"], kind="stable").reset_index(drop=True)
+        capped = frame[(frame["stage"] == "none") & (frame["exhaustive_skipped_level"] > 0)]
+        if len(capped):
+            first = capped.iloc[0]
+            warnings.warn(
+                f"MaceRecourse found no counterfactual for {capped['query'].nunique()} "
+                "query(ies) although its exhaustive search did not try every number of "
+                f"changes: e.g. for query {first['query']} it stopped before "
+                f"{first['exhaustive_skipped_level']} changed features, which need "
+                f"{first['exhaustive_skipped_rows']:,} model rows (the searches of two or "
+                f"more changes share a budget of {MaceSettings.exhaustive_max_rows:,} rows "
+                "per query and desired class). A counterfactual changing more features may "
+                "exist; see extras['stages'] (exhaustive_skipped_*). immutable_features and "
+                "feature_ranges shrink the search.", UserWarning, stacklevel=4)
+        return frame
+
+    def _assemble(self, X, Zq, R, keep, meta, P, targets, stats, values=None, cf_user=None,
+                  stages=None):
         enc = self.encoder_
         n = len(Zq)
         queries = X.reset_index(drop=True) if isinstance(X, pd.DataFrame) else pd.DataFrame(
@@ -617,7 +845,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             {
                 "desired_class": self.classes_[tpos] if len(R) else self.classes_[:0],
                 "proximity": enc.cost(R, x_of),
-                "n_changed": (R != x_of).sum(axis=1).astype(np.int64),
+                "n_changed": _changed(R, x_of).sum(axis=1).astype(np.int64),
             }
         )
         pred_t = P[np.arange(len(R)), tpos] if len(R) else np.zeros(0)
@@ -626,11 +854,17 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         found = np.zeros(n, dtype=bool)
         found[qidx] = True
         desired = np.empty(n, dtype=object)
+        stage = np.empty(n, dtype=object)
+        by_query = {}
+        for q, s in zip(stages["query"], stages["stage"]):
+            by_query.setdefault(int(q), []).append(s)
         for i in range(n):
             ts = [self.classes_.tolist()[t] for t in targets[i]]
             desired[i] = ts[0] if len(ts) == 1 else (tuple(ts) if ts else None)
             if self._range_ is not None:
                 desired[i] = tuple(self._range_[:2]) if targets[i] else None
+            st = by_query.get(i, [])
+            stage[i] = st[0] if len(st) == 1 else (tuple(st) if st else None)
         # rows are already grouped by query, then desired class, best first (_explain)
         return Counterfactuals(
             queries=queries,
@@ -644,6 +878,8 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
                 "proba": P,
                 "classes": self.classes_,
                 "stats": stats,
+                "stage": stage,
+                "stages": stages,
             },
         )
 
@@ -673,8 +909,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         return float(res.found.mean() - 0.1 * prox.mean())
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
+        tags = super().__sklearn_tags__()  # allow_nan: the model's
         tags.input_tags.categorical = True
         tags.input_tags.string = True
         return tags

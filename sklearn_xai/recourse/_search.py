@@ -7,20 +7,89 @@ number of model calls does not grow with the number of queries and no stage pred
 single row at a time.
 
 Nothing here knows about the neighbour index or the user's data types: the candidates come
-in as ``(columns, values)``, rows are internal float arrays (see ``_encoding``).
+in as ``(columns, values)``, rows are internal float arrays (see ``_encoding``). A missing
+value is ``NaN`` in a continuous column (``-1`` in a categorical one): it equals itself,
+and no stage ever writes a new one (candidate values are real values).
 """
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
+
 import numpy as np
 
 __all__ = [
+    "MaceSettings",
     "candidates_from_neighbors",
     "drive",
     "mace_search",
 ]
 
 _P_LOW, _P_HIGH = 0.1, 0.8  # range of the column-selection probabilities (OmniXAI's clamps)
+
+
+@dataclass(frozen=True)
+class MaceSettings:
+    """Settings of one MACE search, built by ``MaceRecourse`` from its parameters.
+
+    The fixed values are the paper's / OmniXAI's (Adam learning rate, REINFORCE batch and
+    epochs, GLD radii and epochs, bisection steps). ``exhaustive_max_rows`` is the row
+    budget of the levels ``k >= 2`` of the final exhaustive stage (per query and desired
+    class); ``exhaustive_chunk_rows`` bounds the rows one query sends per model call there.
+    """
+
+    method: str = "rl"
+    n_counterfactuals: int = 3
+    max_changes: int = 8
+    n_feature_columns: int = 10
+    column_selection: str = "effect"
+    lr: float = 0.1
+    lambda1: float = 2.0
+    lambda2: float = 2.0
+    rl_batch_size: int = 40
+    n_epochs: int = 15
+    n_policy_samples: int = 80
+    gld_max_radius: float = 0.25
+    gld_min_radius: float = 0.0005
+    gld_num_starts: int = 3
+    n_epochs_gld: int = 20
+    n_epochs_refine: int = 20
+    n_bisection: int = 6
+    refine: str = "both"
+    diversity_cap: int | None = 3
+    fill: bool = True
+    sparsity_weight: float = 1.0
+    sparsify: bool = True
+    fallback: bool = True
+    exhaustive: bool = True
+    exhaustive_max_rows: int = 20_000
+    exhaustive_chunk_rows: int = 4096
+
+    def __post_init__(self):
+        if self.method not in ("rl", "gld"):
+            raise ValueError(f"method must be 'rl' or 'gld', got {self.method!r}.")
+        if self.refine not in ("both", "gld", "bisection", "none"):
+            raise ValueError(
+                f"refine must be 'both', 'gld', 'bisection' or 'none', got {self.refine!r}.")
+        if self.column_selection not in ("effect", "votes"):
+            raise ValueError("column_selection must be 'effect' or 'votes', got "
+                             f"{self.column_selection!r}.")
+
+
+# --------------------------------------------------------------------------- missing values
+def _changed(rows, x):
+    """Entries of ``rows`` that differ from ``x``; a missing value (NaN) equals itself."""
+    rows = np.asarray(rows, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    return (rows != x) & ~(np.isnan(rows) & np.isnan(x))
+
+
+def _unique_rows(rows):
+    """``np.unique(rows, axis=0, return_index=True)`` with NaN equal to NaN."""
+    key = np.where(np.isnan(rows), np.inf, rows)  # internal values are never infinite
+    _, first = np.unique(key, axis=0, return_index=True)
+    return rows[first], first
 
 
 # --------------------------------------------------------------------------- stage 1
@@ -246,9 +315,9 @@ def _rl(ctx, x, cols, values, rng, p):
     m_i = mask.sum(axis=1)
     theta = np.full(s, np.log(4.0 / 3.0))  # p = 0.5 at the start, as in the paper
     phi = np.zeros(V.shape)
-    opt = _Adam([theta.shape, phi.shape], lr=p["lr"])
-    lam1, lam2 = p["lambda1"], p["lambda2"]
-    B = p["rl_batch_size"]
+    opt = _Adam([theta.shape, phi.shape], lr=p.lr)
+    lam1, lam2 = p.lambda1, p.lambda2
+    B = p.rl_batch_size
     pool, pool_p = [], []
 
     def policy():
@@ -262,7 +331,7 @@ def _rl(ctx, x, cols, values, rng, p):
         ch = np.minimum((u > cq[None, :, :]).sum(axis=2), m_i[None, :] - 1)
         return sel, ch
 
-    for _ in range(p["n_epochs"]):
+    for _ in range(p.n_epochs):
         sig, pc, sm, q = policy()
         sel, ch = sample(pc, q, B)
         rows = _build_rows(x, cols, V, sel, ch)
@@ -277,7 +346,7 @@ def _rl(ctx, x, cols, values, rng, p):
         opt.step([theta, phi], [g_theta, g_phi])
 
     sig, pc, sm, q = policy()
-    w = min(p["max_changes"], s)
+    w = min(p.max_changes, s)
     top = np.argsort(-pc, kind="stable")[:w]
     best = q.argmax(axis=1)
     # greedy baseline: add the top-w columns one by one (all prefixes in one batch)
@@ -294,7 +363,7 @@ def _rl(ctx, x, cols, values, rng, p):
     # B samples of the learned policy, restricted to the top-w columns (||p||_0 <= w)
     pc_w = np.zeros(s)
     pc_w[top] = pc[top]
-    sel, ch = sample(pc_w, q, p["n_policy_samples"])
+    sel, ch = sample(pc_w, q, p.n_policy_samples)
     rows = _build_rows(x, cols, V, sel, ch)
     P = yield rows
     ok = ctx.valid(P)
@@ -321,7 +390,7 @@ def _gld(ctx, x, cols, values, rng, p, cost):
     """
     s = len(cols)
     V, mask = _value_table(values)
-    radii = _radii(p["gld_max_radius"], p["gld_min_radius"])
+    radii = _radii(p.gld_max_radius, p.gld_min_radius)
     nr = len(radii)
     a = np.full(s, 0.5)
     b = np.where(mask, 0.5, -np.inf)
@@ -329,15 +398,15 @@ def _gld(ctx, x, cols, values, rng, p, cost):
     pool, pool_p = [], []
 
     def decode(A, Bv):
-        sel = _limit_changes(A > 0.5, A, p["max_changes"])
+        sel = _limit_changes(A > 0.5, A, p.max_changes)
         ch = np.where(mask[None], Bv, -np.inf).argmax(axis=2)
         return _build_rows(x, cols, V, sel, ch)
 
-    for start in range(p["gld_num_starts"]):
+    for start in range(p.gld_num_starts):
         if start > 0:
             a = 0.55 * (a >= 0.5)
             inc_obj = np.inf
-        for _ in range(p["n_epochs_gld"]):
+        for _ in range(p.n_epochs_gld):
             A = np.clip(a[None, :] + rng.normal(size=(nr, s)) * radii[:, None], 0.0, 1.0)
             Bv = np.clip(
                 b[None] + rng.normal(size=(nr,) + b.shape) * radii[:, None, None], 0.0, 1.0
@@ -365,7 +434,7 @@ def _greedy(ctx, x, cols, values, p, p_x):
     """
     cur, cur_p = x.copy(), p_x
     free = np.ones(len(cols), dtype=bool)
-    for _ in range(min(p["max_changes"], len(cols))):
+    for _ in range(min(p.max_changes, len(cols))):
         pairs = [(i, v) for i in np.flatnonzero(free) for v in values[i]]
         if not pairs:
             break
@@ -412,7 +481,7 @@ def _sparsify(ctx, enc, x, rows, P, max_rounds):
     for _ in range(max_rounds):
         cand, owner = [], []
         for k in np.flatnonzero(active):
-            for j in np.flatnonzero(rows[k] != x):
+            for j in np.flatnonzero(_changed(rows[k], x)):
                 r = rows[k].copy()
                 r[j] = x[j]
                 cand.append(r)
@@ -441,7 +510,7 @@ def _sparsify(ctx, enc, x, rows, P, max_rounds):
 # --------------------------------------------------------------------------- stage 3
 def _rank_cost(enc, rows, x, sparsity_weight):
     """Ranking score of Algorithm 3: proximity cost + ``sparsity_weight`` x changed features."""
-    return enc.cost(rows, x) + sparsity_weight * (rows != x[None, :]).sum(axis=1)
+    return enc.cost(rows, x) + sparsity_weight * _changed(rows, x[None, :]).sum(axis=1)
 
 
 def _diverse(enc, x, rows, n_cf, cap, fill, accepted=None, sparsity_weight=0.0):
@@ -458,12 +527,12 @@ def _diverse(enc, x, rows, n_cf, cap, fill, accepted=None, sparsity_weight=0.0):
     chosen : list of int, positions in ``rows``, best first
     """
     cost = _rank_cost(enc, rows, x, sparsity_weight)
-    changed = rows != x[None, :]
+    changed = _changed(rows, x[None, :])
     order = np.lexsort((changed.sum(axis=1), cost))
     chosen, seen_sets = [], set()
     uses = np.zeros(x.shape[0], dtype=int)
     if accepted is not None and len(accepted):
-        acc = accepted != x[None, :]
+        acc = _changed(accepted, x[None, :])
         seen_sets = {a.tobytes() for a in acc}
         uses += acc.sum(axis=0)
     for k in order:
@@ -502,7 +571,7 @@ def _diverse(enc, x, rows, n_cf, cap, fill, accepted=None, sparsity_weight=0.0):
 
 
 # --------------------------------------------------------------------------- stage 4
-def _refine(ctx, enc, x, rows, P, p):
+def _refine(ctx, enc, x, rows, P, p, rng):
     """Continuous fine-tuning toward the query while staying valid.
 
     1. Bisection along the segment query -> counterfactual on the changed continuous
@@ -514,12 +583,13 @@ def _refine(ctx, enc, x, rows, P, p):
        removes the change.
     Values stay between the query and the original counterfactual value, clipped to the
     feature range, so monotone and range constraints keep holding; integer-typed features
-    are rounded before evaluation.
+    are rounded before evaluation. A feature missing in the query has no segment to the
+    query and is left as it is.
     """
     n, d = rows.shape
     cont = np.zeros(d, dtype=bool)
     cont[enc.cont_] = True
-    moved = (rows != x[None, :]) & cont[None, :]
+    moved = _changed(rows, x[None, :]) & (cont & ~np.isnan(x))[None, :]
     if not moved.any():
         return rows, P
     gap = np.where(moved, rows - x[None, :], 0.0)
@@ -540,15 +610,16 @@ def _refine(ctx, enc, x, rows, P, p):
         return enc.snap(np.where(mv, x[None, :] + U * gp, rw))
 
     def obj(R):
-        return (np.abs(R - x[None, :])[:, cont] / scale[cont]).sum(axis=1)
+        # features missing in the query or the row do not move here: they add nothing
+        return np.nansum(np.abs(R - x[None, :])[:, cont] / scale[cont], axis=1)
 
     best_u = np.ones((n, d))
     best_rows, best_P = rows.copy(), P.copy()
     best_obj = obj(best_rows)
-    if p["refine"] in ("both", "bisection"):
+    if p.refine in ("both", "bisection"):
         lo = np.zeros(n)
         hi = np.ones(n)
-        for _ in range(p["n_bisection"]):
+        for _ in range(p.n_bisection):
             mid = 0.5 * (lo + hi)
             U = np.maximum(np.repeat(mid[:, None], d, axis=1), lo_u)
             R = make(U)
@@ -560,11 +631,10 @@ def _refine(ctx, enc, x, rows, P, p):
             best_u[better] = U[better]
             best_rows[better], best_P[better] = R[better], Pm[better]
             best_obj = np.where(better, obj(R), best_obj)
-    if p["refine"] in ("both", "gld"):
-        radii = _radii(p["gld_max_radius"], p["gld_min_radius"])
+    if p.refine in ("both", "gld"):
+        radii = _radii(p.gld_max_radius, p.gld_min_radius)
         nr = len(radii)
-        rng = p["rng"]
-        for _ in range(p["n_epochs_refine"]):
+        for _ in range(p.n_epochs_refine):
             noise = rng.normal(size=(n, nr, d)) * radii[None, :, None]
             U = np.clip(best_u[:, None, :] + noise, lo_u[:, None, :], 1.0).reshape(n * nr, d)
             R = make(U, nr)
@@ -581,27 +651,128 @@ def _refine(ctx, enc, x, rows, P, p):
     return best_rows, best_P
 
 
+# --------------------------------------------------------------------------- final stage
+def _level_size(sizes, k):
+    """Rows of exhaustive level ``k``: the elementary symmetric polynomial ``e_k(sizes)``
+    (sum over every ``k`` features of the product of their numbers of values), exact."""
+    e = [1] + [0] * k
+    for m in sizes:
+        for i in range(k, 0, -1):
+            e[i] += e[i - 1] * int(m)
+    return e[k]
+
+
+def _level_chunks(x, cols, values, k, chunk_rows):
+    """Every row of ``x`` with exactly ``k`` of ``cols`` set to one of their ``values``,
+    in chunks of whole feature subsets, at most ``chunk_rows`` rows each (or one subset's
+    rows when that is more).
+
+    Yields ``(rows, subset)``: ``subset[r]`` numbers the feature subset of row ``r``.
+    """
+    buf, owner, n = [], [], 0
+    for sid, subset in enumerate(itertools.combinations(range(len(cols)), k)):
+        mesh = np.meshgrid(*[values[i] for i in subset], indexing="ij")
+        m = mesh[0].size
+        if buf and n + m > chunk_rows:
+            yield np.vstack(buf), np.concatenate(owner)
+            buf, owner, n = [], [], 0
+        rows = np.repeat(x[None, :], m, axis=0)
+        for i, g in zip(subset, mesh):
+            rows[:, cols[i]] = g.ravel()
+        buf.append(rows)
+        owner.append(np.full(m, sid))
+        n += m
+    if buf:
+        yield np.vstack(buf), np.concatenate(owner)
+
+
+def _exhaustive(ctx, enc, x, grid, p):
+    """Final stage: every sparse change on the grid, one changed feature, then two, ...
+
+    Level ``k`` evaluates every row that changes exactly ``k`` features of the query to
+    allowed grid values (immutable features, ranges and monotone directions respected,
+    ``k <= max_changes``); the search stops at the first level with a valid row. Level 1
+    always runs (``sum_j m_j`` rows, ``m_j`` the allowed values of feature ``j``); the
+    levels ``k >= 2`` share a budget of ``exhaustive_max_rows`` rows, and a level whose
+    ``e_k(m)`` rows exceed what is left is not run (nor any level above it). Per feature
+    subset the ``n_counterfactuals`` closest valid rows are kept.
+
+    Returns
+    -------
+    rows, proba : valid rows of the first level that has one (possibly 0 rows)
+    level : int, the last level searched (0: none)
+    skipped : None or (level, n_rows), the first level left out by the cap
+    """
+    d = x.shape[0]
+    cols, values = [], []
+    for j, g in enumerate(grid):
+        v = g[enc.allowed(j, x[j], g)]
+        if v.size:
+            cols.append(j)
+            values.append(v)
+    sizes = [len(v) for v in values]
+    searched, skipped = 0, None
+    budget = p.exhaustive_max_rows
+    for k in range(1, min(p.max_changes, len(cols)) + 1):
+        n_rows = _level_size(sizes, k)
+        if k >= 2:
+            if n_rows > budget:
+                skipped = (k, n_rows)
+                break
+            budget -= n_rows
+        keep, keep_p = [], []
+        for rows, subset in _level_chunks(x, cols, values, k, p.exhaustive_chunk_rows):
+            P = yield rows
+            ok = np.flatnonzero(ctx.valid(P))
+            if ok.size == 0:
+                continue
+            cost = enc.cost(rows[ok], x)
+            order = np.lexsort((cost, subset[ok]))  # by subset, closest first
+            grp = subset[ok][order]
+            rank = np.arange(order.size) - np.searchsorted(grp, grp, side="left")
+            pick = ok[order[rank < p.n_counterfactuals]]
+            keep.append(rows[pick])
+            keep_p.append(P[pick])
+        searched = k
+        if keep:
+            return np.vstack(keep), np.vstack(keep_p), k, None
+    return np.zeros((0, d)), np.zeros((0, 0)), searched, skipped
+
+
 # --------------------------------------------------------------------------- one query
-def mace_search(enc, x, target, p_x, cols, values, rng, params, min_proba, neigh=None):
-    """All four stages for one query and one desired class (a generator).
+def mace_search(enc, x, target, p_x, cols, values, rng, p, min_proba, neigh=None,
+                grid=None):
+    """All stages for one query and one desired class (a generator).
 
     Yields internal row batches, receives their probabilities ``(n_rows, n_classes)``.
+    Stage 2 (``p.method``), then the greedy fallback, then (``p.fallback``) the
+    nearest-unlike fallback, then (``grid`` given) the exhaustive stage on ``grid``, each
+    only while no valid row is known; the valid rows then go through the post-hoc
+    sparsity pass, Algorithm 3 and the refinement.
+
+    Parameters
+    ----------
+    p : MaceSettings
+    grid : list of 1-D arrays or None
+        Candidate values per feature for the exhaustive stage (internal values).
 
     Returns
     -------
     rows : ndarray of shape (n_cf, d), internal, best first (possibly 0 rows)
     proba : ndarray of shape (n_cf, n_classes)
+    info : dict
+        ``"stage"``: ``p.method``, ``"greedy"``, ``"nearest_unlike"``,
+        ``"exhaustive_<k>"`` or ``"none"``; ``"exhaustive_levels"``: levels searched by
+        the exhaustive stage (0 if it did not run); ``"exhaustive_skipped"``: ``None`` or
+        ``(level, n_rows)`` of the level the row cap left out.
     """
     d = x.shape[0]
-    empty = np.zeros((0, d)), None
-    if len(cols) == 0 and not (params["fallback"] and neigh is not None and len(neigh)):
-        return empty
     ctx = _Ctx(target, min_proba)
-    p = dict(params)
-    p["rng"] = rng
-    s_max = params["n_feature_columns"]
-    if len(cols) > s_max:
-        if params["column_selection"] == "effect":
+    info = {"stage": "none", "exhaustive_levels": 0, "exhaustive_skipped": None}
+    pool = np.zeros((0, d))
+    if len(cols) and len(cols) > p.n_feature_columns:
+        s_max = p.n_feature_columns
+        if p.column_selection == "effect":
             # OmniXAI's optional column pruning: every single (column, value) edit of the
             # query in one batch; a column scores its best desired-class probability
             owner = np.concatenate([np.full(len(v), i) for i, v in enumerate(values)])
@@ -615,29 +786,42 @@ def mace_search(enc, x, target, p_x, cols, values, rng, params, min_proba, neigh
             keep = np.arange(s_max)
         keep = np.sort(keep)
         cols, values = cols[keep], [values[i] for i in keep]
-    pool = np.zeros((0, d))
-    if len(cols) and params["method"] == "rl":
-        pool, pool_p = yield from _rl(ctx, x, cols, values, rng, p)
-    elif len(cols):
-        pool, pool_p = yield from _gld(ctx, x, cols, values, rng, p, lambda R: enc.cost(R, x))
-    if pool.shape[0] == 0 and len(cols):
-        pool, pool_p = yield from _greedy(ctx, x, cols, values, p, p_x)
-    if pool.shape[0] == 0 and params["fallback"] and neigh is not None and len(neigh):
+    if len(cols):
+        if p.method == "rl":
+            pool, pool_p = yield from _rl(ctx, x, cols, values, rng, p)
+        else:
+            pool, pool_p = yield from _gld(ctx, x, cols, values, rng, p,
+                                           lambda R: enc.cost(R, x))
+        stage = p.method
+        if pool.shape[0] == 0:
+            pool, pool_p = yield from _greedy(ctx, x, cols, values, p, p_x)
+            stage = "greedy"
+    if pool.shape[0] == 0 and p.fallback and neigh is not None and len(neigh):
         pool, pool_p = yield from _nearest_unlike(ctx, enc, x, neigh)
+        stage = "nearest_unlike"
+    sparsify = p.sparsify
+    if pool.shape[0] == 0 and p.exhaustive and grid is not None:
+        pool, pool_p, level, skipped = yield from _exhaustive(ctx, enc, x, grid, p)
+        info["exhaustive_levels"], info["exhaustive_skipped"] = level, skipped
+        stage = f"exhaustive_{level}"
+        # no revert of a row of the first valid level is valid (it is a row of a lower
+        # level), so the pre-selection sparsity pass would only cost model rows
+        sparsify = False
     if pool.shape[0] == 0:
-        return empty
-    pool, first = np.unique(pool, axis=0, return_index=True)
+        return np.zeros((0, d)), None, info
+    info["stage"] = stage
+    pool, first = _unique_rows(pool)
     pool_p = pool_p[first]
-    if params["sparsify"]:
-        n_top = 10 * params["n_counterfactuals"]
-        top = np.argsort(_rank_cost(enc, pool, x, params["sparsity_weight"]), kind="stable")
+    if sparsify:
+        n_top = 10 * p.n_counterfactuals
+        top = np.argsort(_rank_cost(enc, pool, x, p.sparsity_weight), kind="stable")
         top = top[:n_top]
-        sp, sp_p = yield from _sparsify(ctx, enc, x, pool[top], pool_p[top], x.shape[0])
+        sp, sp_p = yield from _sparsify(ctx, enc, x, pool[top], pool_p[top], d)
         pool = np.vstack([sp, pool])
         pool_p = np.vstack([sp_p, pool_p])
-        pool, first = np.unique(pool, axis=0, return_index=True)
+        pool, first = _unique_rows(pool)
         pool_p = pool_p[first]
-    n_cf = params["n_counterfactuals"]
+    n_cf = p.n_counterfactuals
     out_rows, out_P = np.zeros((0, d)), np.zeros((0, pool_p.shape[1]))
     used = np.zeros(len(pool), dtype=bool)
     # refinement can make rows equal: refill from the unused pool (at most 3 rounds; the
@@ -648,26 +832,26 @@ def mace_search(enc, x, target, p_x, cols, values, rng, params, min_proba, neigh
         if need <= 0 or avail.size == 0:
             break
         chosen = _diverse(
-            enc, x, pool[avail], need, params["diversity_cap"], params["fill"], out_rows,
-            params["sparsity_weight"],
+            enc, x, pool[avail], need, p.diversity_cap, p.fill, out_rows,
+            p.sparsity_weight,
         )
         if not chosen:
             break
         idx = avail[chosen]
         used[idx] = True
         rows, P = pool[idx], pool_p[idx]
-        if params["refine"] != "none" and rnd < 2:
-            rows, P = yield from _refine(ctx, enc, x, rows, P, p)
-            if params["sparsify"]:
+        if p.refine != "none" and rnd < 2:
+            rows, P = yield from _refine(ctx, enc, x, rows, P, p, rng)
+            if p.sparsify:
                 rows, P = yield from _sparsify(ctx, enc, x, rows, P, d)
         for r, pr in zip(rows, P):
-            if not (out_rows == r[None, :]).all(axis=1).any():
+            if not (~_changed(out_rows, r[None, :])).all(axis=1).any():
                 out_rows = np.vstack([out_rows, r[None, :]])
                 out_P = np.vstack([out_P, pr[None, :]])
     rows, P = out_rows[:n_cf], out_P[:n_cf]
-    cost = _rank_cost(enc, rows, x, params["sparsity_weight"])
-    order = np.lexsort(((rows != x).sum(axis=1), cost))
-    return rows[order], P[order]
+    cost = _rank_cost(enc, rows, x, p.sparsity_weight)
+    order = np.lexsort((_changed(rows, x).sum(axis=1), cost))
+    return rows[order], P[order], info
 
 
 # --------------------------------------------------------------------------- driver
