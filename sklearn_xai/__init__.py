@@ -6,18 +6,15 @@ optional dependency is only needed by the explainer that uses it.
 
 import importlib
 
+from ._registry import EXPLAINER_MODULES
+
 __version__ = "0.1.0.dev0"
 
 _LAZY = {
     "Attribution": "sklearn_xai._explanation",
     "Counterfactuals": "sklearn_xai._explanation",
     "GlobalImportance": "sklearn_xai._explanation",
-    "TreeShapExplainer": "sklearn_xai.tree",
-    "ShearExplainer": "sklearn_xai.shapley",
-    "KnockoffSHAP": "sklearn_xai.shapley",
-    "KnockoffSAGE": "sklearn_xai.shapley",
-    "MaceRecourse": "sklearn_xai.recourse",
-    "P2CERecourse": "sklearn_xai.recourse",
+    **EXPLAINER_MODULES,
 }
 
 __all__ = sorted(_LAZY)

@@ -40,12 +40,21 @@ __all__ = [
     "user_workload",
 ]
 
-ATTRIBUTION_EXPLAINERS = ("tree", "shear", "knockoff")
-RECOURSE_EXPLAINERS = ("mace", "p2ce")
+def _explainer_tables():
+    """Names, labels and classes of the explainers the report offers (the registry's)."""
+    from ._registry import explainers_by_cli_name
+    from .base import AttributionMixin
+
+    classes = explainers_by_cli_name()
+    attribution = tuple(n for n, c in classes.items() if issubclass(c, AttributionMixin))
+    recourse = tuple(n for n in classes if n not in attribution)
+    default = tuple(n for n, c in classes.items() if c._in_default_report)
+    return classes, attribution, recourse, default, {n: c._label for n, c in classes.items()}
+
+
+_CLASSES, ATTRIBUTION_EXPLAINERS, RECOURSE_EXPLAINERS, DEFAULT_EXPLAINERS, _LABELS = \
+    _explainer_tables()
 EXPLAINERS = ATTRIBUTION_EXPLAINERS + RECOURSE_EXPLAINERS
-# Knockoff SHAP is left out of the default run: fitting a sequential knockoff sampler on
-# mixed data and evaluating K knockoffs per coalition takes minutes on Adult.
-DEFAULT_EXPLAINERS = ("tree", "shear", "mace", "p2ce")
 
 SECTION_IDS = {
     "summary": "Model, data and row counts",
@@ -57,13 +66,6 @@ SECTION_IDS = {
     "timings": "Timings",
 }
 
-_LABELS = {
-    "tree": "TreeSHAP",
-    "shear": "SHEAR",
-    "knockoff": "Knockoff SHAP",
-    "mace": "MACE",
-    "p2ce": "P2CE",
-}
 
 # Rows per explain() call: the progress bar moves once per chunk. Fixed sizes keep the
 # output of a given --seed the same from run to run (seeded explainers derive per-row
@@ -540,38 +542,20 @@ def make_explainer(name, model, X, *, seed, immutable=None, time_limit=None):
     if name in RECOURSE_EXPLAINERS and not _is_classifier(model):
         raise ReportError(f"--explainer {name} needs a classifier with predict_proba; "
                           f"{_model_name(model)} has none")
+    cls = _CLASSES.get(name)
+    if cls is None:
+        raise ReportError(f"unknown explainer {name!r}; choose from {', '.join(EXPLAINERS)}")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if name == "tree":
-                from sklearn_xai.tree import TreeShapExplainer
-
-                return TreeShapExplainer(frozen).fit(X)
-            if name == "shear":
-                from sklearn_xai.shapley import ShearExplainer
-
-                return ShearExplainer(frozen, n_evals=16, random_state=seed).fit(X)
-            if name == "knockoff":
-                from sklearn_xai.shapley import KnockoffSHAP
-
-                return KnockoffSHAP(frozen, n_knockoffs=5, random_state=seed).fit(X)
-            if name == "mace":
-                from sklearn_xai.recourse import MaceRecourse
-
-                return MaceRecourse(frozen, n_counterfactuals=3, immutable_features=immutable,
-                                    random_state=seed).fit(X)
-            if name == "p2ce":
-                from sklearn_xai.recourse import P2CERecourse
-
-                return P2CERecourse(frozen, desired_class=_desired_class(model),
-                                    max_changes=3, immutable_features=immutable,
-                                    time_limit=time_limit, random_state=seed).fit(X)
+            params = cls._report_params(model, seed=seed, immutable=immutable,
+                                        time_limit=time_limit)
+            return cls(frozen, **params).fit(X)
     except ReportError:
         raise
     except Exception as exc:
         raise ReportError(f"{_LABELS[name]} cannot explain {_model_name(model)}: "
                           f"{type(exc).__name__}: {_one_line(exc)}") from exc
-    raise ReportError(f"unknown explainer {name!r}; choose from {', '.join(EXPLAINERS)}")
 
 
 def _desired_class(model):

@@ -256,6 +256,57 @@ class BaseExplainer(BaseEstimator):
                    Interval(Integral, 1, None, closed="left")],
     }
 
+    # -- declarations read through the registry (sklearn_xai/_registry.py) -----------------
+    #: name on the command line (``--explainer``) and in the report; None: not offered
+    _cli_name = None
+    #: name shown in the report and in its messages
+    _label = None
+    #: whether ``python -m sklearn_xai report`` runs it when no ``--explainer`` is given
+    _in_default_report = False
+    #: scikit-learn estimator checks expected to fail, each with its reason
+    _expected_failed_checks: dict = {}
+
+    @classmethod
+    def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
+        """Parameters of the instance the report and the ``explain`` command build.
+
+        Parameters
+        ----------
+        model : fitted estimator
+            The user's model (the instance gets it wrapped in ``FrozenEstimator``).
+        seed : int
+            The command line's ``--seed``.
+        immutable : list of str or None
+            Columns that recourse must not change.
+        time_limit : float or None
+            Seconds per query a search may take.
+
+        Returns
+        -------
+        dict
+        """
+        return {"random_state": seed} if "random_state" in cls._get_param_names() else {}
+
+    @classmethod
+    def _test_params(cls):
+        """Small, fast settings for the package's tests, for any model.
+
+        Returns
+        -------
+        dict
+        """
+        return {"random_state": 0} if "random_state" in cls._get_param_names() else {}
+
+    @classmethod
+    def _test_instances(cls):
+        """Factories of instances, with their own models, for scikit-learn's checks.
+
+        Returns
+        -------
+        list of callable
+        """
+        return []
+
     # -- model ----------------------------------------------------------------------------
 
     def _fit_model(self, X, y=None, **fit_params):

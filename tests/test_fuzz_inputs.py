@@ -39,10 +39,8 @@ from sklearn_xai import (
     KnockoffSAGE,
     KnockoffSHAP,
     MaceRecourse,
-    P2CERecourse,
-    ShearExplainer,
-    TreeShapExplainer,
 )
+from sklearn_xai._registry import all_explainers
 
 from ._fuzz_counter import CASES, OUTCOMES
 
@@ -88,28 +86,13 @@ def _model(name, variant):
 
 
 def _make(name, model):
-    """Small, fast settings of every public explainer."""
-    if name == "TreeShapExplainer":
-        return TreeShapExplainer(model, batch_size=8)
-    if name == "ShearExplainer":
-        return ShearExplainer(model, n_evals=4, batch_size=8, random_state=0)
-    if name == "KnockoffSHAP":
-        return KnockoffSHAP(model, n_knockoffs=2, batch_size=8, random_state=0)
-    if name == "KnockoffSAGE":
-        return KnockoffSAGE(model, n_knockoffs=2, n_permutations=2, convergence_tol=None,
-                            batch_size=8, random_state=0)
-    if name == "MaceRecourse":
-        return MaceRecourse(model, n_counterfactuals=1, refine=False, neighbors="exact",
-                            n_neighbors=5, posthoc_sparsity=False, batch_size=8,
-                            random_state=0)
-    if name == "P2CERecourse":
-        return P2CERecourse(model, grid_step=0.25, max_changes=2, n_estimators=5,
-                            shap_samples=5, time_limit=5.0, random_state=0)
-    raise AssertionError(name)
+    """Small, fast settings of every public explainer (declared by each class)."""
+    cls = _CLASSES[name]
+    return cls(model, **cls._test_params())
 
 
-NAMES = ["TreeShapExplainer", "ShearExplainer", "KnockoffSHAP", "KnockoffSAGE",
-         "MaceRecourse", "P2CERecourse"]
+_CLASSES = {cls.__name__: cls for cls in all_explainers()}
+NAMES = list(_CLASSES)
 VARIANTS = ["num", "frame"]
 RECOURSE = {"MaceRecourse", "P2CERecourse"}
 

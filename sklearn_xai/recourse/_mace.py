@@ -421,6 +421,26 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         "random_state": ["random_state"],
     }
 
+    _cli_name = "mace"
+    _label = "MACE"
+    _in_default_report = True
+
+    @classmethod
+    def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
+        return {"n_counterfactuals": 3, "immutable_features": immutable, "random_state": seed}
+
+    @classmethod
+    def _test_params(cls):
+        return {"n_counterfactuals": 1, "refine": False, "neighbors": "exact", "n_neighbors": 5,
+                "posthoc_sparsity": False, "batch_size": 8, "random_state": 0}
+
+    @classmethod
+    def _test_instances(cls):
+        from sklearn.linear_model import LogisticRegression
+
+        return [lambda: cls(LogisticRegression(), n_counterfactuals=1, refine=False,
+                            neighbors="exact", random_state=0)]
+
     def __init__(
         self,
         model=None,

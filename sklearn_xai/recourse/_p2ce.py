@@ -175,6 +175,28 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         "n_jobs": [None, Integral],
     }
 
+    _cli_name = "p2ce"
+    _label = "P2CE"
+    _in_default_report = True
+
+    @classmethod
+    def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
+        return {"desired_class": model.classes_[-1], "max_changes": 3,
+                "immutable_features": immutable, "time_limit": time_limit,
+                "random_state": seed}
+
+    @classmethod
+    def _test_params(cls):
+        return {"grid_step": 0.25, "max_changes": 2, "n_estimators": 5, "shap_samples": 5,
+                "time_limit": 5.0, "random_state": 0}
+
+    @classmethod
+    def _test_instances(cls):
+        from sklearn.linear_model import LogisticRegression
+
+        return [lambda: cls(LogisticRegression(), grid_step=0.25, max_changes=2,
+                            n_estimators=5, shap_samples=5, random_state=0)]
+
     def __init__(self, model, *, objectives=("max_distance", "n_changes", "mean_distance"),
                  max_changes=3, threshold=0.5, desired_class=1, grid_percentiles=(1, 99),
                  grid_step=0.05, categorical_features="auto", immutable_features=None,

@@ -232,6 +232,27 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         "random_state": ["random_state"],
     }
 
+    _cli_name = "knockoff"
+    _label = "Knockoff SHAP"
+    # fitting a sequential knockoff sampler on mixed data and evaluating K knockoffs per
+    # coalition takes minutes on Adult: left out of the default report
+    _in_default_report = False
+
+    @classmethod
+    def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
+        return {"n_knockoffs": 5, "random_state": seed}
+
+    @classmethod
+    def _test_params(cls):
+        return {"n_knockoffs": 2, "batch_size": 8, "random_state": 0}
+
+    @classmethod
+    def _test_instances(cls):
+        from sklearn.linear_model import LinearRegression
+
+        return [lambda: cls(LinearRegression(), n_knockoffs=2, algorithm="permutation",
+                            n_evals=8, random_state=0)]
+
     def __init__(self, model=None, *, sampler=None, n_knockoffs=10, algorithm="auto",
                  n_evals=None, imputation="knockoff", background=None, feature_groups=None,
                  response_method="auto", target=None, batch_size=8192, n_jobs=None,
@@ -421,6 +442,18 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         "feature_groups": "no_validation",
         "random_state": ["random_state"],
     }
+
+    @classmethod
+    def _test_params(cls):
+        return {"n_knockoffs": 2, "n_permutations": 2, "convergence_tol": None,
+                "batch_size": 8, "random_state": 0}
+
+    @classmethod
+    def _test_instances(cls):
+        from sklearn.linear_model import LinearRegression
+
+        return [lambda: cls(LinearRegression(), n_knockoffs=2, n_permutations=2,
+                            random_state=0)]
 
     def __init__(self, model=None, *, sampler=None, n_knockoffs=10, imputation="knockoff",
                  background=None, loss="auto", algorithm="permutation", n_permutations=None,

@@ -703,6 +703,35 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
         "random_state": ["random_state"],
     }
 
+    _cli_name = "shear"
+    _label = "SHEAR"
+    _in_default_report = True
+
+    @classmethod
+    def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
+        return {"n_evals": 16, "random_state": seed}
+
+    @classmethod
+    def _test_params(cls):
+        return {"n_evals": 4, "batch_size": 8, "random_state": 0}
+
+    @classmethod
+    def _test_instances(cls):
+        from sklearn.linear_model import LinearRegression, Ridge
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import PolynomialFeatures
+        from sklearn.tree import DecisionTreeRegressor
+
+        return [
+            lambda: cls(LinearRegression(), n_evals=8, random_state=0),
+            lambda: cls(DecisionTreeRegressor(max_depth=3, random_state=0), n_evals=4,
+                        cooperators="random", efficiency="redistribute", random_state=0),
+            # a three-way interaction and K = 1 < n_players - 1: the values are random, so
+            # the subset / sample-order checks test that a row's draws follow its content
+            lambda: cls(make_pipeline(PolynomialFeatures(degree=3, interaction_only=True),
+                                      Ridge(alpha=1e-3)), n_evals=4, random_state=0),
+        ]
+
     def __init__(self, model=None, *, n_evals=16, reference="mean", cooperators="auto",
                  antithetic=True, non_cooperators="shapley", efficiency="none",
                  feature_groups=None, response_method="auto", target=None, device=None,

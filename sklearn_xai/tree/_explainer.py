@@ -229,6 +229,27 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
     }
     _parameter_constraints.pop("response_method")
 
+    _cli_name = "tree"
+    _label = "TreeSHAP"
+    _in_default_report = True
+
+    @classmethod
+    def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
+        return {}
+
+    @classmethod
+    def _test_params(cls):
+        return {"batch_size": 8}
+
+    @classmethod
+    def _test_instances(cls):
+        from sklearn.tree import DecisionTreeRegressor
+
+        return [lambda: cls(DecisionTreeRegressor(max_depth=3, random_state=0)),
+                lambda: cls(DecisionTreeRegressor(max_depth=3, random_state=0),
+                            feature_perturbation="interventional", max_background=20,
+                            random_state=0)]
+
     def __init__(self, model=None, *, feature_perturbation="tree_path_dependent",
                  model_output="raw", target=None, max_background=None, batch_size=1024,
                  n_jobs=None, random_state=None):
