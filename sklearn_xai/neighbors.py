@@ -117,7 +117,7 @@ class NeighborIndex(BaseEstimator):
         Number of indexed rows.
     n_features_in_ : int
         Width of the indexed rows.
-    center_ : ndarray of shape (n_features_in_,)
+    center_ : ndarray of shape (n_features,)
         Midpoint of each column's range.
     scale_ : float
         A power of two at least the largest half-range of a column.
