@@ -243,8 +243,13 @@ def _input_names(column_transformer, cols):
 class BaseExplainer(BaseEstimator):
     """Base class of every explainer: model handling, validation, outputs, batching.
 
-    Subclasses call :meth:`_fit_model`, :meth:`_validate_X` and :meth:`_setup_outputs` in
-    ``fit`` and use :meth:`_map_batches` to run rows in parallel batches.
+    :meth:`fit` runs the steps every explainer shares -- validate ``X``, fit a clone of
+    ``model`` or keep a frozen one, resolve the explained outputs (``model_fn_``,
+    ``output_names_``) -- and then calls the subclass's ``_fit(X, y)`` for what its
+    method learns; ``explain`` (from :class:`AttributionMixin` or :class:`RecourseMixin`)
+    validates ``X`` and calls ``_explain(X)``. ``_fit`` and ``_explain`` are the extension
+    points (see "Writing an explainer" in the documentation). :meth:`_map_batches` runs rows
+    in parallel batches.
     """
 
     _parameter_constraints: dict = {
@@ -306,6 +311,41 @@ class BaseExplainer(BaseEstimator):
         list of callable
         """
         return []
+
+    # -- the steps of fit -----------------------------------------------------------------
+
+    def fit(self, X, y=None, **fit_params):
+        """Validate ``X``, fit or keep the model, resolve the outputs, then ``_fit``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows the method learns from (and trains a clone of an unfrozen model on).
+        y : array-like of shape (n_samples,) or None
+            Targets to fit a clone of ``model``; ``None`` needs a ``FrozenEstimator``.
+        **fit_params : dict
+            Passed to the model's ``fit``.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X = self._validate_X(X, reset=True)
+        self._fit_model(X, y, **fit_params)
+        self._setup_outputs(X)
+        self._fit(X, y)
+        return self
+
+    def _fit(self, X, y):
+        """What the method learns from validated rows (the extension point of ``fit``).
+
+        Parameters
+        ----------
+        X : ndarray or DataFrame of shape (n_samples, n_features)
+            Validated rows (a DataFrame stays a DataFrame).
+        y : array-like or None
+        """
 
     # -- model ----------------------------------------------------------------------------
 

@@ -1,7 +1,6 @@
 """A minimal attribution explainer on the foundation, used to test the contract itself."""
 
 import numpy as np
-from sklearn.base import _fit_context
 
 from sklearn_xai._explanation import Attribution
 from sklearn_xai._random import row_keys
@@ -28,14 +27,9 @@ class ToyBaselineShapley(AttributionMixin, BaseExplainer):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y=None):
-        X = self._validate_X(X, reset=True)
-        self._fit_model(X, y)
-        self._setup_outputs(X)
+    def _fit(self, X, y):
         self.reference_ = reference_row(X)
         self.player_names_ = self._feature_names()
-        return self
 
     def _explain(self, X):
         data = as_array(X)

@@ -1,0 +1,54 @@
+"""A complete explainer on sklearn-xai's base: exact baseline Shapley values.
+
+The page "Writing an explainer" includes this file; ``tests/test_extending.py`` imports it
+and runs scikit-learn's estimator checks and the package's contract tests on it.
+"""
+
+import numpy as np
+from sklearn.utils._param_validation import StrOptions
+
+from sklearn_xai import Attribution
+from sklearn_xai.base import AttributionMixin, BaseExplainer, reference_row
+from sklearn_xai.shapley import ImputationGame, exact_shapley
+
+
+class BaselineShapley(AttributionMixin, BaseExplainer):
+    """Exact Shapley values of ``v(S) = f(x_S, r_~S)`` against one reference row ``r``.
+
+    Parameters
+    ----------
+    model : estimator
+        The model to explain (a ``FrozenEstimator`` is explained as it is).
+    reference : {"mean"}, default="mean"
+        The reference row: column means (modes for categorical columns).
+    response_method, target, batch_size, n_jobs
+        As in every explainer of sklearn-xai.
+    """
+
+    _parameter_constraints = {**BaseExplainer._parameter_constraints,
+                              "reference": [StrOptions({"mean"})]}
+
+    def __init__(self, model=None, *, reference="mean", response_method="auto", target=None,
+                 batch_size=256, n_jobs=None):
+        self.model = model
+        self.reference = reference
+        self.response_method = response_method
+        self.target = target
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+
+    def _fit(self, X, y):
+        # the base has validated X, fitted or kept the model and set model_fn_ and
+        # output_names_; learn what the method needs
+        self.reference_ = reference_row(X)
+        names = getattr(self, "feature_names_in_", None)
+        self.player_names_ = ([str(n) for n in names] if names is not None
+                              else [f"x{j}" for j in range(self.n_features_in_)])
+
+    def _explain(self, X):
+        data = np.asarray(X, dtype=object) if hasattr(X, "columns") else np.asarray(X)
+        game = ImputationGame(self.model_fn_, data, self.reference_)
+        values, base = exact_shapley(game)  # (n, P, outputs), (n, outputs)
+        if values.shape[2] == 1:
+            values, base = values[:, :, 0], base[:, 0]
+        return Attribution(values, base, data, self.player_names_, self.output_names_)
