@@ -15,6 +15,18 @@ from numba import njit
 from .._random import splitmix64_uniform
 
 
+@njit(cache=True, inline="always")
+def _sort_in_place(a):
+    """Insertion sort of a short 1-D integer array (K chosen cooperators)."""
+    for k in range(1, a.shape[0]):
+        v = a[k]
+        q = k
+        while q > 0 and a[q - 1] > v:
+            a[q] = a[q - 1]
+            q -= 1
+        a[q] = v
+
+
 @njit(cache=True)
 def random_cooperators(seeds, n_players, n_cooperators):
     """K players drawn uniformly without replacement among the P - 1 others, per row and
@@ -49,13 +61,8 @@ def random_cooperators(seeds, n_players, n_cooperators):
                 v = pool[q]
                 pool[q] = pool[k]
                 pool[k] = v
-            for k in range(K):  # insertion sort of the K chosen
-                v = pool[k]
-                q = k
-                while q > 0 and out[r, i, q - 1] > v:
-                    out[r, i, q] = out[r, i, q - 1]
-                    q -= 1
-                out[r, i, q] = v
+            out[r, i, :K] = pool[:K]
+            _sort_in_place(out[r, i, :K])
     return out
 
 
@@ -244,12 +251,5 @@ def top_k_cooperators(eta, n_cooperators):
                         best, best_val = j, e
                 taken[best] = True
                 out[r, i, k] = best
-            # insertion sort of the K chosen indices
-            for k in range(1, K):
-                v = out[r, i, k]
-                q = k
-                while q > 0 and out[r, i, q - 1] > v:
-                    out[r, i, q] = out[r, i, q - 1]
-                    q -= 1
-                out[r, i, q] = v
+            _sort_in_place(out[r, i, :K])
     return out
