@@ -10,7 +10,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.compose import make_column_transformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
@@ -26,6 +25,8 @@ from sklearn_xai import (
     TreeShapExplainer,
 )
 
+from ._broken_models import BrokenClassifier
+
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -34,35 +35,6 @@ def _data(n=60, seed=0):
     X = rng.normal(size=(n, 3))
     y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
     return X, y
-
-
-class _BrokenOutput(ClassifierMixin, BaseEstimator):
-    """A logistic model whose ``predict_proba`` is made broken on purpose."""
-
-    def __init__(self, fault="nan"):
-        self.fault = fault
-
-    def fit(self, X, y):
-        self.inner_ = LogisticRegression().fit(X, y)
-        self.classes_ = self.inner_.classes_
-        self.n_features_in_ = self.inner_.n_features_in_
-        return self
-
-    def predict(self, X):
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
-
-    def predict_proba(self, X):
-        P = self.inner_.predict_proba(X)
-        X = np.asarray(X, dtype=float)
-        if self.fault == "nan":  # NaN wherever the first feature is large
-            P[X[:, 0] > 1.0] = np.nan
-        elif self.fault == "inf":
-            P[X[:, 0] > 1.0, 1] = np.inf
-        elif self.fault == "one_column":
-            P = P[:, 1:]
-        elif self.fault == "too_few_rows":
-            P = P[: max(1, len(P) - 1)]
-        return P
 
 
 # ---------------------------------------------------------------- 5: non-finite outputs
@@ -75,9 +47,9 @@ class _BrokenOutput(ClassifierMixin, BaseEstimator):
 ], ids=["shear", "knockoff_shap", "knockoff_sage"])
 def test_non_finite_model_output_is_reported(make, fault):
     X, y = _data()
-    model = FrozenEstimator(_BrokenOutput(fault).fit(X, y))
+    model = FrozenEstimator(BrokenClassifier(fault).fit(X, y))
     X_ok = X[X[:, 0] < 0.0]
-    with pytest.raises(ValueError, match=r"_BrokenOutput.*NaN or infinite"):
+    with pytest.raises(ValueError, match=r"BrokenClassifier.*NaN or infinite"):
         explainer = make(model).fit(X_ok)
         X_bad = X[:5].copy()
         X_bad[:, 0] = 3.0
@@ -91,8 +63,8 @@ def test_non_finite_output_in_fit_probe_names_the_model():
     X, y = _data()
     X_bad = X.copy()
     X_bad[:, 0] = 3.0
-    with pytest.raises(ValueError, match=r"_BrokenOutput.*NaN or infinite"):
-        ShearExplainer(FrozenEstimator(_BrokenOutput("nan").fit(X, y)), n_evals=4,
+    with pytest.raises(ValueError, match=r"BrokenClassifier.*NaN or infinite"):
+        ShearExplainer(FrozenEstimator(BrokenClassifier("nan").fit(X, y)), n_evals=4,
                        random_state=0).fit(X_bad)
 
 
@@ -159,8 +131,8 @@ def test_nullable_columns_with_missing_values():
 
 # -------------------------------------------------------------- 10: wrong output shape
 @pytest.mark.parametrize("fault,pattern", [
-    ("one_column", r"_BrokenOutput.*1 column.*one column per class"),
-    ("too_few_rows", r"_BrokenOutput.*one row per input row"),
+    ("one_column", r"BrokenClassifier.*1 column.*one column per class"),
+    ("too_few_rows", r"BrokenClassifier.*one row per input row"),
 ])
 @pytest.mark.parametrize("make", [
     lambda m: ShearExplainer(m, n_evals=4, random_state=0),
@@ -171,7 +143,7 @@ def test_nullable_columns_with_missing_values():
 def test_wrong_output_shape_is_reported_in_fit(make, fault, pattern):
     X, y = _data()
     with pytest.raises(ValueError, match=pattern):
-        make(FrozenEstimator(_BrokenOutput(fault).fit(X, y))).fit(X)
+        make(FrozenEstimator(BrokenClassifier(fault).fit(X, y))).fit(X)
 
 
 # ------------------------------------------------------------------ 12: messages

@@ -26,7 +26,6 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.compose import make_column_transformer
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.exceptions import NotFittedError
@@ -42,6 +41,7 @@ from sklearn_xai import (
 )
 from sklearn_xai._registry import all_explainers
 
+from ._broken_models import FAULTS, BrokenClassifier
 from ._fuzz_counter import CASES, OUTCOMES
 
 KINDS_SEEN = Counter()  # (explainer, variant, kind) -> generated inputs of that kind
@@ -690,43 +690,6 @@ def test_fuzz_fit(name, variant):
 
 
 # --------------------------------------------------------------------------- broken models
-class _BrokenModel(ClassifierMixin, BaseEstimator):
-    """A logistic regression whose ``predict_proba`` is broken on purpose (``fault``)."""
-
-    def __init__(self, fault="nan", threshold=0.0):
-        self.fault = fault
-        self.threshold = threshold
-
-    def fit(self, X, y):
-        self.inner_ = LogisticRegression().fit(X, y)
-        self.classes_ = self.inner_.classes_
-        self.n_features_in_ = self.inner_.n_features_in_
-        return self
-
-    def predict(self, X):
-        return self.inner_.predict(X)
-
-    def predict_proba(self, X):
-        P = self.inner_.predict_proba(X)
-        hit = np.asarray(X, dtype=float)[:, 0] > self.threshold
-        if self.fault == "nan":
-            P[hit] = np.nan
-        elif self.fault == "inf":
-            P[hit, 1] = np.inf
-        elif self.fault == "neg_inf":
-            P[hit, 0] = -np.inf
-        elif self.fault == "one_column":
-            P = P[:, :1]
-        elif self.fault == "three_columns":
-            P = np.hstack([P, P[:, :1]])
-        elif self.fault == "too_few_rows":
-            P = P[: max(1, len(P) - 1)]
-        elif self.fault == "flat":
-            P = P.ravel()
-        return P
-
-
-FAULTS = ["nan", "inf", "neg_inf", "one_column", "three_columns", "too_few_rows", "flat"]
 MODEL_AGNOSTIC = [n for n in NAMES if n != "TreeShapExplainer"]
 
 
@@ -740,7 +703,7 @@ def test_fuzz_broken_model_outputs(name, case):
 
     fault, threshold, n = case
     X, y = _numeric_data()
-    model = FrozenEstimator(_BrokenModel(fault, threshold).fit(X, y))
+    model = FrozenEstimator(BrokenClassifier(fault, threshold).fit(X, y))
     CASES[(name, "broken-model")] += 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -750,7 +713,7 @@ def test_fuzz_broken_model_outputs(name, case):
             rows[:, 0] = threshold + 1.0  # every explained row hits the fault
             _call(explainer, "explain", rows, y[:n])
         except ValueError as exc:
-            assert "_BrokenModel" in str(exc), f"the message does not name the model: {exc}"
+            assert "BrokenClassifier" in str(exc), f"the message does not name the model: {exc}"
             OUTCOMES[(name, "raised ValueError")] += 1
             return
     raise AssertionError(f"{name} accepted a model whose predict_proba is broken ({fault})")
