@@ -1,6 +1,22 @@
 """P2CE benchmark: German, Taiwan and Adult credit data with LightGBM, an MLP and a logistic
 regression; P2CE (plausibility on) and a MAPOCAM-style run (plausibility off) side by side.
 
+Categorical cells (``--datasets adult_cat,adult_cat_na --models hgb_cat,onehot_lr,onehot_hgb``):
+the report's default workload (bundled Adult, 12 features of which 7 categorical, ``fnlwgt``
+and ``education`` dropped, race / sex / native country / marital status / relationship
+immutable) with the report's default model (``hgb_cat``: OrdinalEncoder ->
+HistGradientBoostingClassifier with native categorical splits), and one-hot pipelines
+(``onehot_lr``: OneHotEncoder + StandardScaler -> logistic regression; ``onehot_hgb``:
+OneHotEncoder -> HistGradientBoosting). ``adult_cat`` drops the rows with a missing value,
+as the report does; ``adult_cat_na`` keeps them (missing categories in workclass, occupation
+and native country).
+
+``--report-model N``: the report's own run of P2CE on its default model (model trained on the
+complete rows of the train split, P2CE fitted on the first ``--background`` of them as the
+report's ``--background`` default does, the first N rejected rows of the test split, one row
+per call, ``time_limit`` 10 s), printing the time per person, the bound and whether every
+front completed.
+
 Protocol (after the authors' ``notebooks/experiment_*.py``): 50 % test split (seed 0),
 models fitted on the training half, the explained individuals are test rows the model
 rejects (sampled with seed 0), ``max_changes=3``, grid p1-p99 with step 0.05, costs
@@ -16,6 +32,9 @@ Usage::
 
     python benchmarks/bench_p2ce.py --quick          # 5 individuals per cell
     python benchmarks/bench_p2ce.py --n 100          # the issue's setting
+    python benchmarks/bench_p2ce.py --n 100 --datasets adult_cat,adult_cat_na \
+        --models hgb_cat,onehot_lr,onehot_hgb
+    python benchmarks/bench_p2ce.py --report-model 50
 
 Runs on one core (numba, LightGBM and BLAS threads set to 1 before import).
 """
@@ -110,7 +129,69 @@ def adult():
     return X, np.asarray(y).astype(int), ["age", "is_male"]
 
 
-DATASETS = {"german": german, "taiwan": taiwan, "adult": adult}
+REPORT_IMMUTABLE = ["race", "sex", "native_country", "marital_status", "relationship"]
+
+
+def _adult_cat(keep_missing):
+    X, y = load_adult(subset="all")
+    if not keep_missing:
+        keep = X.notna().all(axis=1).to_numpy()
+        X, y = X[keep], y[keep]
+    X = X.drop(columns=["fnlwgt", "education"]).reset_index(drop=True)
+    cat = list(X.select_dtypes("category").columns)
+    X = X[cat + [c for c in X.columns if c not in cat]]
+    return X, np.asarray(y).astype(int), REPORT_IMMUTABLE
+
+
+def adult_cat():
+    """The report's default workload: 12 Adult features (7 categorical), complete rows."""
+    return _adult_cat(False)
+
+
+def adult_cat_na():
+    """As ``adult_cat``, rows with missing categories kept."""
+    return _adult_cat(True)
+
+
+DATASETS = {"german": german, "taiwan": taiwan, "adult": adult, "adult_cat": adult_cat,
+            "adult_cat_na": adult_cat_na}
+CATEGORICAL_MODELS = ("hgb_cat", "onehot_lr", "onehot_hgb")
+
+
+def make_categorical_model(name, X):
+    """Models on frames with category columns (see the module docstring)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.preprocessing import OneHotEncoder
+
+    from sklearn_xai._report import _gbm_pipeline
+
+    cat = list(X.select_dtypes("category").columns)
+    num = [c for c in X.columns if c not in cat]
+    if name == "hgb_cat":
+        return _gbm_pipeline(cat, num, "hgb", 0)[0]
+    onehot = OneHotEncoder(handle_unknown="ignore", sparse_output=False)
+    if name == "onehot_lr":
+        encode = ColumnTransformer([("cat", onehot, cat), ("num", StandardScaler(), num)])
+        return make_pipeline(encode, LogisticRegression(class_weight="balanced",
+                                                        max_iter=1000))
+    encode = ColumnTransformer([("cat", onehot, cat)], remainder="passthrough")
+    return make_pipeline(encode, HistGradientBoostingClassifier(max_iter=100,
+                                                                random_state=0))
+
+
+def _codes(frame):
+    """DataFrame -> float matrix (category columns as codes, missing as NaN)."""
+    cols = []
+    for c in frame.columns:
+        col = frame[c]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            codes = col.cat.codes.to_numpy().astype(float)
+            codes[codes < 0] = np.nan
+            cols.append(codes)
+        else:
+            cols.append(col.to_numpy(dtype=float, na_value=np.nan))
+    return np.column_stack(cols)
 
 
 def make_model(name):
@@ -158,9 +239,10 @@ def run_cell(ds, model_name, X, y, immut, n, time_limit, seed=0, contamination=0
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, random_state=seed, stratify=y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = make_model(model_name).fit(Xtr, ytr)
+        model = (make_categorical_model(model_name, X) if model_name in CATEGORICAL_MODELS
+                 else make_model(model_name)).fit(Xtr, ytr)
     judge = IsolationForest(n_estimators=100, max_samples=0.25, contamination=0.05,
-                            random_state=seed).fit(Xte.to_numpy(float))
+                            random_state=seed).fit(_codes(Xte))
     pred = model.predict(Xte)
     rejected = Xte[pred == 0]
     queries = rejected.sample(n=min(n, len(rejected)), random_state=seed)
@@ -177,7 +259,7 @@ def run_cell(ds, model_name, X, y, immut, n, time_limit, seed=0, contamination=0
             warnings.simplefilter("ignore", UserWarning)
             res = expl.explain(queries)
         q = np.asarray(res.counterfactuals["query"])
-        P = res.counterfactuals.drop(columns="query").to_numpy(float)
+        P = _codes(res.counterfactuals.drop(columns="query"))
         outl = judge.predict(P) == -1 if len(P) else np.zeros(0, bool)
         per_outlier = [bool(outl[q == i].any()) for i in range(len(queries)) if res.found[i]]
         C = res.costs[["mean_distance", "max_distance", "n_changes"]].to_numpy()
@@ -202,6 +284,51 @@ def run_cell(ds, model_name, X, y, immut, n, time_limit, seed=0, contamination=0
     return len(queries), out
 
 
+def report_model(n, n_background=5000, time_limit=10.0, seed=0):
+    """P2CE on the report's default model as the report runs it (see the docstring)."""
+    from sklearn_xai._report import _gbm_pipeline
+
+    X, y = load_adult(subset="train")
+    X_test, _ = load_adult(subset="test")
+    keep = X.notna().all(axis=1).to_numpy()
+    X, y = X[keep].reset_index(drop=True), y[keep].reset_index(drop=True)
+    X_test = X_test[X_test.notna().all(axis=1).to_numpy()].reset_index(drop=True)
+    X = X.drop(columns=["fnlwgt", "education"])
+    cat = list(X.select_dtypes("category").columns)
+    num = [c for c in X.columns if c not in cat]
+    X = X[cat + num]
+    X_test = X_test[X.columns]
+    model = _gbm_pipeline(cat, num, "hgb", seed)[0].fit(X, y)
+    t0 = time.perf_counter()
+    expl = P2CERecourse(FrozenEstimator(model), desired_class=model.classes_[-1],
+                        max_changes=3, immutable_features=REPORT_IMMUTABLE,
+                        time_limit=time_limit, random_state=seed).fit(X.iloc[:n_background])
+    fit_s = time.perf_counter() - t0
+    pred = model.predict(X_test.iloc[:max(500, 4 * n)])
+    rejected = np.flatnonzero(pred != model.classes_[-1])[:n]
+    wall, cpu, complete, nodes, front = [], [], [], [], []
+    for r in rejected:
+        c0, w0 = time.process_time(), time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            res = expl.explain(X_test.iloc[[r]])
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+        complete.append(bool(res.extras["complete"][0]))
+        nodes.append(int(res.extras["nodes_expanded"][0]))
+        front.append(len(res.counterfactuals))
+    wall, cpu = np.array(wall), np.array(cpu)
+    print(f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load {os.getloadavg()[0]:.2f}, "
+          f"python {platform.python_version()}, scikit-learn {sklearn.__version__}")
+    print(f"report default model: bound_={expl.bound_}, fit on {min(n_background, len(X))} "
+          f"rows {fit_s:.1f} s, {len(rejected)} rejected test rows, time_limit {time_limit} s")
+    print(f"seconds per person (whole explain call): wall mean {wall.mean():.3f} median "
+          f"{np.median(wall):.3f} max {wall.max():.3f}; CPU mean {cpu.mean():.3f} median "
+          f"{np.median(cpu):.3f} max {cpu.max():.3f}")
+    print(f"complete fronts {sum(complete)}/{len(complete)}, nodes mean "
+          f"{np.mean(nodes):.0f}, front size mean {np.mean(front):.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="5 individuals per cell")
@@ -213,18 +340,27 @@ def main():
     ap.add_argument("--contamination", type=float, default=0.05,
                     help="contamination of the search's isolation forest (the judge "
                          "forest always uses 0.05)")
+    ap.add_argument("--report-model", type=int, default=None, metavar="N",
+                    help="time P2CE on the report's default model for N rejected rows")
+    ap.add_argument("--background", type=int, default=5000,
+                    help="--report-model: rows P2CE is fitted on (the report's default)")
     args = ap.parse_args()
+    if args.report_model is not None:
+        report_model(args.report_model, args.background)
+        return
     n = 5 if args.quick else args.n
     tl = args.time_limit if args.time_limit is not None else (30.0 if args.quick else None)
     rows = []
     for ds in args.datasets.split(","):
         X, y, immut = DATASETS[ds]()
         for mname in args.models.split(","):
+            if (mname in CATEGORICAL_MODELS) != ds.startswith("adult_cat"):
+                continue  # categorical models on the categorical workloads only
             n_q, res = run_cell(ds, mname, X, y, immut, n, tl,
                                 contamination=args.contamination)
             for method, r in res.items():
                 rows.append({"dataset": ds, "model": mname, "method": method, "n": n_q, **r})
-                print(f"{ds:7s} {mname:5s} {method:14s} bound={r['bound']:6s} "
+                print(f"{ds:12s} {mname:10s} {method:14s} bound={r['bound']:6s} "
                       f"time={r['time']:.3f}s (max {r['time_max']:.2f}) nodes={r['nodes']:.0f} "
                       f"found={r['found']:.2f} outlier={r['outlier']:.3f} hv={r['hv']:.3f} "
                       f"front={r['front']:.1f} complete={r['complete']:.2f} "

@@ -16,7 +16,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_xai.recourse import P2CERecourse
-from sklearn_xai.recourse._p2ce_models import FlatIsolationForest, TreeBound, parse_tree_model
+from sklearn_xai.recourse._p2ce_models import (
+    FlatIsolationForest,
+    TreeBound,
+    candidate_rows,
+    parse_tree_model,
+)
 
 
 # ----------------------------------------------------------------------------- oracle
@@ -108,7 +113,8 @@ MODELS = {
     "logistic": lambda: make_pipeline(StandardScaler(), LogisticRegression()),
     "mlp": lambda: MLPClassifier(hidden_layer_sizes=(8,), max_iter=300, random_state=0),
     "lightgbm": lambda: pytest.importorskip("lightgbm").LGBMClassifier(
-        n_estimators=15, num_leaves=7, min_child_samples=5, verbose=-1, random_state=0),
+        n_estimators=15, num_leaves=7, min_child_samples=5, n_jobs=1, verbose=-1,
+        random_state=0),
     "xgboost": lambda: pytest.importorskip("xgboost").XGBClassifier(
         n_estimators=15, max_depth=3, n_jobs=1, random_state=0),
 }
@@ -196,8 +202,10 @@ def test_isolation_forest_and_tree_bound_match_oracles(data):
     from sklearn.ensemble._iforest import _average_path_length
 
     gbm = expl.model_.estimator
-    ens = parse_tree_model(gbm)
-    tb = TreeBound(ens, 0, 1.0, "logistic")
+    ens, _ = parse_tree_model(gbm)
+    query = TreeBound(ens, 0, 1.0, "logistic", np.arange(4)).for_query(
+        candidate_rows(cand, n_cand), n_cand)
+    prepared = flat.prepare(cand, n_cand)
     for open_set in [(1, 2), (0, 3), (0, 1, 2)]:
         is_open = np.zeros(4, dtype=bool)
         is_open[list(open_set)] = True
@@ -210,27 +218,18 @@ def test_isolation_forest_and_tree_bound_match_oracles(data):
             depth = np.asarray(est.decision_path(P.astype(np.float32)).sum(axis=1)).ravel() - 1
             apl = _average_path_length(est.tree_.n_node_samples[leaves])
             per_tree.append((depth + apl).max())
-        assert flat.forest.max_reach(x, is_open, cand, n_cand) == pytest.approx(
-            sum(per_tree), rel=1e-12)
-        # the packed interval kernel gives the same exact maximum
-        from sklearn_xai.recourse._p2ce_kernels import iso_max_reach
-
-        sv, n_sv = flat.prepare(cand, n_cand)
-        H_packed = iso_max_reach(flat.roots, flat.packed, flat.forest.sub_max,
-                                 flat.forest.root_suffix, is_open,
-                                 x.astype(np.float32).astype(float), sv, n_sv, -np.inf,
-                                 np.inf, flat.forest.max_depth)
-        assert H_packed == pytest.approx(sum(per_tree), rel=1e-12)
+        H = flat.max_reach(x, is_open, prepared)
+        assert H == pytest.approx(sum(per_tree), rel=1e-12)
+        assert H >= flat.path_sums(P).max()
         # and may_have_inlier agrees with the exact decision
-        possible, _ = flat.may_have_inlier(x, is_open, (sv, n_sv))
+        possible, _ = flat.may_have_inlier(x, is_open, prepared)
         exact_best = flat._score(np.array([sum(per_tree)]))[0]
         assert possible == (exact_best >= flat.offset_)
-        # the bound is at least every completion's mean path length
-        assert flat.forest.max_reach(x, is_open, cand, n_cand) >= flat.forest.sum_points(P).max()
         # tree bound: sum over trees of each tree's largest output over the completions
         raw = gbm._raw_predict_init(P[:1])[0, 0] + sum(
             gbm.learning_rate * est[0].predict(P).max() for est in gbm.estimators_)
-        ub = tb.upper(x, is_open, cand, n_cand, 0.5, exact=True)
+        index = np.zeros(4, dtype=np.int64)
+        ub = query.upper(x, index, is_open, 0.5, exact=True)
         assert ub == pytest.approx(1 / (1 + np.exp(-raw)), abs=1e-8)
         assert ub >= gbm.predict_proba(P)[:, 1].max()
 
@@ -405,7 +404,8 @@ def test_desired_first_class_matches_enumeration(data, name):
 MULTICLASS = {
     "gbm": lambda: GradientBoostingClassifier(n_estimators=10, max_depth=3, random_state=0),
     "lightgbm": lambda: pytest.importorskip("lightgbm").LGBMClassifier(
-        n_estimators=10, num_leaves=7, min_child_samples=5, verbose=-1, random_state=0),
+        n_estimators=10, num_leaves=7, min_child_samples=5, n_jobs=1, verbose=-1,
+        random_state=0),
     "xgboost": lambda: pytest.importorskip("xgboost").XGBClassifier(
         n_estimators=10, max_depth=3, n_jobs=1, random_state=0),
 }
@@ -454,10 +454,10 @@ def test_softmax_bound_is_an_upper_bound_of_every_completion(data3):
         cand = np.zeros((X.shape[1], n_cand.max()))
         for j, v in enumerate(values):
             cand[j, : len(v)] = v
+        query = bound.for_query(candidate_rows(cand, n_cand), n_cand)
         for _ in range(3):
             is_open = rng.random(X.shape[1]) < 0.5
-            ub = bound.upper(x, is_open, cand, n_cand, 0.5,
-                             prepared=bound.prepare(cand, n_cand))
+            ub = query.upper(x, np.zeros(X.shape[1], dtype=np.int64), is_open, 0.5)
             lists = [values[j] if is_open[j] else [x[j]] for j in range(X.shape[1])]
             P = np.array(list(itertools.product(*lists)), dtype=float)
             best = model.predict_proba(P)[:, 1].max()

@@ -14,23 +14,31 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Counterfactuals
 from .._model import make_model_function
+from .._random import row_keys
 from .._utils import draw_base_seed, row_generators
 from ..base import BaseExplainer, RecourseMixin, _is_frame
 from ._p2ce_grid import OBJECTIVES, FeatureGrid, costs
 from ._p2ce_models import (
     FlatIsolationForest,
     LinearBound,
+    ModelSpace,
     ShapBound,
     SoftmaxTreeBound,
     TreeBound,
+    candidate_rows,
+    check_columnwise,
+    final_linear,
+    input_owner,
     linear_coefficients,
     parse_tree_model,
+    split_pipeline,
     unwrap,
 )
-from ._p2ce_search import search_query
+from ._p2ce_search import QueryProblem, search_query
 
 _SHAP_BACKGROUND = 20  # background rows of the SHAP game (the first rows of the sample)
-_SHAP_PERMUTATIONS = 10  # antithetic permutations per explained row
+# permutation SHAP budget (coalition evaluations per player and row): about 10 permutations
+_SHAP_N_EVALS = 10
 _VERIFY_ROWS = 200  # training rows on which a bound's model reconstruction is checked
 _FLOAT32_MAX = float(np.finfo(np.float32).max)  # the isolation forest works in float32
 
@@ -70,7 +78,9 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         for integer columns).
     categorical_features : "auto", None, or list of int / str / bool mask, default="auto"
         Features searched as value sets. ``"auto"``: DataFrame columns of object,
-        string or category dtype.
+        string or category dtype. Integer-coded categories for a model that splits on
+        them as categories (e.g. ``HistGradientBoostingClassifier(categorical_features=
+        ...)``) should be listed here so that every category is a candidate.
     immutable_features : None or list of int / str, default=None
         Features that never change.
     monotone : None or dict {feature: +1 or -1}, default=None
@@ -95,8 +105,12 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
     bound : {"auto", "exact", "shap", "none"}, default="auto"
         Probability bound of a partial point. ``"exact"``: the largest probability any
         completion on the grid reaches, from the flat tree ensemble (scikit-learn,
-        XGBoost, LightGBM) or from the coefficients of a linear classifier (also behind
-        scalers in a Pipeline); an error if the model has neither. For a multi-class
+        XGBoost, LightGBM; numeric, categorical and missing-value splits) or from the
+        coefficients of a binary linear classifier (with the change budget), also as the
+        last step of a Pipeline whose other steps are column-wise (a ColumnTransformer of
+        OneHotEncoder, OrdinalEncoder, scalers, SimpleImputer, KBinsDiscretizer,
+        passthrough) or, for a linear model, affine: the bound is then taken over the
+        input columns' grid. An error if the model is none of these. For a multi-class
         boosted ensemble (softmax) it is a safe bound rather than the exact maximum: the
         largest reachable desired-class margin against the smallest reachable margin of
         every other class, which never loses a solution. ``"shap"``: the
@@ -111,8 +125,8 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         tree ensemble: path-dependent TreeSHAP of the margin
         (:class:`~sklearn_xai.TreeShapExplainer`); otherwise (and for the ``"shap"``
         bound's ``phi^max``) permutation SHAP of the desired-class probability with the
-        first 20 sample rows as background and 10 antithetic permutations per row
-        (:func:`sklearn_xai.shapley._estimators.permutation_shapley`).
+        first 20 sample rows as background and ``n_evals=10`` (about 10 antithetic
+        permutations per row, :func:`sklearn_xai.shapley.permutation_shapley`).
     random_state : int, RandomState or None, default=None
         Seeds the isolation forest and the SHAP sample.
     n_jobs : int or None, default=None
@@ -137,8 +151,17 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
     -----
     For tree ensembles and linear classifiers the search evaluates the model through its
     flat reconstruction (checked at fit to match ``predict_proba`` within 1e-7 on up to
-    200 training rows, else not used); every returned point is re-predicted by the model
-    itself (``Counterfactuals.predictions`` and ``valid``).
+    200 training rows, and a pipeline's preprocessing checked to be column-wise, else not
+    used); every returned point is re-predicted by the model itself
+    (``Counterfactuals.predictions`` and ``valid``).
+
+    Missing values (NaN) are accepted in ``X`` where the model accepts them (checked by
+    calling it; otherwise a ValueError names the features). A missing value is a value of
+    its own: a counterfactual keeps it or moves it to a grid value (a change that counts
+    1 in every distance, like a changed category), and NaN never appears in a
+    counterfactual where the query had a value. The grid, scales and CDFs use the
+    observed values; the isolation forest routes missing values as scikit-learn's trees
+    do.
 
     The isolation forest works in float32, so a feature with values beyond float32's range
     (about 3.4e38 in magnitude) is refused with a ValueError naming it, in ``fit`` and at
@@ -279,11 +302,14 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
                 self._categories_[j] = cats
                 Z[:, j] = self._codes(j, col)
             else:
-                Z[:, j] = np.asarray(col, dtype=np.float64)
-        if np.isnan(Z).any():
-            raise ValueError("P2CERecourse cannot take missing values in X (NaN found).")
+                Z[:, j] = self._numeric_column(col)
         self._check_magnitude(Z)
         return Z, cat
+
+    def _numeric_column(self, col):
+        if hasattr(col, "to_numpy"):
+            return col.to_numpy(dtype=np.float64, na_value=np.nan)
+        return np.asarray(col, dtype=np.float64)
 
     def _check_magnitude(self, Z):
         """Values beyond float32 would become infinite in the isolation forest."""
@@ -300,10 +326,12 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         """Every candidate's change, in training standard deviations, must be finite."""
         g = self.grid_
         for j in np.flatnonzero(~g.categorical & ~g.immutable):
+            if len(g.grids[j]) == 0:
+                continue
             lo, hi = g.grids[j][0], g.grids[j][-1]
-            with np.errstate(over="ignore"):
+            with np.errstate(over="ignore", invalid="ignore"):
                 far = np.maximum(np.abs(Z[:, j] - lo), np.abs(Z[:, j] - hi)) / g.sigma[j]
-            bad = np.flatnonzero(~np.isfinite(far))
+            bad = np.flatnonzero(~np.isfinite(far) & ~np.isnan(Z[:, j]))
             if bad.size:
                 i = int(bad[0])
                 raise ValueError(
@@ -312,11 +340,16 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
                     f"training standard deviations ({g.sigma[j]:.3g}); rescale the feature.")
 
     def _codes(self, j, col):
+        import pandas as pd
+
         cats = self._categories_[j]
         lookup = {c: k for k, c in enumerate(cats)}
         vals = np.asarray(col, dtype=object)
         codes = np.empty(len(vals))
         for i, v in enumerate(vals):
+            if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+                codes[i] = np.nan
+                continue
             if v not in lookup:
                 name = self._labels_[j]
                 raise ValueError(f"Unknown category {v!r} in feature {name!r}.")
@@ -333,9 +366,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
             if self._string_cols_[j]:
                 Z[:, j] = self._codes(j, col)
             else:
-                Z[:, j] = np.asarray(col, dtype=np.float64)
-        if np.isnan(Z).any():
-            raise ValueError("P2CERecourse cannot take missing values in X (NaN found).")
+                Z[:, j] = self._numeric_column(col)
         self._check_magnitude(Z)
         return Z
 
@@ -345,26 +376,84 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
             return Z
         out = Z.astype(object)
         for j in np.flatnonzero(self._string_cols_):
-            out[:, j] = self._categories_[j][Z[:, j].astype(np.int64)]
+            codes = Z[:, j]
+            miss = np.isnan(codes)
+            col = np.empty(len(codes), dtype=object)
+            col[~miss] = self._categories_[j][codes[~miss].astype(np.int64)]
+            col[miss] = np.nan
+            out[:, j] = col
         return out
+
+    def _model_input(self, Z):
+        """Internal rows as the model takes them: the fit frame's columns and dtypes
+        (an integer or boolean column holding a missing value becomes float)."""
+        if not self._frame_:
+            return self._decode(Z)
+        import pandas as pd
+
+        template = self.model_fn_.template
+        cols = {}
+        for j, (name, dtype) in enumerate(template.dtypes.items()):
+            v = Z[:, j]
+            miss = np.isnan(v)
+            if self._string_cols_[j]:
+                if isinstance(dtype, pd.CategoricalDtype):  # codes index dtype.categories
+                    codes = np.where(miss, -1, v).astype(np.int64)
+                    cols[name] = pd.Categorical.from_codes(codes, dtype=dtype)
+                    continue
+                col = np.empty(len(v), dtype=object)
+                col[~miss] = self._categories_[j][v[~miss].astype(np.int64)]
+                col[miss] = np.nan
+                cols[name] = pd.Series(col, dtype=dtype)
+            elif miss.any() and (pd.api.types.is_integer_dtype(dtype)
+                                 or pd.api.types.is_bool_dtype(dtype)):
+                cols[name] = v  # a missing value in an integer column: float
+            else:
+                cols[name] = pd.Series(v).astype(dtype)
+        return pd.DataFrame(cols, columns=template.columns)
 
     def _to_user(self, Z):
         import pandas as pd
 
-        data = self._decode(Z)
-        frame = pd.DataFrame(np.asarray(data), columns=self._feature_names())
         if self._frame_:  # the fit frame's columns and dtypes
-            frame = self.model_fn_.to_model_input(np.asarray(data))
-        return frame
+            return self._model_input(Z)
+        return pd.DataFrame(np.asarray(self._decode(Z)), columns=self._feature_names())
 
     def _predict(self, Z):
         """Probability of the desired class for internal rows, shape (n,)."""
-        return self.model_fn_(self._decode(Z))[:, 0]
+        return self.model_fn_(self._model_input(Z))[:, 0]
+
+    def _to_space(self, Z):
+        """Internal rows in the columns the reconstruction reads."""
+        space = getattr(self, "_space_", None)
+        return Z if space is None else space(self._model_input(Z))
 
     def _predict_search(self, Z):
         """The probability the search uses: the verified reconstruction when there is one."""
-        fast = getattr(self, "_fast_predict_", None)
-        return fast(Z) if fast is not None else self._predict(Z)
+        recon = getattr(self, "_recon_", None)
+        return recon.predict(self._to_space(Z)) if recon is not None else self._predict(Z)
+
+    def _check_missing(self, Z, where):
+        """The model must accept the rows of ``Z`` holding missing values."""
+        miss = np.isnan(Z)
+        rows = np.flatnonzero(miss.any(axis=1))
+        if rows.size == 0:
+            return
+        names = [self._labels_[j] for j in np.flatnonzero(miss.any(axis=0))]
+        model = type(unwrap(self.model_)).__name__
+        try:
+            out = self._predict(Z[rows[:_VERIFY_ROWS]])
+        except Exception as exc:  # noqa: BLE001 - any refusal of the model
+            first = (str(exc).splitlines() or [""])[0]
+            raise ValueError(
+                f"{where} has missing values (NaN) in {names}, and the model {model} does "
+                f"not accept them ({type(exc).__name__}: {first}). Impute them first (e.g. "
+                "a SimpleImputer in the model's pipeline) or use a model that handles "
+                "missing values.") from exc
+        if not np.all(np.isfinite(out)):
+            raise ValueError(
+                f"{where} has missing values (NaN) in {names}, and the model {model} "
+                "returns non-finite probabilities for them. Impute them first.")
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=False)
@@ -374,7 +463,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
-            Training rows (no missing values).
+            Training rows; missing values only where the model accepts them.
         y : array-like of shape (n_samples,) or None
             Labels to fit a clone of ``model``; ``None`` needs a ``FrozenEstimator``.
 
@@ -393,7 +482,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         if (len(self.grid_percentiles) != 2 or not 0 <= lo < hi <= 100):
             raise ValueError("grid_percentiles must be (low, high) with 0 <= low < high <= "
                              f"100, got {self.grid_percentiles!r}.")
-        X = self._validate_X(X, reset=True, allow_nan=False)
+        X = self._validate_X(X, reset=True)
         self._check_n_rows(X.shape[0])
         self._fit_model(X, y)
         classes = getattr(unwrap(self.model_), "classes_", None)
@@ -422,32 +511,32 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
                                  percentiles=(lo, hi), step=float(self.grid_step))
         self._objectives_ = objectives
         template = X.iloc[:0] if self._frame_ else None
-        probe = X.iloc[:1] if self._frame_ else X[:1]
+        complete = np.flatnonzero(~np.isnan(Z).any(axis=1))
+        first = int(complete[0]) if complete.size else 0  # missing values: _check_missing
+        probe = X.iloc[first:first + 1] if self._frame_ else X[first:first + 1]
         self.model_fn_ = make_model_function(self.model_, "predict_proba", self.desired_class,
                                              probe, template, None)
         self.classes_ = np.asarray(classes)
+        self._check_missing(Z, "X")
 
         base_seed = draw_base_seed(self.random_state)
         rng = np.random.default_rng(np.random.SeedSequence(entropy=base_seed, spawn_key=(0,)))
-        self.isolation_forest_ = IsolationForest(
-            n_estimators=self.n_estimators, max_samples=self.max_samples,
-            contamination=self.contamination,
-            random_state=int(rng.integers(0, 2**31 - 1))).fit(Z)
+        self.isolation_forest_ = self._fit_isolation_forest(Z, rng)
         self._iso_ = FlatIsolationForest(self.isolation_forest_)
 
         # the model's verified reconstruction (tree ensemble or linear): exact bound and a
         # fast evaluator for the search; returned points are re-predicted by the model
         self._bound_obj_ = None
-        self._fast_predict_ = None
         self.bound_ = "none"
-        exact, kind = self._exact_bound(Z[: min(_VERIFY_ROWS, Z.shape[0])], classes)
-        if exact is not None:
-            self._fast_predict_ = exact.predict
+        exact, kind, owner = self._reconstruction(Z[: min(_VERIFY_ROWS, Z.shape[0])],
+                                                  classes)
+        self._recon_ = exact
         if self.bound in ("auto", "exact"):
             if exact is None and self.bound == "exact":
                 raise ValueError(
                     f"bound='exact' needs a tree ensemble (scikit-learn, XGBoost, LightGBM) "
-                    f"or a linear classifier; {type(unwrap(self.model_)).__name__} is "
+                    f"or a binary linear classifier, alone or after column-wise "
+                    f"preprocessing in a Pipeline; {type(unwrap(self.model_)).__name__} is "
                     "neither (or its reconstruction did not match its predictions). Use "
                     "bound='none' (exact, slower) or bound='shap' (heuristic).")
             if exact is not None:
@@ -458,10 +547,10 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         sample = Z[np.sort(rng.choice(Z.shape[0], size=n_s, replace=False))]
         self._shap_background_ = sample[: min(_SHAP_BACKGROUND, n_s)]
         self._shap_base_seed_ = base_seed
-        imp = self._tree_importances(sample, classes) if kind == "tree" else None
+        imp = self._tree_importances(sample, classes, owner) if kind == "tree" else None
         self.importance_method_ = "tree_shap" if imp is not None else "permutation_shap"
         if imp is None or self.bound == "shap":
-            phi = self._shap(sample, np.arange(n_s) + 1_000_000)
+            phi = self._shap(sample)
             self._phi_max_ = phi.max(axis=0)
             if imp is None:
                 imp = np.abs(phi).mean(axis=0)
@@ -473,6 +562,18 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
             self._bound_obj_, self.bound_ = ShapBound(self._phi_max_), "shap"
 
         return self
+
+    def _fit_isolation_forest(self, Z, rng):
+        iso = IsolationForest(n_estimators=self.n_estimators, max_samples=self.max_samples,
+                              contamination=self.contamination,
+                              random_state=int(rng.integers(0, 2**31 - 1)))
+        if np.isnan(Z).any() and not iso.__sklearn_tags__().input_tags.allow_nan:
+            names = [self._labels_[j] for j in np.flatnonzero(np.isnan(Z).any(axis=0))]
+            raise ValueError(
+                f"X has missing values (NaN) in {names}; this scikit-learn's "
+                "IsolationForest (the plausibility model) cannot fit on them. Drop those "
+                "rows from the training data or upgrade scikit-learn.")
+        return iso.fit(Z)
 
     def _check_n_rows(self, n):
         """The isolation forest draws ``int(max_samples * n)`` rows per tree: at least 1."""
@@ -488,14 +589,15 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
             f"* n_samples) rows, which is 0 for n_samples = {n}. Pass more rows, or a "
             "larger max_samples (a fraction, or a number of rows).")
 
-    def _tree_importances(self, sample, classes):
-        """Mean |path-dependent TreeSHAP| (margin) of the sample, or None if unavailable."""
+    def _tree_importances(self, sample, classes, owner):
+        """Mean |path-dependent TreeSHAP| (margin) per input feature of the sample (the
+        model columns of one input feature summed), or None if unavailable."""
         from sklearn.frozen import FrozenEstimator
 
         from ..tree import TreeShapExplainer
 
         try:
-            rows = self.model_fn_.to_model_input(self._decode(sample))
+            rows = self._model_input(sample)
             expl = TreeShapExplainer(FrozenEstimator(unwrap(self.model_))).fit(rows)
             values = np.asarray(expl.explain(rows).values, dtype=np.float64)
         except (TypeError, ValueError, ImportError):
@@ -503,47 +605,82 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         if values.ndim == 3:
             k = classes.index(self.desired_class)
             values = values[:, :, k] if values.shape[2] == len(classes) else values.mean(2)
-        if values.shape[1] != sample.shape[1]:
+        if owner is None or values.shape[1] != len(owner):
             return None
-        return np.abs(values).mean(axis=0)
+        phi = np.zeros((values.shape[0], sample.shape[1]))
+        np.add.at(phi.T, owner, values.T)
+        return np.abs(phi).mean(axis=0)
 
-    def _shap(self, rows, row_ids):
-        from ..shapley._estimators import permutation_shapley
-        from ..shapley._game import ImputationGame
+    def _shap(self, rows):
+        from ..shapley import ImputationGame, permutation_shapley
 
         def f(Zs):
             return self._predict_search(np.asarray(Zs, dtype=np.float64))[:, None]
 
         game = ImputationGame(f, rows, self._shap_background_)
-        P = rows.shape[1]
-        gens = row_generators(self._shap_base_seed_, row_ids)
-        phi, _ = permutation_shapley(game, 2 + _SHAP_PERMUTATIONS * max(P - 1, 1), gens)
+        gens = row_generators(self._shap_base_seed_, row_keys(rows))  # keyed by content
+        phi, _ = permutation_shapley(game, _SHAP_N_EVALS, gens)
         return phi[:, :, 0]
 
-    def _exact_bound(self, verify, classes):
+    def _reconstruction(self, verify, classes):
+        """The model's verified flat reconstruction, or None.
+
+        Returns
+        -------
+        model : TreeBound, SoftmaxTreeBound, LinearBound or None
+        kind : {"tree", "linear", "none"}
+        owner : ndarray of int or None
+            Input feature of every column the model reads (None: unknown).
+        """
         target = self._predict(verify)
         inner = unwrap(self.model_)
         k = classes.index(self.desired_class)
-        ens = parse_tree_model(inner)
-        if ens is not None and ens.n_features == verify.shape[1]:
-            obj = None
+        d = verify.shape[1]
+        prefix, final = split_pipeline(inner)
+        parsed = parse_tree_model(final)
+        owner = input_owner(prefix, d)
+        self._space_ = None
+        if owner is not None and (prefix is not None or (parsed and parsed[1] is not None)):
+            space = ModelSpace(prefix, parsed[1] if parsed else None, owner)
+            if check_columnwise(space, self._model_input, verify):
+                self._space_ = space
+            else:
+                owner = None
+
+        def verified(obj):
+            try:
+                pred = obj.predict(self._to_space(verify))
+            except (TypeError, ValueError):
+                return False
+            return pred.shape == target.shape and np.allclose(pred, target, rtol=0,
+                                                             atol=1e-7)
+
+        if parsed is not None and owner is not None and parsed[0].n_features == len(owner):
+            ens, obj = parsed[0], None
             if ens.link == "logistic" and ens.n_outputs == 1 and len(classes) == 2:
-                obj = TreeBound(ens, 0, 1.0 if k == 1 else -1.0, "logistic")
+                obj = TreeBound(ens, 0, 1.0 if k == 1 else -1.0, "logistic", owner)
             elif ens.link == "identity" and ens.n_outputs == len(classes):
-                obj = TreeBound(ens, k, 1.0, "identity")
+                obj = TreeBound(ens, k, 1.0, "identity", owner)
             elif (ens.link == "softmax" and ens.n_outputs == len(classes) > 2
                   and np.all(ens.tree_output >= 0)):
-                obj = SoftmaxTreeBound(ens, k)
-            if obj is not None and np.allclose(obj.predict(verify), target, rtol=0, atol=1e-7):
-                return obj, "tree"
-        coefs = linear_coefficients(inner, verify, self.model_fn_.to_model_input)
+                obj = SoftmaxTreeBound(ens, k, owner)
+            if obj is not None and verified(obj):
+                return obj, "tree", owner
+        s = 1.0 if k == 1 else -1.0
+        lin = final_linear(final)
+        if (lin is not None and owner is not None and len(classes) == 2
+                and len(lin[0]) == len(owner)
+                and (self._space_ is not None or not self._string_cols_.any())):
+            obj = LinearBound(s * lin[0], s * lin[1], owner)
+            if verified(obj):
+                return obj, "linear", owner
+        self._space_ = None
+        coefs = linear_coefficients(inner, verify, self._model_input)
         if coefs is not None and len(classes) == 2 and not self._string_cols_.any():
-            w, b = coefs
-            s = 1.0 if k == 1 else -1.0
-            obj = LinearBound(s * w, s * b)
-            if np.allclose(obj.predict(verify), target, rtol=0, atol=1e-7):
-                return obj, "linear"
-        return None, "none"
+            obj = LinearBound(s * coefs[0], s * coefs[1], np.arange(d))
+            if verified(obj):
+                return obj, "linear", None
+        return None, "none", owner
 
     # ------------------------------------------------------------------ explain
     def _explain_rows(self, sl, Z):
@@ -553,18 +690,33 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         return out
 
     def _explain_one(self, x, row_id):
+        t0 = time.perf_counter()
+        deadline = None if self.time_limit is None else t0 + self.time_limit
         values, contrib = self.grid_.candidates(x)
         order = [int(j) for j in self.feature_order_ if len(values[j]) > 1]
-        phi_x = None
+        query = None
+        if self._recon_ is not None:
+            n_cand = np.array([len(v) for v in values], dtype=np.int64)
+            cand = np.zeros((len(values), int(n_cand.max())))
+            for j, v in enumerate(values):
+                cand[j, : len(v)] = v
+            query = self._recon_.for_query(self._to_space(candidate_rows(cand, n_cand)),
+                                           n_cand)
+        if query is not None:
+            predict = query.predict
+        else:
+            def predict(P, index):
+                return self._predict(P)
+        bound = None
         if self.bound_ == "shap":
-            phi_x = self._shap(x[None, :], [row_id])[0]
-        deadline = None if self.time_limit is None else time.perf_counter() + self.time_limit
-        t0 = time.perf_counter()
-        res = search_query(x, values, contrib, order, grid=self.grid_,
-                           objectives=self._objectives_, predict=self._predict_search,
-                           threshold=self.threshold, max_changes=self.max_changes,
-                           iso=self._iso_, plausibility=self.plausibility,
-                           bound=self._bound_obj_, phi_x=phi_x, deadline=deadline)
+            bound = self._bound_obj_.for_query(self._shap(x[None, :])[0])
+        elif self._bound_obj_ is not None:
+            bound = query
+        problem = QueryProblem(x, values, contrib, order, self._objectives_, predict,
+                               self.threshold, self.max_changes, bound=bound,
+                               iso=self._iso_ if self.plausibility else None,
+                               deadline=deadline)
+        res = search_query(problem)
         res.seconds = time.perf_counter() - t0
         return res
 
@@ -580,6 +732,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
                                 "non-numeric columns.") from None
         Z = self._encode(X)
         self._check_distances(Z)
+        self._check_missing(Z, "X")
         n = Z.shape[0]
         n_workers = 1 if self.n_jobs in (None, 1) else effective_n_jobs(self.n_jobs)
         if n_workers > 1 and n > 1:
@@ -661,8 +814,12 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
                 norm[i] = md[rows[0]] / (1.0 + md[rows[0]])
         return float(res.found.mean() - 0.5 * norm.mean())
 
+    def _validate_X(self, X, *, reset, allow_nan=None):
+        # missing values are checked against the model itself (_check_missing): a
+        # pipeline's tags do not say whether its model accepts them
+        return super()._validate_X(X, reset=reset, allow_nan=True)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
         tags.non_deterministic = False
         return tags

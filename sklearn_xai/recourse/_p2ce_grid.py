@@ -23,10 +23,18 @@ Candidates of a query ``x`` (at explain time): the grid plus ``x_j`` itself, res
 ``x_j``. A categorical feature lists ``x_j`` first, then the other categories by
 decreasing training frequency.
 
+Missing values (NaN) are values of their own: training statistics (percentiles, standard
+deviation, CDF, categories) use the observed values only, a missing ``x_j`` is its own
+first candidate followed by every grid value (numeric: nearest to the training median
+first; categorical: by frequency), and NaN is never a candidate of a feature whose value
+is present. A monotone feature whose value is missing stays missing (its direction cannot
+be checked).
+
 Costs (``sigma_j`` = training standard deviation, 0 replaced by 1, as the authors)
 -----------------------------------------------------------------------------------
 Per feature, ``delta_j = |x'_j - x_j| / sigma_j`` for a numeric feature and ``1`` for a
-changed categorical feature (the overlap distance of HEOM). Then
+changed categorical feature or a changed missing value (the overlap distance of HEOM and
+its rule for missing values). Then
 
 * ``"max_distance"`` = ``max_j delta_j`` (the authors' c2);
 * ``"mean_distance"`` = ``mean_j delta_j`` over all features, immutable ones included
@@ -35,7 +43,8 @@ changed categorical feature (the overlap distance of HEOM). Then
 * ``"n_changes"`` = number of features with ``x'_j != x_j`` (c3);
 * ``"percentile"`` = ``max_j |F_j(x'_j) - F_j(x_j)|`` with ``F_j`` the empirical CDF of
   the training column (mid-ranks: ``(#{< v} + #{<= v}) / 2n``); the authors smooth
-  ``F_j`` with a Gaussian KDE, which we do not. A changed categorical feature counts 1.
+  ``F_j`` with a Gaussian KDE, which we do not. A changed categorical feature or missing
+  value counts 1.
 
 Every cost is non-decreasing in each of ``delta_j``, ``[x'_j != x_j]`` and
 ``|F_j(x'_j) - F_j(x_j)|``, which the pruning relies on.
@@ -52,13 +61,19 @@ def _unsafe(m):
 
 
 def _std(Z):
-    """Column standard deviations; columns of extreme magnitude are rescaled first, so
-    their squares neither overflow nor vanish."""
-    m = np.abs(Z).max(axis=0) if Z.shape[0] else np.zeros(Z.shape[1])
-    with np.errstate(over="ignore", invalid="ignore"):
-        sigma = Z.std(axis=0)
-    for j in np.flatnonzero(_unsafe(m)):
-        sigma[j] = np.std(Z[:, j] / m[j]) * m[j]
+    """Column standard deviations of the observed values; columns of extreme magnitude
+    are rescaled first, so their squares neither overflow nor vanish."""
+    sigma = np.ones(Z.shape[1])
+    for j in range(Z.shape[1]):
+        col = Z[:, j][~np.isnan(Z[:, j])]
+        if len(col) == 0:
+            continue
+        m = np.abs(col).max()
+        if _unsafe(m):
+            sigma[j] = np.std(col / m) * m
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):
+                sigma[j] = col.std()
     return sigma
 
 
@@ -102,8 +117,9 @@ class FeatureGrid:
         sigma[self.categorical] = 1.0
         self.sigma = sigma
         lo_p, hi_p = percentiles
+        self.median = np.zeros(d)
         for j in range(d):
-            col = Z[:, j]
+            col = Z[:, j][~np.isnan(Z[:, j])]
             if self.categorical[j]:
                 codes, counts = np.unique(col.astype(np.int64), return_counts=True)
                 order = codes[np.lexsort((codes, -counts))]
@@ -113,6 +129,10 @@ class FeatureGrid:
                 continue
             self.cat_order.append(None)
             self.sorted_train.append(np.sort(col))
+            if len(col) == 0:  # never observed: no grid value to move to
+                self.grids.append(np.zeros(0))
+                continue
+            self.median[j] = np.median(col)
             is_int = bool(np.all(col == np.round(col)))
             self.is_integer[j] = is_int
             lb, ub = np.percentile(col, [lo_p, hi_p])
@@ -134,9 +154,11 @@ class FeatureGrid:
             self.grids.append(g.astype(np.float64))
 
     def cdf(self, j, v):
-        """Mid-rank empirical CDF of training column ``j`` at values ``v``."""
+        """Mid-rank empirical CDF of training column ``j`` (observed values) at ``v``."""
         s = self.sorted_train[j]
         v = np.asarray(v, dtype=np.float64)
+        if len(s) == 0:
+            return np.zeros(v.shape)
         a = np.searchsorted(s, v, side="left")
         b = np.searchsorted(s, v, side="right")
         return (a + b) / (2.0 * len(s))
@@ -154,11 +176,15 @@ class FeatureGrid:
         values, contrib = [], []
         for j in range(self.n_features):
             xj = x[j]
-            if self.immutable[j]:
+            missing = bool(np.isnan(xj))
+            if self.immutable[j] or (missing and self.monotone[j] != 0):
                 v = np.array([xj])
             elif self.categorical[j]:
                 order = self.cat_order[j]
                 v = np.concatenate([[xj], order[order != xj]])
+            elif missing:
+                g = self.grids[j]
+                v = np.concatenate([[xj], g[np.lexsort((g, np.abs(g - self.median[j])))]])
             else:
                 g = self.grids[j]
                 if self.monotone[j] > 0:
@@ -168,8 +194,9 @@ class FeatureGrid:
                 g = np.union1d(g, [xj])
                 dist = np.abs(g - xj)
                 v = g[np.lexsort((g, dist))]
-            changed = (v != xj).astype(np.float64)
-            if self.categorical[j]:
+            changed = np.ones(len(v))
+            changed[0] = 0.0  # v[0] is x_j itself (missing or not)
+            if self.categorical[j] or missing:
                 c = np.column_stack([changed, changed, changed])
             else:
                 delta = np.abs(v - xj) / self.sigma[j]
@@ -186,9 +213,12 @@ def per_feature(grid, x, P):
     Returns three arrays of shape (n, d).
     """
     P = np.atleast_2d(P)
-    changed = (P != x[None, :]).astype(np.float64)
-    delta = np.abs(P - x[None, :]) / grid.sigma[None, :]
-    cat = grid.categorical
+    both = np.isnan(P) & np.isnan(x)[None, :]
+    changed = ((P != x[None, :]) & ~both).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        delta = np.abs(P - x[None, :]) / grid.sigma[None, :]
+    # categorical features and missing query values: overlap distance
+    cat = grid.categorical | np.isnan(x)
     delta[:, cat] = changed[:, cat]
     pct = np.zeros_like(delta)
     for j in range(grid.n_features):

@@ -1,42 +1,46 @@
-"""Numba kernels of the P2CE search: point sums and exact reachable maxima over a forest.
+"""Numba kernels of the P2CE search: point sums and exact reachable maxima over forests.
 
-Both the isolation forest (leaf value = path length) and a tree ensemble (leaf value =
-margin contribution of the explained class) are held in the flat format of
-:mod:`sklearn_xai.tree._ensemble` plus one leaf value per node. The routing of a value at
-a node is the format's own (``_go_left``), so numeric (float32 / float64, ``<`` / ``<=``)
-and categorical splits are all handled the same way.
+Two layouts, both with one leaf value per node and ``sub_max`` (the largest leaf value
+below each node):
+
+* **Candidate masks** (the model's tree ensemble). For one query every feature ``j`` has
+  a candidate list (``n_cand[j]`` values); a point of the search is a vector of candidate
+  indices. Every internal node stores, as a bitset over the candidates of the input
+  feature it reads (``node_owner``), which candidates go left. The bitsets are computed
+  once per query by the ensemble's own routing (numeric, categorical bitset, missing
+  values), through any column-wise preprocessing, so the kernels only test bits and a
+  one-hot encoded feature (several tree columns, one input feature) is handled like any
+  other.
+* **Packed numeric** (the isolation forest, ``float32(x) <= threshold`` splits): one row
+  per node ``(threshold or leaf value, feature, left, right, missing goes left)``, with
+  the candidates of an open feature sorted so that the set still allowed on a path is an
+  interval (plus, when the query's value is missing, the missing value itself).
 
 Reachable maximum
 -----------------
-A partial counterfactual fixes some features (``is_open[j] == False``: the value
-``point[j]``) and leaves the others open: each may take any value of its candidate list
-``cand[j, :n_cand[j]]``. For one tree, the largest leaf value that some completion
-reaches is found by a depth-first search that carries, per open feature, the set of its
-candidates still consistent with the path (a boolean row), and skips every subtree whose
-largest leaf value (``sub_max``) cannot beat the best leaf found so far. The result is
-exact over the discrete grid (it ignores the change budget, so it is an upper bound of the
-budgeted maximum). Trees are summed in order in float64, so with every feature fixed the
-kernel returns exactly the sum of the reached leaf values in tree order.
+A partial point fixes some features and leaves the others open: each may take any of its
+candidates. For one tree, the largest leaf value some completion reaches is found by a
+depth-first search that carries the candidates of each open feature still consistent with
+the path and skips every subtree whose ``sub_max`` cannot beat the best leaf found so
+far. The result is exact over the grid (it ignores the change budget, so it bounds the
+budgeted maximum from above). Trees are summed in order in float64, so with every feature
+fixed the kernels return exactly the sum of the reached leaf values in tree order.
 """
 
 import numpy as np
 from numba import njit
 
-from ..tree._ensemble import _go_left
-
 
 @njit(cache=True)
-def subtree_max(tree_offsets, children_left, children_right, leaf_value):
+def subtree_max(roots, children_left, children_right, leaf_value):
     """Largest leaf value below every node, shape (n_nodes,)."""
     n = len(children_left)
-    out = np.empty(n)
-    # children have larger global indices than their parent in every parser's layout is
-    # not guaranteed, so use an explicit post-order per tree.
+    out = np.full(n, -np.inf)
     stack = np.empty(n + 1, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
-    for t in range(len(tree_offsets) - 1):
+    for t in range(len(roots)):
         top = 0
-        stack[0] = tree_offsets[t]
+        stack[0] = roots[t]
         k = 0
         while top >= 0:
             node = stack[top]
@@ -60,15 +64,15 @@ def subtree_max(tree_offsets, children_left, children_right, leaf_value):
 
 
 @njit(cache=True)
-def tree_depth(tree_offsets, children_left, children_right):
-    """Maximum depth (edges) over all trees."""
+def tree_depth(roots, children_left, children_right):
+    """Maximum depth (edges) over the trees rooted at ``roots``."""
     n = len(children_left)
     stack = np.empty(n + 1, dtype=np.int64)
     dep = np.empty(n + 1, dtype=np.int64)
     best = 0
-    for t in range(len(tree_offsets) - 1):
+    for t in range(len(roots)):
         top = 0
-        stack[0] = tree_offsets[t]
+        stack[0] = roots[t]
         dep[0] = 0
         while top >= 0:
             node = stack[top]
@@ -86,89 +90,123 @@ def tree_depth(tree_offsets, children_left, children_right):
     return best
 
 
+# ----------------------------------------------------------------------------------------
+# candidate masks
+# ----------------------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def _bit(masks, node, i):
+    return (masks[node, i >> 6] >> np.uint64(i & 63)) & np.uint64(1) != np.uint64(0)
+
+
 @njit(cache=True)
-def forest_sum_points(X, tree_offsets, children_left, children_right, feature, threshold,
-                      mode, missing, default_left, cat_offsets, cat_values, leaf_value):
-    """Sum over trees (in order, from 0.0) of the reached leaf value, shape (n,)."""
-    n = X.shape[0]
+def mask_sum_points(index, roots, children_left, children_right, node_owner, masks,
+                    leaf_value):
+    """Sum over trees (in order, from 0.0) of the leaf each row of candidate indices
+    ``index`` (n, d) reaches, shape (n,)."""
+    n = index.shape[0]
     out = np.zeros(n)
-    for i in range(n):
+    for r in range(n):
         s = 0.0
-        for t in range(len(tree_offsets) - 1):
-            node = tree_offsets[t]
+        for t in range(len(roots)):
+            node = roots[t]
             while children_left[node] >= 0:
-                if _go_left(node, X[i, feature[node]], threshold, mode, missing, default_left,
-                            cat_offsets, cat_values):
+                if _bit(masks, node, index[r, node_owner[node]]):
                     node = children_left[node]
                 else:
                     node = children_right[node]
             s += leaf_value[node]
-        out[i] = s
+        out[r] = s
     return out
 
 
 @njit(cache=True)
-def forest_max_reach(tree_offsets, children_left, children_right, feature, threshold, mode,
-                     missing, default_left, cat_offsets, cat_values, leaf_value, sub_max,
-                     root_suffix, is_open, point, cand, n_cand, cutoff, stop_above, max_depth):
+def mask_max_reach_single(roots, children_left, children_right, node_owner, masks,
+                          leaf_value, sub_max, root_suffix, is_open, index, n_cand, cutoff,
+                          stop_above, max_depth):
+    """Largest over the open features ``j`` of :func:`mask_max_reach` with ``j`` alone
+    open: a bound of the completions that change at most one open feature.
+
+    Stops at the first feature whose value is at least ``stop_above``.
+    """
+    single = np.zeros(len(is_open), dtype=np.bool_)
+    best = -np.inf
+    for j in range(len(is_open)):
+        if not is_open[j]:
+            continue
+        single[j] = True
+        r = mask_max_reach(roots, children_left, children_right, node_owner, masks,
+                           leaf_value, sub_max, root_suffix, single, index, n_cand, cutoff,
+                           stop_above, max_depth)
+        single[j] = False
+        if r > best:
+            best = r
+        if best >= stop_above:
+            break
+    return best
+
+
+@njit(cache=True)
+def mask_max_reach(roots, children_left, children_right, node_owner, masks, leaf_value,
+                   sub_max, root_suffix, is_open, index, n_cand, cutoff, stop_above,
+                   max_depth):
     """Sum over trees of the largest leaf value reachable by some completion.
 
     Parameters
     ----------
     is_open : bool (d,)
-    point : float64 (d,)
-        Values of the fixed features; the open entries hold one admissible completion
-        (used for the lower bound of ``stop_above``).
-    cand : float64 (d, m)
-        Candidate values of every open feature, ``n_cand[j]`` used.
+    index : int64 (d,)
+        Candidate index of every feature; an open feature's entry is one admissible
+        completion (used for the lower bound of ``stop_above``).
+    n_cand : int64 (d,)
+        Candidates per feature (bits ``0 .. n_cand[j] - 1`` of feature ``j``).
     root_suffix : float64 (T + 1,)
         ``root_suffix[t] = sum of sub_max[root] over trees t..T-1``.
     cutoff : float
         Early exit: as soon as the running sum plus ``root_suffix`` of the remaining trees
-        falls below ``cutoff``, that (still valid) upper bound is returned. Pass ``-inf``
-        for the exact sum.
+        falls below ``cutoff``, that (still valid) upper bound is returned. ``-inf`` for
+        the exact sum.
     stop_above : float
         Early exit the other way: as soon as the running sum plus the leaf values that
-        ``point`` itself reaches in the remaining trees (a lower bound) is at least
-        ``stop_above``, that lower bound is returned. Pass ``inf`` for the exact sum.
+        ``index`` itself reaches in the remaining trees (a lower bound) is at least
+        ``stop_above``, that lower bound is returned. ``inf`` for the exact sum.
     max_depth : int
         Largest tree depth (sizes the explicit stack).
 
     Returns
     -------
     float
-        The exact reachable maximum, or an upper bound of it that is below ``cutoff``, or a
-        lower bound of it that is at least ``stop_above``.
+        The exact reachable maximum, or an upper bound of it below ``cutoff``, or a lower
+        bound of it at least ``stop_above``.
     """
     d = len(is_open)
-    m = cand.shape[1]
-    allowed = np.ones((d, m), dtype=np.bool_)
+    W = masks.shape[1]
+    allowed = np.zeros((d, W), dtype=np.uint64)
+    for j in range(d):
+        for i in range(n_cand[j]):
+            allowed[j, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
     depth = max_depth + 2
     f_node = np.empty(depth, dtype=np.int64)
     f_phase = np.empty(depth, dtype=np.int64)
     f_first = np.empty(depth, dtype=np.int64)
-    f_orig = np.empty((depth, m), dtype=np.bool_)
-    f_gl = np.empty((depth, m), dtype=np.bool_)
-    total = 0.0
-    T = len(tree_offsets) - 1
+    f_save = np.empty((depth, W), dtype=np.uint64)
+    T = len(roots)
     low_suffix = np.zeros(T + 1)
     if stop_above < np.inf:
         for t in range(T - 1, -1, -1):
-            node = tree_offsets[t]
+            node = roots[t]
             while children_left[node] >= 0:
-                if _go_left(node, point[feature[node]], threshold, mode, missing,
-                            default_left, cat_offsets, cat_values):
+                if _bit(masks, node, index[node_owner[node]]):
                     node = children_left[node]
                 else:
                     node = children_right[node]
             low_suffix[t] = low_suffix[t + 1] + leaf_value[node]
         if low_suffix[0] >= stop_above:
             return low_suffix[0]
+    total = 0.0
     for t in range(T):
         best = -np.inf
-        root = tree_offsets[t]
         top = 0
-        f_node[0] = root
+        f_node[0] = roots[t]
         f_phase[0] = 0
         while top >= 0:
             node = f_node[top]
@@ -183,37 +221,27 @@ def forest_max_reach(tree_offsets, children_left, children_right, feature, thres
                     top -= 1
                     continue
                 right = children_right[node]
-                j = feature[node]
+                j = node_owner[node]
                 if not is_open[j]:
-                    if _go_left(node, point[j], threshold, mode, missing, default_left,
-                                cat_offsets, cat_values):
-                        f_node[top] = left
-                    else:
-                        f_node[top] = right
+                    f_node[top] = left if _bit(masks, node, index[j]) else right
                     continue
-                nl = 0
-                nr = 0
-                for i in range(n_cand[j]):
-                    f_orig[top, i] = allowed[j, i]
-                    g = _go_left(node, cand[j, i], threshold, mode, missing, default_left,
-                                 cat_offsets, cat_values)
-                    f_gl[top, i] = g
-                    if allowed[j, i]:
-                        if g:
-                            nl += 1
-                        else:
-                            nr += 1
-                if nl == 0 and nr == 0:
-                    top -= 1
-                    continue
-                if nl == 0:
-                    # only right is reachable: no state change needed
-                    f_node[top] = right
-                    continue
-                if nr == 0:
+                any_left = False
+                any_right = False
+                for w in range(W):
+                    a = allowed[j, w]
+                    m = masks[node, w]
+                    if a & m:
+                        any_left = True
+                    if a & ~m:
+                        any_right = True
+                if not any_right:
                     f_node[top] = left
                     continue
-                # both reachable: visit the child with the larger subtree max first
+                if not any_left:
+                    f_node[top] = right
+                    continue
+                for w in range(W):
+                    f_save[top, w] = allowed[j, w]
                 f_first[top] = 0 if sub_max[left] >= sub_max[right] else 1
                 f_phase[top] = 1
                 phase = 1
@@ -223,18 +251,18 @@ def forest_max_reach(tree_offsets, children_left, children_right, feature, thres
                 f_phase[top] = phase + 1
                 if sub_max[child] <= best:
                     continue
-                j = feature[node]
-                for i in range(n_cand[j]):
-                    g = f_gl[top, i] if side == 0 else not f_gl[top, i]
-                    allowed[j, i] = f_orig[top, i] and g
+                j = node_owner[node]
+                for w in range(W):
+                    m = masks[node, w]
+                    allowed[j, w] = f_save[top, w] & (m if side == 0 else ~m)
                 top += 1
                 f_node[top] = child
                 f_phase[top] = 0
                 continue
             # phase 3: restore and pop
-            j = feature[node]
-            for i in range(n_cand[j]):
-                allowed[j, i] = f_orig[top, i]
+            j = node_owner[node]
+            for w in range(W):
+                allowed[j, w] = f_save[top, w]
             top -= 1
         total += best
         if total + root_suffix[t + 1] < cutoff:
@@ -245,11 +273,17 @@ def forest_max_reach(tree_offsets, children_left, children_right, feature, thres
 
 
 # ----------------------------------------------------------------------------------------
-# Isolation forests: numeric float32 splits only, so a compact node layout (one 32-byte
-# row per node: threshold or leaf value, feature, left, right) and intervals of sorted
-# candidates replace the general routing. Values are compared as float32(x) <= threshold,
-# like scikit-learn's trees; callers pass values already rounded to float32.
+# packed numeric forests (isolation forest): values are compared as float32(x) <=
+# threshold, like scikit-learn's trees; callers pass values already rounded to float32.
+# A missing value (NaN) follows column 4 (1.0: left).
 # ----------------------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def _packed_left(packed, node, v):
+    if np.isnan(v):
+        return packed[node, 4] != 0.0
+    return v <= packed[node, 0]
+
+
 @njit(cache=True)
 def iso_sum_points(X, roots, packed):
     """Sum over trees (in order, from 0.0) of the reached leaf value, shape (n,)."""
@@ -260,7 +294,7 @@ def iso_sum_points(X, roots, packed):
         for t in range(len(roots)):
             node = roots[t]
             while packed[node, 2] >= 0:
-                if X[i, np.int64(packed[node, 1])] <= packed[node, 0]:
+                if _packed_left(packed, node, X[i, np.int64(packed[node, 1])]):
                     node = np.int64(packed[node, 2])
                 else:
                     node = np.int64(packed[node, 3])
@@ -284,16 +318,19 @@ def _count_le(sv, lo, hi, thr):
 
 
 @njit(cache=True)
-def iso_max_reach(roots, packed, sub_max, root_suffix, is_open, point, sv, n_sv, cutoff,
-                  stop_above, max_depth):
-    """:func:`forest_max_reach` for a packed numeric forest.
+def iso_max_reach(roots, packed, sub_max, root_suffix, is_open, point, sv, n_sv, has_nan,
+                  cutoff, stop_above, max_depth):
+    """:func:`mask_max_reach` for a packed numeric forest on values.
 
-    ``sv[j, :n_sv[j]]`` are the open feature's candidates (float32-rounded), sorted
-    ascending; the set still allowed on the path is an interval of them.
+    ``sv[j, :n_sv[j]]`` are the open feature's non-missing candidates (float32-rounded),
+    sorted ascending; the set still allowed on a path is an interval of them, plus the
+    missing value while ``has_nan[j]`` (the query's value is missing) and every split on
+    the path sent missing values that way.
     """
     d = len(is_open)
     lo = np.zeros(d, dtype=np.int64)
     hi = n_sv.copy()
+    nan_ok = has_nan.copy()
     depth = max_depth + 2
     f_node = np.empty(depth, dtype=np.int64)
     f_phase = np.empty(depth, dtype=np.int64)
@@ -301,13 +338,14 @@ def iso_max_reach(roots, packed, sub_max, root_suffix, is_open, point, sv, n_sv,
     f_lo = np.empty(depth, dtype=np.int64)
     f_hi = np.empty(depth, dtype=np.int64)
     f_k = np.empty(depth, dtype=np.int64)
+    f_nan = np.empty(depth, dtype=np.bool_)
     T = len(roots)
     low_suffix = np.zeros(T + 1)
     if stop_above < np.inf:
         for t in range(T - 1, -1, -1):
             node = roots[t]
             while packed[node, 2] >= 0:
-                if point[np.int64(packed[node, 1])] <= packed[node, 0]:
+                if _packed_left(packed, node, point[np.int64(packed[node, 1])]):
                     node = np.int64(packed[node, 2])
                 else:
                     node = np.int64(packed[node, 3])
@@ -334,20 +372,23 @@ def iso_max_reach(roots, packed, sub_max, root_suffix, is_open, point, sv, n_sv,
                 left = np.int64(packed[node, 2])
                 right = np.int64(packed[node, 3])
                 j = np.int64(packed[node, 1])
-                thr = packed[node, 0]
                 if not is_open[j]:
-                    f_node[top] = left if point[j] <= thr else right
+                    f_node[top] = left if _packed_left(packed, node, point[j]) else right
                     continue
-                k = _count_le(sv[j], lo[j], hi[j], thr)
-                if k == lo[j]:
+                k = _count_le(sv[j], lo[j], hi[j], packed[node, 0])
+                nan_left = packed[node, 4] != 0.0
+                any_left = k > lo[j] or (nan_ok[j] and nan_left)
+                any_right = hi[j] > k or (nan_ok[j] and not nan_left)
+                if not any_left:
                     f_node[top] = right
                     continue
-                if k == hi[j]:
+                if not any_right:
                     f_node[top] = left
                     continue
                 f_lo[top] = lo[j]
                 f_hi[top] = hi[j]
                 f_k[top] = k
+                f_nan[top] = nan_ok[j]
                 f_first[top] = 0 if sub_max[left] >= sub_max[right] else 1
                 f_phase[top] = 1
                 phase = 1
@@ -358,12 +399,15 @@ def iso_max_reach(roots, packed, sub_max, root_suffix, is_open, point, sv, n_sv,
                 if sub_max[child] <= best:
                     continue
                 j = np.int64(packed[node, 1])
+                nan_left = packed[node, 4] != 0.0
                 if side == 0:
                     lo[j] = f_lo[top]
                     hi[j] = f_k[top]
+                    nan_ok[j] = f_nan[top] and nan_left
                 else:
                     lo[j] = f_k[top]
                     hi[j] = f_hi[top]
+                    nan_ok[j] = f_nan[top] and not nan_left
                 top += 1
                 f_node[top] = child
                 f_phase[top] = 0
@@ -371,6 +415,7 @@ def iso_max_reach(roots, packed, sub_max, root_suffix, is_open, point, sv, n_sv,
             j = np.int64(packed[node, 1])
             lo[j] = f_lo[top]
             hi[j] = f_hi[top]
+            nan_ok[j] = f_nan[top]
             top -= 1
         total += best
         if total + root_suffix[t + 1] < cutoff:

@@ -1,32 +1,45 @@
-"""Model-side pieces of P2CE: the plausibility forest and the probability bounds.
+"""Model-side pieces of P2CE: the plausibility forest, the model's reconstruction and the
+probability bounds.
 
-Bounds answer: given a partial counterfactual (some features fixed, the open ones free
-to take any value of their candidate lists), how large can the predicted probability of
-the desired class become?
+A bound answers: given a partial counterfactual (some features fixed, the open ones free
+to take any of their candidates), how large can the desired class's probability become?
 
 * :class:`TreeBound` (exact over the grid): per tree the largest reachable leaf value,
-  summed, the link applied; built on :class:`sklearn_xai.tree._ensemble.FlatEnsemble`.
-* :class:`LinearBound` (exact over the grid): ``b + sum_fixed w_j x_j + sum_open max_v w_j v``
-  through the logistic link, for linear classifiers, also behind affine preprocessing
-  (scalers) in a :class:`~sklearn.pipeline.Pipeline`.
-* :class:`ShapBound` (**heuristic**, the paper's SHAP estimate): ``f(s) - sum_T phi_j(x) +
-  sum_T phi^max_j`` with ``T`` the ``k - c`` open features of largest ``phi^max``; it can
-  cut off real solutions.
+  summed, the link applied, from the model's :class:`~sklearn_xai.tree.FlatEnsemble`
+  (numeric, categorical bitset and missing-value splits alike).
+* :class:`SoftmaxTreeBound` (safe, multi-class boosting): the largest reachable margin of
+  the desired class against the smallest reachable margin of every other class.
+* :class:`LinearBound` (exact over the grid, with the change budget): a binary linear
+  classifier is additive over the input features, ``b + sum_j g_j(x_j)``, so the best
+  completion changing at most ``k`` open features adds the ``k`` largest gains.
+* :class:`ShapBound` (**heuristic**, the paper's SHAP estimate): it can cut off real
+  solutions.
+
+Preprocessing. A :class:`~sklearn.pipeline.Pipeline` whose steps before the model are
+column-wise (each output column a function of one input column: a
+:class:`~sklearn.compose.ColumnTransformer` of one-hot and ordinal encoders, scalers,
+imputers, binning and passthrough; see :func:`input_owner`) maps every input feature's
+candidates to the model's columns once per query (:class:`ModelSpace`); the bounds are
+then taken over the *input* grid, so the one-hot columns of a feature move together.
+
+Every exact model works per query (``for_query``) on candidate indices: the search's
+points are vectors of indices into each feature's candidate list.
 
 The plausibility forest (:class:`FlatIsolationForest`) reproduces scikit-learn's
-``IsolationForest.score_samples`` bit for bit and adds the look-ahead: the largest mean
-path length reachable with the open features anywhere on their grids.
+``IsolationForest.score_samples`` bit for bit, missing values included, and adds the
+look-ahead: the largest mean path length reachable with the open features anywhere on
+their candidates.
 """
 
 import numpy as np
 from scipy.special import expit
 
-from ..tree._ensemble import MISSING_NAN, MODE_LE32, make_ensemble
 from ._p2ce_kernels import (
-    forest_max_reach,
-    forest_sum_points,
     iso_max_reach,
     iso_sum_points,
+    mask_max_reach,
+    mask_max_reach_single,
+    mask_sum_points,
     subtree_max,
     tree_depth,
 )
@@ -45,120 +58,51 @@ def _apl(n):
     return out
 
 
-class _Forest:
-    """A flat forest with one leaf value per node, and its reachability kernels."""
-
-    def __init__(self, ens, leaf_value):
-        self.ens = ens
-        self.leaf_value = np.ascontiguousarray(leaf_value, dtype=np.float64)
-        self.sub_max = subtree_max(ens.tree_offsets, ens.children_left, ens.children_right,
-                                   self.leaf_value)
-        roots = self.sub_max[ens.tree_offsets[:-1]]
-        self.root_suffix = np.concatenate([np.cumsum(roots[::-1])[::-1], [0.0]])
-        self.max_depth = int(tree_depth(ens.tree_offsets, ens.children_left,
-                                        ens.children_right))
-
-    def sum_points(self, X):
-        e = self.ens
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        return forest_sum_points(X, e.tree_offsets, *e.arrays(), self.leaf_value)
-
-    def max_reach(self, point, is_open, cand, n_cand, cutoff=-np.inf, stop_above=np.inf):
-        """Exact reachable sum, or a value on the same side of the cut-offs (see kernel)."""
-        e = self.ens
-        return forest_max_reach(e.tree_offsets, *e.arrays(), self.leaf_value, self.sub_max,
-                                self.root_suffix, is_open, point, cand, n_cand,
-                                float(cutoff), float(stop_above), self.max_depth)
+def _logit(p):
+    return np.log(p) - np.log1p(-p) if 0 < p < 1 else -np.inf
 
 
-def _packable(ens):
-    """``"le64"``/``"le32"`` when every split is numeric ``<=`` in one precision and no
-    split treats 0 as missing (so a compact numeric layout routes finite values exactly)."""
-    from ..tree._ensemble import MISSING_ZERO, MODE_LE64
-
-    internal = ens.children_left >= 0
-    modes = np.unique(ens.mode[internal])
-    if np.any(ens.missing[internal] == MISSING_ZERO) or len(modes) > 1:
-        return None
-    if len(modes) == 0 or modes[0] == MODE_LE64:
-        return "le64"
-    if modes[0] == MODE_LE32:
-        return "le32"
-    return None
-
-
-class _PackedForest:
-    """A numeric ``<=`` forest in one (n_nodes, 4) array: threshold or leaf value,
-    feature, left, right; inputs rounded to float32 first for ``"le32"`` splits."""
-
-    def __init__(self, forest, precision):
-        ens = forest.ens
-        leaf = ens.children_left < 0
-        self.forest = forest
-        self.cast32 = precision == "le32"
-        self.packed = np.ascontiguousarray(np.column_stack([
-            np.where(leaf, forest.leaf_value, ens.threshold), ens.feature.astype(np.float64),
-            ens.children_left.astype(np.float64), ens.children_right.astype(np.float64)]))
-        self.roots = np.ascontiguousarray(ens.tree_offsets[:-1])
-
-    def _cast(self, X):
-        X = np.asarray(X, dtype=np.float64)
-        if self.cast32:
-            X = X.astype(np.float32).astype(np.float64)
-        return np.ascontiguousarray(X)
-
-    def sum_points(self, X):
-        return iso_sum_points(self._cast(X), self.roots, self.packed)
-
-    def prepare(self, cand, n_cand):
-        d, m = cand.shape
-        sv = np.zeros((d, m))
-        n_sv = np.zeros(d, dtype=np.int64)
-        for j in range(d):
-            u = np.unique(self._cast(cand[j, : n_cand[j]]))
-            sv[j, : len(u)] = u
-            n_sv[j] = len(u)
-        return sv, n_sv
-
-    def max_reach(self, point, is_open, prepared, cutoff=-np.inf, stop_above=np.inf):
-        sv, n_sv = prepared
-        f = self.forest
-        return iso_max_reach(self.roots, self.packed, f.sub_max, f.root_suffix, is_open,
-                             self._cast(point), sv, n_sv, float(cutoff), float(stop_above),
-                             f.max_depth)
-
-
+# ------------------------------------------------------------------------- isolation forest
 class FlatIsolationForest:
-    """A fitted :class:`~sklearn.ensemble.IsolationForest` as a flat forest.
+    """A fitted :class:`~sklearn.ensemble.IsolationForest` as one packed node array.
 
-    ``score_samples`` equals scikit-learn's (same leaf values, same summation order); a
-    row is an inlier iff ``score_samples >= offset_`` (scikit-learn's ``predict``).
+    ``score_samples`` equals scikit-learn's (same leaf values, same summation order, the
+    trees' own routing of missing values); a row is an inlier iff ``score_samples >=
+    offset_`` (scikit-learn's ``predict``).
     """
 
     def __init__(self, iso):
         d = int(iso.n_features_in_)
         subsample = iso._max_features != d
-        trees = []
-        leaf_vals = []
+        rows, roots = [], []
+        base = 0
         for est, feats in zip(iso.estimators_, iso.estimators_features_):
             tr = est.tree_
             left = tr.children_left.astype(np.int64)
+            right = tr.children_right.astype(np.int64)
+            leaf = left < 0
             feat = tr.feature.astype(np.int64)
             if subsample:
-                feat = np.where(left >= 0, np.asarray(feats)[np.maximum(feat, 0)], -1)
+                feat = np.where(leaf, -1, np.asarray(feats)[np.maximum(feat, 0)])
             depths = np.asarray(tr.compute_node_depths(), dtype=np.float64)
             lv = depths + _apl(tr.n_node_samples) - 1.0
-            leaf_vals.append(lv)
-            trees.append({"children_left": left, "children_right": tr.children_right,
-                              "feature": feat, "threshold": tr.threshold, "mode": MODE_LE32,
-                              "missing": MISSING_NAN, "default_left": True,
-                              "cover": tr.n_node_samples.astype(np.float64),
-                              "value": lv.reshape(-1, 1), "output": 0})
-        ens = make_ensemble(trees, n_features=d, n_outputs=1, base_score=[0.0])
-        self.forest = _Forest(ens, np.concatenate(leaf_vals))
-        # compact layout for the numeric-only kernels (one row per node)
-        self.fast = _PackedForest(self.forest, "le32")
-        self.packed, self.roots = self.fast.packed, self.fast.roots
+            miss = getattr(tr, "missing_go_to_left", None)
+            miss = np.zeros(len(left)) if miss is None else np.asarray(miss, dtype=np.float64)
+            rows.append(np.column_stack([
+                np.where(leaf, lv, tr.threshold), np.where(leaf, -1, feat).astype(np.float64),
+                np.where(leaf, -1, left + base).astype(np.float64),
+                np.where(leaf, -1, right + base).astype(np.float64), miss]))
+            roots.append(base)
+            base += len(left)
+        self.packed = np.ascontiguousarray(np.vstack(rows))
+        self.roots = np.asarray(roots, dtype=np.int64)
+        left = self.packed[:, 2].astype(np.int64)
+        right = self.packed[:, 3].astype(np.int64)
+        leaf_value = np.where(left < 0, self.packed[:, 0], 0.0)
+        self.sub_max = subtree_max(self.roots, left, right, leaf_value)
+        tops = self.sub_max[self.roots]
+        self.root_suffix = np.concatenate([np.cumsum(tops[::-1])[::-1], [0.0]])
+        self.max_depth = int(tree_depth(self.roots, left, right))
         self.denominator = len(iso.estimators_) * float(_apl([iso._max_samples])[0])
         self.offset_ = float(iso.offset_)
         # mean path-length sum a point needs to be an inlier: -2**(-H/den) >= offset
@@ -167,32 +111,53 @@ class FlatIsolationForest:
         else:
             self.cutoff = -np.inf
 
+    @staticmethod
+    def _cast(X):
+        return np.ascontiguousarray(np.asarray(X, dtype=np.float64).astype(np.float32)
+                                    .astype(np.float64))
+
     def _score(self, H):
         H = np.asarray(H, dtype=np.float64)
         den = self.denominator
         ratio = np.divide(H, den, out=np.ones_like(H), where=den != 0)
         return -(2.0 ** (-ratio))
 
+    def path_sums(self, X):
+        """Sum over trees of the path length (depth + average path length of the leaf)."""
+        return iso_sum_points(self._cast(np.atleast_2d(X)), self.roots, self.packed)
+
     def score_samples(self, X):
         """scikit-learn's ``score_samples`` (higher = more normal), shape (n,)."""
-        return self._score(self.fast.sum_points(X))
-
-    def prepare(self, cand, n_cand):
-        """Sorted float32-rounded candidates per feature for :meth:`may_have_inlier`."""
-        return self.fast.prepare(cand, n_cand)
+        return self._score(self.path_sums(X))
 
     def is_inlier(self, X):
         return self.score_samples(X) >= self.offset_
 
+    def prepare(self, cand, n_cand):
+        """Per feature: sorted float32-rounded non-missing candidates, their count and
+        whether the missing value is a candidate."""
+        d, m = cand.shape
+        sv = np.zeros((d, max(m, 1)))
+        n_sv = np.zeros(d, dtype=np.int64)
+        has_nan = np.zeros(d, dtype=bool)
+        for j in range(d):
+            v = self._cast(cand[j, : n_cand[j]])
+            has_nan[j] = bool(np.isnan(v).any())
+            u = np.unique(v[~np.isnan(v)])
+            sv[j, : len(u)] = u
+            n_sv[j] = len(u)
+        return sv, n_sv, has_nan
+
+    def max_reach(self, point, is_open, prepared, cutoff=-np.inf, stop_above=np.inf):
+        """Largest reachable path-length sum (see :func:`iso_max_reach`)."""
+        sv, n_sv, has_nan = prepared
+        return iso_max_reach(self.roots, self.packed, self.sub_max, self.root_suffix,
+                             np.asarray(is_open, dtype=bool), self._cast(point[None, :])[0],
+                             sv, n_sv, has_nan, float(cutoff), float(stop_above),
+                             self.max_depth)
+
     def may_have_inlier(self, point, is_open, prepared):
         """False only when every completion of the partial point is an outlier.
-
-        Parameters
-        ----------
-        point : ndarray (d,)
-        is_open : ndarray of bool (d,)
-        prepared : tuple
-            :meth:`prepare` of the query's candidates.
 
         Returns
         -------
@@ -201,71 +166,292 @@ class FlatIsolationForest:
             ``score_samples`` of the largest reachable path-length sum, or of a value on
             the same side of the inlier boundary (the kernel exits early both ways).
         """
-        H = self.fast.max_reach(point, is_open, prepared, self.cutoff, self.cutoff + 2e-7)
+        H = self.max_reach(point, is_open, prepared, self.cutoff, self.cutoff + 2e-7)
         s = float(self._score(np.array([H]))[0])
         return s >= self.offset_, s
 
 
-class TreeBound:
+# ------------------------------------------------------------------------- preprocessing
+def _one_to_one_types():
+    from sklearn.preprocessing import (
+        MaxAbsScaler,
+        MinMaxScaler,
+        OrdinalEncoder,
+        RobustScaler,
+        StandardScaler,
+    )
+
+    return (OrdinalEncoder, StandardScaler, MinMaxScaler, MaxAbsScaler, RobustScaler)
+
+
+def _step_owner(step, n_in):
+    """Input column of every output column of a fitted column-wise step, or None."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer, KBinsDiscretizer, OneHotEncoder
+
+    if step is None or (isinstance(step, str) and step == "passthrough"):
+        return np.arange(n_in)
+    if isinstance(step, FunctionTransformer) and step.func is None:
+        return np.arange(n_in)  # identity (a ColumnTransformer's fitted "passthrough")
+    if isinstance(step, Pipeline):
+        return input_owner(step, n_in)
+    if isinstance(step, ColumnTransformer):
+        to_in = getattr(step, "_transformer_to_input_indices", None)
+        out_idx = getattr(step, "output_indices_", None)
+        if to_in is None or out_idx is None:
+            return None
+        n_out = max((s.stop for s in out_idx.values()), default=0)
+        owner = np.full(n_out, -1, dtype=np.int64)
+        for name, trans, _ in step.transformers_:
+            sl = out_idx.get(name)
+            if sl is None or sl.stop == sl.start:
+                continue
+            ins = np.asarray(to_in[name], dtype=np.int64)
+            sub = _step_owner(trans, len(ins))
+            if sub is None or len(sub) != sl.stop - sl.start:
+                return None
+            owner[sl] = ins[sub]
+        return owner if np.all(owner >= 0) else None
+    if isinstance(step, OneHotEncoder):
+        counts = getattr(step, "_n_features_outs", None)
+        if counts is None or len(counts) != n_in:
+            return None
+        return np.repeat(np.arange(n_in), np.asarray(counts, dtype=np.int64))
+    if isinstance(step, KBinsDiscretizer):
+        if step.encode == "ordinal":
+            return np.arange(n_in)
+        return np.repeat(np.arange(n_in), np.asarray(step.n_bins_, dtype=np.int64))
+    if isinstance(step, SimpleImputer):
+        if step.add_indicator:
+            return None
+        if getattr(step, "keep_empty_features", False):
+            return np.arange(n_in)
+        import pandas as pd
+
+        return np.flatnonzero(~pd.isna(np.asarray(step.statistics_, dtype=object)))
+    if isinstance(step, _one_to_one_types()):
+        return np.arange(n_in)
+    return None
+
+
+def input_owner(prefix, n_in):
+    """Input feature behind every column a pipeline prefix outputs, or None.
+
+    Parameters
+    ----------
+    prefix : Pipeline or None
+        The steps in front of the model (``None``: the model takes the inputs as they are).
+    n_in : int
+        Input features.
+
+    Returns
+    -------
+    ndarray of int64 or None
+        ``None`` when some step is not known to be column-wise.
+    """
+    owner = np.arange(n_in)
+    if prefix is None:
+        return owner
+    for _, step in prefix.steps:
+        sub = _step_owner(step, len(owner))
+        if sub is None:
+            return None
+        owner = owner[sub]
+    return owner
+
+
+class ModelSpace:
+    """Model inputs -> the numeric columns the model's trees or coefficients read: the
+    pipeline's steps before the model, then the model's own input encoding (a
+    HistGradientBoosting model's categorical encoder). ``owner[c]``: the input feature of
+    column ``c``."""
+
+    def __init__(self, prefix, final_transform, owner):
+        self.prefix = prefix
+        self.final_transform = final_transform
+        self.owner = np.asarray(owner, dtype=np.int64)
+
+    def __call__(self, model_input):
+        X = model_input
+        if self.prefix is not None:
+            X = self.prefix.transform(X)
+        if self.final_transform is not None:
+            X = self.final_transform(X)
+        if hasattr(X, "toarray"):
+            X = X.toarray()
+        return np.ascontiguousarray(np.asarray(X, dtype=np.float64))
+
+
+def check_columnwise(space, to_input, Z, seed=0):
+    """Whether ``space`` maps each column from its owner alone, checked numerically.
+
+    The rows of ``Z`` are shuffled independently per column; every output column of the
+    shuffled rows must equal the output column of the rows its owner's values came from.
+    """
+    rng = np.random.default_rng(seed)
+    n, d = Z.shape
+    perms = np.stack([rng.permutation(n) for _ in range(d)], axis=1)
+    Zs = Z[perms, np.arange(d)[None, :]]
+    try:
+        T = space(to_input(Z))
+        Ts = space(to_input(Zs))
+    except Exception:  # noqa: BLE001 - a transform that fails is not usable
+        return False
+    if T.shape != (n, len(space.owner)) or Ts.shape != T.shape:
+        return False
+    expected = T[perms[:, space.owner], np.arange(T.shape[1])[None, :]]
+    same = (Ts == expected) | (np.isnan(Ts) & np.isnan(expected))
+    return bool(np.all(same))
+
+
+def candidate_rows(cand, n_cand):
+    """Rows ``i`` holding candidate ``i`` of every feature (candidate 0 past the end)."""
+    d, m = cand.shape
+    cols = np.minimum(np.arange(m)[None, :], np.asarray(n_cand)[:, None] - 1)
+    return np.ascontiguousarray(cand[np.arange(d)[:, None], cols].T)
+
+
+# ------------------------------------------------------------------------- tree bounds
+def _tree_masks(ens, table):
+    """Per node, the bitset of candidates (rows of ``table``) that go left, (n_nodes, W)."""
+    from ..tree import goes_left
+
+    m = table.shape[0]
+    W = max(1, -(-m // 64))
+    internal = np.flatnonzero(ens.children_left >= 0)
+    masks = np.zeros((ens.n_nodes, W), dtype=np.uint64)
+    if len(internal) == 0:
+        return masks
+    vals = table[:, ens.feature[internal]].T
+    gl = goes_left(ens, internal[:, None], vals)
+    bits = np.zeros((len(internal), W * 64), dtype=bool)
+    bits[:, :m] = gl
+    packed = np.packbits(bits, axis=1, bitorder="little")
+    masks[internal] = np.ascontiguousarray(packed).view("<u8").astype(np.uint64)
+    return masks
+
+
+class _MaskForest:
+    """The trees rooted at ``roots`` of an ensemble with one leaf value per node."""
+
+    def __init__(self, ens, roots, leaf_value):
+        self.roots = np.ascontiguousarray(roots, dtype=np.int64)
+        self.left = ens.children_left
+        self.right = ens.children_right
+        self.leaf_value = np.ascontiguousarray(leaf_value, dtype=np.float64)
+        self.sub_max = subtree_max(self.roots, self.left, self.right, self.leaf_value)
+        tops = self.sub_max[self.roots]
+        self.root_suffix = np.concatenate([np.cumsum(tops[::-1])[::-1], [0.0]])
+        self.max_depth = int(tree_depth(self.roots, self.left, self.right))
+
+    def sum_points(self, index, node_owner, masks):
+        return mask_sum_points(np.ascontiguousarray(index, dtype=np.int64), self.roots,
+                               self.left, self.right, node_owner, masks, self.leaf_value)
+
+    def max_reach(self, index, is_open, n_cand, node_owner, masks, cutoff=-np.inf,
+                  stop_above=np.inf, single=False):
+        """Largest reachable sum of leaf values; ``single``: the largest over the open
+        features of the sum with that feature alone open."""
+        kernel = mask_max_reach_single if single else mask_max_reach
+        return kernel(self.roots, self.left, self.right, node_owner, masks,
+                      self.leaf_value, self.sub_max, self.root_suffix, is_open,
+                      np.ascontiguousarray(index, dtype=np.int64), n_cand, float(cutoff),
+                      float(stop_above), self.max_depth)
+
+
+class _TreeModel:
+    """Shared part of the tree reconstructions: the ensemble and its input owners."""
+
+    kind = "exact"
+
+    def __init__(self, ens, owner):
+        self.ens = ens
+        self.owner = np.asarray(owner, dtype=np.int64)
+        internal = ens.children_left >= 0
+        self.node_owner = np.where(internal, self.owner[np.maximum(ens.feature, 0)], 0)
+
+    def _query_masks(self, table):
+        return _tree_masks(self.ens, table)
+
+
+class TreeBound(_TreeModel):
     """Exact reachable maximum of a tree ensemble's desired-class probability.
 
     Parameters
     ----------
     ens : FlatEnsemble
     column : int
-        The output (value column) of the desired class, or ``-1`` with ``sign=-1`` for a
-        binary logistic model explained for its first class.
+        The output (value column) of the desired class; ignored for a single-output
+        ensemble (``sign=-1`` then explains its first class).
+    sign : float
+    link : {"logistic", "identity"}
+    owner : ndarray of int
+        Input feature of every ensemble column.
     """
 
-    kind = "exact"
-
-    def __init__(self, ens, column, sign, link):
-        if ens.value.shape[1] == 1:
-            vals = ens.value[:, 0]
-            out = ens.tree_output
-            if np.any((out != 0) & (out != -1)):
-                raise ValueError("tree bound needs a single-output ensemble")
-        else:
-            vals = ens.value[:, column]
+    def __init__(self, ens, column, sign, link, owner):
+        super().__init__(ens, owner)
+        single = ens.value.shape[1] == 1
+        if single and np.any((ens.tree_output != 0) & (ens.tree_output != -1)):
+            raise ValueError("tree bound needs a single-output ensemble")
+        self.column = 0 if single else int(column)
         self.sign = float(sign)
-        self.base = self.sign * float(ens.base_score[0 if ens.value.shape[1] == 1 else column])
+        self.base = self.sign * float(ens.base_score[0 if single else column])
         self.link = link
-        self.forest = _Forest(ens, self.sign * vals)
-        precision = _packable(ens)
-        self.fast = _PackedForest(self.forest, precision) if precision else None
+        vals = ens.value[:, self.column]
+        self.forest = _MaskForest(ens, ens.tree_offsets[:-1], self.sign * vals)
 
     def _to_prob(self, m):
         return expit(m) if self.link == "logistic" else m
 
-    def _cutoff(self, threshold):
-        if self.link == "logistic":
-            t = np.log(threshold) - np.log1p(-threshold) if 0 < threshold < 1 else -np.inf
-        else:
-            t = threshold
-        return t - self.base - _BOUND_SLACK
+    def predict(self, T):
+        """Probability of the desired class for rows in the ensemble's columns."""
+        from ..tree import predict_raw
 
-    def predict(self, Z):
-        forest = self.fast if self.fast is not None else self.forest
-        return self._to_prob(self.base + forest.sum_points(Z))
+        raw = predict_raw(self.ens, T)[:, self.column if self.ens.n_outputs > 1 else 0]
+        return self._to_prob(self.sign * raw)
 
-    def prepare(self, cand, n_cand):
-        return self.fast.prepare(cand, n_cand) if self.fast is not None else None
+    def for_query(self, table, n_cand):
+        return _TreeQuery(self, self._query_masks(table), n_cand)
 
-    def upper(self, point, is_open, cand, n_cand, threshold, exact=False, prepared=None, **_):
+
+class _TreeQuery:
+    def __init__(self, model, masks, n_cand):
+        self.model = model
+        self.masks = masks
+        self.n_cand = np.ascontiguousarray(n_cand, dtype=np.int64)
+        self._cut = {}  # threshold -> margin cut-off
+
+    def predict(self, P, index):
+        m = self.model
+        return m._to_prob(m.base + m.forest.sum_points(index, m.node_owner, self.masks))
+
+    def max_margin(self, index, is_open, cutoff=-np.inf, stop_above=np.inf, single=False):
+        """Largest reachable margin (without ``base``) over the open features' candidates."""
+        m = self.model
+        return m.forest.max_reach(index, np.asarray(is_open, dtype=bool), self.n_cand,
+                                  m.node_owner, self.masks, cutoff, stop_above, single)
+
+    def upper(self, point, index, is_open, threshold, *, exact=False, budget=None, **_):
         """Upper bound of the probability; with ``exact=False`` it may stop early at a
-        value that is only guaranteed to fall on the same side of ``threshold``."""
-        c = self._cutoff(threshold)
+        value that is only guaranteed to fall on the same side of ``threshold``.
+
+        With ``budget=1`` at most one open feature may change, so the bound is the
+        largest of the single-feature bounds (each open feature alone), a tighter one.
+        """
+        m = self.model
+        if threshold not in self._cut:
+            t = _logit(threshold) if m.link == "logistic" else threshold
+            self._cut[threshold] = t - m.base - _BOUND_SLACK
+        c = self._cut[threshold]
         lo, hi = (-np.inf, np.inf) if exact else (c, c + 2 * _BOUND_SLACK)
-        if self.fast is not None:
-            if prepared is None:
-                prepared = self.fast.prepare(cand, n_cand)
-            m = self.fast.max_reach(point, is_open, prepared, lo, hi)
-        else:
-            m = self.forest.max_reach(point, is_open, cand, n_cand, lo, hi)
-        return float(self._to_prob(self.base + m + _BOUND_SLACK))
+        best = self.max_margin(index, is_open, lo, hi, single=budget == 1)
+        return float(m._to_prob(m.base + best + _BOUND_SLACK))
 
 
-class SoftmaxTreeBound:
+class SoftmaxTreeBound(_TreeModel):
     """Upper bound of a multi-class boosted ensemble's desired-class probability.
 
     The probability ``exp(f_k) / sum_j exp(f_j)`` grows with the desired class's margin
@@ -274,85 +460,115 @@ class SoftmaxTreeBound:
     summed) ``1 / (1 + sum_{j != k} exp(lo_j - hi_k))`` is never below any completion's
     probability: no solution is lost. It is not tight (the extremes may need different
     completions), so it prunes less than the binary bound.
-
-    Parameters
-    ----------
-    ens : FlatEnsemble with ``link="softmax"`` and one tree per class and round
-    column : int
-        The desired class's output.
     """
 
-    kind = "exact"
-
-    def __init__(self, ens, column):
-        from ..tree._ensemble import subset_outputs
-
+    def __init__(self, ens, column, owner):
+        super().__init__(ens, owner)
         self.column = int(column)
         self.base = np.asarray(ens.base_score, dtype=np.float64)
-        self.parts = []  # per class: (forest for the max, forest for the max of -f)
+        roots = ens.tree_offsets[:-1]
+        vals = ens.value[:, 0]
+        self.parts = []  # per class: (forest of f_j, forest of -f_j or None)
         for j in range(ens.n_outputs):
-            sub = subset_outputs(ens, [j])
-            vals = sub.value[:, 0]
-            signs = (1.0,) if j == self.column else (1.0, -1.0)
-            forests = []
-            for sgn in signs:
-                forest = _Forest(sub, sgn * vals)
-                precision = _packable(sub)
-                forests.append(_PackedForest(forest, precision) if precision else forest)
-            self.parts.append(forests)
+            r = roots[ens.tree_output == j]
+            up = _MaskForest(ens, r, vals)
+            down = None if j == self.column else _MaskForest(ens, r, -vals)
+            self.parts.append((up, down))
 
-    def predict(self, Z):
-        raw = np.column_stack([self.base[j] + forests[0].sum_points(Z)
-                               for j, forests in enumerate(self.parts)])
-        raw -= raw.max(axis=1, keepdims=True)
+    def predict(self, T):
+        from ..tree import predict_raw
+
+        raw = predict_raw(self.ens, T)
+        raw = raw - raw.max(axis=1, keepdims=True)
         e = np.exp(raw)
         return e[:, self.column] / e.sum(axis=1)
 
-    def prepare(self, cand, n_cand):
-        return [[f.prepare(cand, n_cand) if isinstance(f, _PackedForest) else None
-                 for f in forests] for forests in self.parts]
+    def for_query(self, table, n_cand):
+        return _SoftmaxQuery(self, self._query_masks(table), n_cand)
 
-    def _reach(self, forest, point, is_open, cand, n_cand, prepared):
-        if isinstance(forest, _PackedForest):
-            if prepared is None:
-                prepared = forest.prepare(cand, n_cand)
-            return forest.max_reach(point, is_open, prepared)
-        return forest.max_reach(point, is_open, cand, n_cand)
 
-    def upper(self, point, is_open, cand, n_cand, threshold, prepared=None, **_):
-        k = self.column
-        pk = None if prepared is None else prepared[k][0]
-        hi_k = self.base[k] + self._reach(self.parts[k][0], point, is_open, cand, n_cand, pk)
+class _SoftmaxQuery:
+    def __init__(self, model, masks, n_cand):
+        self.model = model
+        self.masks = masks
+        self.n_cand = np.ascontiguousarray(n_cand, dtype=np.int64)
+
+    def predict(self, P, index):
+        m = self.model
+        raw = np.column_stack([m.base[j] + up.sum_points(index, m.node_owner, self.masks)
+                               for j, (up, _) in enumerate(m.parts)])
+        raw -= raw.max(axis=1, keepdims=True)
+        e = np.exp(raw)
+        return e[:, m.column] / e.sum(axis=1)
+
+    def upper(self, point, index, is_open, threshold, **_):
+        m = self.model
+        is_open = np.asarray(is_open, dtype=bool)
+        k = m.column
+        hi_k = m.base[k] + m.parts[k][0].max_reach(index, is_open, self.n_cand,
+                                                   m.node_owner, self.masks)
         hi_k += _BOUND_SLACK
         total = 1.0
-        for j, forests in enumerate(self.parts):
+        for j, (_, down) in enumerate(m.parts):
             if j == k:
                 continue
-            pj = None if prepared is None else prepared[j][1]
-            lo_j = self.base[j] - self._reach(forests[1], point, is_open, cand, n_cand, pj)
+            lo_j = m.base[j] - down.max_reach(index, is_open, self.n_cand, m.node_owner,
+                                              self.masks)
             total += np.exp(min(lo_j - _BOUND_SLACK - hi_k, 700.0))
         return float(1.0 / total)
 
 
+# ------------------------------------------------------------------------- linear bound
 class LinearBound:
-    """Exact maximum of ``sigmoid(w . x + b)`` over the grid (``w``, ``b`` signed)."""
+    """Exact maximum of ``sigmoid(w . t(x) + b)`` over the grid, with the change budget.
+
+    Parameters
+    ----------
+    w : ndarray (n_columns,)
+        Signed coefficients on the model's columns.
+    b : float
+    owner : ndarray of int
+        Input feature of every column.
+    """
 
     kind = "exact"
 
-    def __init__(self, w, b):
+    def __init__(self, w, b, owner):
         self.w = np.asarray(w, dtype=np.float64)
         self.b = float(b)
+        self.owner = np.asarray(owner, dtype=np.int64)
 
-    def predict(self, Z):
-        return expit(Z @ self.w + self.b)
+    def predict(self, T):
+        return expit(T @ self.w + self.b)
 
-    def upper(self, point, is_open, cand, n_cand, threshold, **_):
-        w = self.w
-        m = self.b + float(np.dot(np.where(is_open, 0.0, point), np.where(is_open, 0.0, w)))
-        for j in np.flatnonzero(is_open):
-            if w[j] != 0.0:
-                m += float(np.max(w[j] * cand[j, : n_cand[j]]))
-        return float(expit(m + _BOUND_SLACK))
+    def for_query(self, table, n_cand):
+        d = len(n_cand)
+        G = np.zeros((d, table.shape[0]))
+        for c in np.flatnonzero(self.w != 0.0):
+            G[self.owner[c]] += self.w[c] * table[:, c]
+        return _LinearQuery(self.b, G, n_cand)
+
+
+class _LinearQuery:
+    """``G[j, i]``: feature ``j``'s contribution at its candidate ``i``."""
+
+    def __init__(self, b, G, n_cand):
+        self.b = b
+        self.G = G
+        self.rows = np.arange(G.shape[0])
+        valid = np.arange(G.shape[1])[None, :] < np.asarray(n_cand)[:, None]
+        self.best = np.where(valid, G, -np.inf).max(axis=1)
+
+    def predict(self, P, index):
+        return expit(self.b + self.G[self.rows[None, :], index].sum(axis=1))
+
+    def upper(self, point, index, is_open, threshold, *, budget=None, **_):
+        cur = self.G[self.rows, index]
+        gains = (self.best - cur)[np.asarray(is_open, dtype=bool)]
+        gains = gains[gains > 0]
+        if budget is not None and budget < len(gains):
+            gains = np.partition(gains, len(gains) - budget)[len(gains) - budget:]
+        return float(expit(self.b + cur.sum() + gains.sum() + _BOUND_SLACK))
 
 
 class ShapBound:
@@ -371,44 +587,50 @@ class ShapBound:
         self.phi_max = np.asarray(phi_max, dtype=np.float64)
         self.order = np.argsort(-self.phi_max, kind="stable")
 
-    def upper(self, point, is_open, cand, n_cand, threshold, *, f_value, phi_x, budget, **_):
+    def for_query(self, phi_x):
+        return _ShapQuery(self, phi_x)
+
+
+class _ShapQuery:
+    def __init__(self, bound, phi_x):
+        self.bound = bound
+        self.phi_x = phi_x
+
+    def upper(self, point, index, is_open, threshold, *, f_value, budget, **_):
         if budget <= 0:
             return f_value
-        T = [j for j in self.order if is_open[j]][:budget]
-        return float(f_value - phi_x[T].sum() + self.phi_max[T].sum())
+        b = self.bound
+        T = [j for j in b.order if is_open[j]][:budget]
+        return float(f_value - self.phi_x[T].sum() + b.phi_max[T].sum())
 
 
+# ------------------------------------------------------------------------- model parsing
 def unwrap(model):
     """The estimator inside a FrozenEstimator (else the model itself)."""
     return getattr(model, "estimator", model) if type(model).__name__ == "FrozenEstimator" \
         else model
 
 
-def parse_tree_model(model):
-    """FlatEnsemble of a supported tree model, or None."""
-    from importlib import import_module
+def split_pipeline(model):
+    """``(prefix, final)``: the steps in front of the last one (a Pipeline or None) and
+    the last step."""
+    from sklearn.pipeline import Pipeline
 
-    candidates = [
-        ("sklearn_xai.tree._parse_sklearn", "parse_sklearn"),
-        ("sklearn_xai.tree._parse_lightgbm", "parse_lightgbm"),
-        ("sklearn_xai.tree._parse_xgboost", "parse_xgboost"),
-    ]
-    for mod_name, fn_name in candidates:
-        try:
-            fn = getattr(import_module(mod_name), fn_name)
-        except (ImportError, AttributeError):
-            continue
-        try:
-            res = fn(model)
-        except (TypeError, ValueError, ImportError):
-            continue
-        if isinstance(res, tuple):
-            ens, transform = res[0], (res[1] if len(res) > 1 else None)
-            if transform is not None:
-                return None
-            return ens
-        return res
-    return None
+    if isinstance(model, Pipeline):
+        prefix = model[:-1] if len(model.steps) > 1 else None
+        return prefix, model.steps[-1][1]
+    return None, model
+
+
+def parse_tree_model(model):
+    """``(FlatEnsemble, input_transform or None)`` of a supported tree model, or None."""
+    from ..tree import parse_model
+
+    try:
+        ens, transform = parse_model(model)
+    except (TypeError, ValueError, ImportError, AttributeError):
+        return None
+    return ens, transform
 
 
 def linear_coefficients(model, Z_sample, to_input=None):
@@ -418,13 +640,9 @@ def linear_coefficients(model, Z_sample, to_input=None):
     step of a Pipeline whose other steps are affine maps (checked numerically on
     ``Z_sample``).
     """
-    from sklearn.pipeline import Pipeline
-
-    steps = []
-    final = model
-    if isinstance(model, Pipeline):
-        steps = [s for _, s in model.steps[:-1] if s is not None and s != "passthrough"]
-        final = model.steps[-1][1]
+    prefix, final = split_pipeline(model)
+    steps = [] if prefix is None else [s for _, s in prefix.steps
+                                       if s is not None and s != "passthrough"]
     coef = getattr(final, "coef_", None)
     icpt = getattr(final, "intercept_", None)
     if coef is None or icpt is None:
@@ -456,3 +674,17 @@ def linear_coefficients(model, Z_sample, to_input=None):
                                                        atol=1e-9):
         return None
     return A @ coef, float(c @ coef + icpt)
+
+
+def final_linear(final):
+    """``(coef, intercept)`` of a binary linear classifier (``coef_`` (1, p)), or None."""
+    coef = getattr(final, "coef_", None)
+    icpt = getattr(final, "intercept_", None)
+    if coef is None or icpt is None:
+        return None
+    coef = np.asarray(coef, dtype=np.float64)
+    if coef.ndim == 2:
+        if coef.shape[0] != 1:
+            return None
+        coef = coef[0]
+    return coef, float(np.ravel(icpt)[0])

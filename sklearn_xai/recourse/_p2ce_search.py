@@ -23,15 +23,23 @@ With an exact bound (or none) the returned front holds every Pareto-optimal cost
 of the valid, plausible grid points with at most ``max_changes`` changes (one point per
 cost vector): rules 1-5 only drop points whose costs are weakly dominated by a kept
 solution or that cannot be valid plausible points.
+
+A point is held twice: its values (internal encoding, for the isolation forest and the
+model) and its candidate indices (``index[j]`` into feature ``j``'s candidate list, for
+the per-query model reconstructions of :mod:`._p2ce_models`).
 """
 
 import heapq
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ._p2ce_grid import costs_from_parts
 from ._p2ce_kernels import weakly_dominated
+
+COUNTERS = ("nodes_expanded", "model_rows", "pruned_dominance", "pruned_budget",
+            "pruned_bound", "pruned_plausibility", "valid_outliers")
 
 
 class QueryResult:
@@ -43,168 +51,246 @@ class QueryResult:
         self.proba = proba
         self.complete = complete
         self.counters = counters
+        self.seconds = 0.0
 
 
-def _weakly_dominated(F, c):
-    c = np.atleast_2d(c)
-    if F.shape[0] == 0:
-        return np.zeros(c.shape[0], dtype=bool)
-    return weakly_dominated(F, np.ascontiguousarray(c, dtype=np.float64))
+@dataclass
+class SearchNode:
+    """A partial counterfactual: the first ``level`` searched features are assigned."""
+
+    point: np.ndarray  # values, shape (d,)
+    index: np.ndarray  # candidate index per feature, shape (d,)
+    level: int
+    n_changes: int
+    parts: tuple  # per-feature cost parts (delta, changed, percentile shift), each (d,)
+    cost: np.ndarray  # cost vector under the objectives
+    proba: float  # predicted probability of the desired class
 
 
-def search_query(x, values, contrib, order, *, grid, objectives, predict, threshold,
-                 max_changes, iso, plausibility, bound, phi_x, deadline):
-    """Run the search for query ``x`` (see the module docstring).
+class ParetoFront:
+    """Kept solutions, one per non-dominated cost vector (ties: the first found)."""
 
-    Parameters
+    def __init__(self, n_objectives, n_features):
+        self.version = 0  # changes whenever a solution is added
+        self.costs = np.zeros((0, n_objectives))
+        self.points = []
+        self.proba = []
+        self.n_features = n_features
+
+    def dominates(self, C):
+        """Whether each row of ``C`` is weakly dominated by a kept solution, (n,) bool."""
+        C = np.ascontiguousarray(np.atleast_2d(C), dtype=np.float64)
+        if self.costs.shape[0] == 0:
+            return np.zeros(C.shape[0], dtype=bool)
+        return weakly_dominated(self.costs, C)
+
+    def add(self, point, cost, proba):
+        """Keep ``point``; drop the kept solutions its costs strictly dominate."""
+        if self.costs.shape[0]:
+            beaten = (np.all(cost[None, :] <= self.costs, axis=1)
+                      & np.any(cost[None, :] < self.costs, axis=1))
+            keep = np.flatnonzero(~beaten)
+            self.costs = self.costs[keep]
+            self.points = [self.points[i] for i in keep]
+            self.proba = [self.proba[i] for i in keep]
+        self.costs = np.vstack([self.costs, cost[None, :]])
+        self.version += 1
+        self.points.append(point.copy())
+        self.proba.append(float(proba))
+
+    def sorted(self):
+        """``(points, costs, proba)`` ordered lexicographically by cost."""
+        if not self.points:
+            return (np.zeros((0, self.n_features)), self.costs.copy(), np.zeros(0))
+        idx = np.lexsort(self.costs.T[::-1])
+        return (np.vstack(self.points)[idx], self.costs[idx],
+                np.asarray(self.proba)[idx])
+
+
+@dataclass(order=True)
+class _Entry:
+    """Open-list entry: the largest probability first, then the newest."""
+
+    key: tuple
+    node: SearchNode = field(compare=False)
+
+
+@dataclass
+class QueryProblem:
+    """Everything the search needs about one query.
+
+    Attributes
     ----------
     x : ndarray (d,)
     values, contrib : lists from :meth:`FeatureGrid.candidates`
     order : list of int
         Searchable features, level order.
     predict : callable
-        ``(n, d) -> (n,)`` probability of the desired class.
-    iso : FlatIsolationForest
-    bound : object with ``upper`` or None
-    deadline : float or None
-        ``time.perf_counter()`` value after which the search stops (front may be partial).
+        ``(P, index) -> (n,)`` probability of the desired class of points given by their
+        values ``P`` and candidate indices ``index``.
+    bound : object with ``upper(point, index, is_open, threshold, *, f_value, budget)``
+        or None.
+    iso : FlatIsolationForest or None
+        None when plausibility is off.
     """
-    d = len(x)
-    n_levels = len(order)
-    counters = {"nodes_expanded": 0, "model_rows": 0, "pruned_dominance": 0, "pruned_budget": 0,
-                    "pruned_bound": 0, "pruned_plausibility": 0, "valid_outliers": 0}
-    n_cand = np.array([len(v) for v in values], dtype=np.int64)
-    m = int(n_cand.max())
-    cand = np.zeros((d, m))
-    for j in range(d):
-        cand[j, : n_cand[j]] = values[j]
-    iso_prepared = iso.prepare(cand, n_cand) if plausibility else None
-    bound_prepared = bound.prepare(cand, n_cand) if hasattr(bound, "prepare") else None
-    # per-feature cost parts of the query's own value are 0; keep running parts per node
-    F = np.zeros((0, len(objectives)))
-    front_pts, front_f = [], []
 
-    def parts_of(P, base_parts, j, cj):
-        delta, changed, pct = (np.repeat(b[None, :], P.shape[0], axis=0) for b in base_parts)
-        delta[:, j] = cj[:, 0]
-        changed[:, j] = cj[:, 1]
-        pct[:, j] = cj[:, 2]
-        return delta, changed, pct
+    x: np.ndarray
+    values: list
+    contrib: list
+    order: list
+    objectives: tuple
+    predict: object
+    threshold: float
+    max_changes: int
+    bound: object = None
+    iso: object = None
+    deadline: float = None
 
-    def add_solution(p, c, fv):
-        nonlocal F
-        if F.shape[0]:
-            strictly = np.all(c[None, :] <= F, axis=1) & np.any(c[None, :] < F, axis=1)
-            keep = ~strictly
-            F = F[keep]
-            kept = np.flatnonzero(keep)
-            front_pts[:] = [front_pts[i] for i in kept]
-            front_f[:] = [front_f[i] for i in kept]
-        F = np.vstack([F, c[None, :]])
-        front_pts.append(p.copy())
-        front_f.append(fv)
 
-    zero_parts = (np.zeros(d), np.zeros(d), np.zeros(d))
-    f_root = float(predict(x[None, :])[0])
-    counters["model_rows"] += 1
-    root_cost = costs_from_parts(objectives, *(p[None, :] for p in zero_parts))[0]
-    complete = True
-    if f_root >= threshold and (not plausibility or bool(iso.is_inlier(x[None, :])[0])):
-        add_solution(x, root_cost, f_root)
-        n_levels = 0
-    is_open_base = np.zeros(d, dtype=bool)
-    is_open_base[list(order)] = True
-    heap = []
-    counter = 0
-    if n_levels:
-        heap.append((-f_root, 0, x.copy(), 0, 0, zero_parts, root_cost))
-    # covers[j][i, k]: candidate i's cost parts are all >= candidate k's, so blocking k
-    # blocks i (computed once per feature)
-    covers = {}
-    while heap:
-        if deadline is not None and time.perf_counter() > deadline:
-            complete = False
-            break
-        neg_f, _, s, t, c, sparts, s_cost = heapq.heappop(heap)
-        if _weakly_dominated(F, s_cost)[0]:
-            counters["pruned_dominance"] += 1
-            continue
-        counters["nodes_expanded"] += 1
-        j = order[t]
-        vals = values[j]
-        cj = contrib[j]
-        if j not in covers:
-            covers[j] = np.all(cj[:, None, :] >= cj[None, :, :], axis=2)
-        cov = covers[j]
-        P = np.repeat(s[None, :], len(vals), axis=0)
+class _Search:
+    """The branch and bound of one :class:`QueryProblem` (see the module docstring)."""
+
+    def __init__(self, problem):
+        self.pb = problem
+        self.d = len(problem.x)
+        self.counters = dict.fromkeys(COUNTERS, 0)
+        self.front = ParetoFront(len(problem.objectives), self.d)
+        n_cand = np.array([len(v) for v in problem.values], dtype=np.int64)
+        cand = np.zeros((self.d, int(n_cand.max())))
+        for j, v in enumerate(problem.values):
+            cand[j, : len(v)] = v
+        self.iso_prepared = problem.iso.prepare(cand, n_cand) if problem.iso else None
+        self.is_open_base = np.zeros(self.d, dtype=bool)
+        self.is_open_base[list(problem.order)] = True
+        self.covers = {}  # feature -> (n, n) bool: candidate i's parts are all >= k's
+        self.heap = []
+        self.seq = 0
+
+    def _push(self, node):
+        self.seq += 1
+        heapq.heappush(self.heap, _Entry((-node.proba, -self.seq), node))
+
+    def _inlier(self, P):
+        return self.pb.iso is None or bool(self.pb.iso.is_inlier(P[None, :])[0])
+
+    def _root(self):
+        pb = self.pb
+        zeros = (np.zeros(self.d), np.zeros(self.d), np.zeros(self.d))
+        index = np.zeros(self.d, dtype=np.int64)
+        f = float(pb.predict(pb.x[None, :], index[None, :])[0])
+        self.counters["model_rows"] += 1
+        cost = costs_from_parts(pb.objectives, *(p[None, :] for p in zeros))[0]
+        return SearchNode(pb.x.copy(), index, 0, 0, zeros, cost, f)
+
+    def run(self):
+        pb = self.pb
+        root = self._root()
+        if root.proba >= pb.threshold and self._inlier(root.point):
+            self.front.add(root.point, root.cost, root.proba)
+        elif pb.order:
+            self._push(root)
+        complete = True
+        while self.heap:
+            if pb.deadline is not None and time.perf_counter() > pb.deadline:
+                complete = False
+                break
+            node = heapq.heappop(self.heap).node
+            if self.front.dominates(node.cost)[0]:
+                self.counters["pruned_dominance"] += 1
+                continue
+            self.counters["nodes_expanded"] += 1
+            self._expand(node)
+        points, costs, proba = self.front.sorted()
+        return QueryResult(points, costs, proba, complete, self.counters)
+
+    def _children(self, node, j):
+        """Values, indices, per-feature parts and costs of ``node``'s children at ``j``."""
+        pb = self.pb
+        vals, cj = pb.values[j], pb.contrib[j]
+        n = len(vals)
+        P = np.repeat(node.point[None, :], n, axis=0)
         P[:, j] = vals
-        parts = parts_of(P, sparts, j, cj)
-        C = costs_from_parts(objectives, *parts)
-        dom = _weakly_dominated(F, C)
-        fP = np.full(len(vals), np.nan)
-        need = ~dom
+        index = np.repeat(node.index[None, :], n, axis=0)
+        index[:, j] = np.arange(n)
+        parts = tuple(np.repeat(p[None, :], n, axis=0) for p in node.parts)
+        for k in range(3):
+            parts[k][:, j] = cj[:, k]
+        return P, index, parts, costs_from_parts(pb.objectives, *parts)
+
+    def _expand(self, node):
+        pb = self.pb
+        j = pb.order[node.level]
+        cj = pb.contrib[j]
+        if j not in self.covers:
+            self.covers[j] = np.all(cj[:, None, :] >= cj[None, :, :], axis=2)
+        cover = self.covers[j]
+        P, index, parts, C = self._children(node, j)
+        n = len(P)
+        dominated = self.front.dominates(C)
+        checked_at = self.front.version
+        proba = np.full(n, -np.inf)
+        need = ~dominated
         need[0] = False  # the query's own value: the child is the node itself
-        fP[0] = -neg_f
+        proba[0] = node.proba
         if need.any():
-            fP[need] = predict(P[need])
-            counters["model_rows"] += int(need.sum())
-        inl_cache = {}
+            proba[need] = pb.predict(P[need], index[need])
+            self.counters["model_rows"] += int(need.sum())
+        valid = (proba >= pb.threshold) & ~dominated
+        inlier = valid.copy()
+        if pb.iso is not None and valid.any():
+            inlier[valid] = pb.iso.is_inlier(P[valid])
+        is_open = self.is_open_base.copy()
+        is_open[list(pb.order[: node.level + 1])] = False
+        last_level = node.level + 1 >= len(pb.order)
+        blocked = []
+        for i in range(n):
+            if blocked and cover[i, blocked].any():
+                continue
+            if dominated[i] or (self.front.version != checked_at
+                                and self.front.dominates(C[i])[0]):
+                self.counters["pruned_dominance"] += 1
+                blocked.append(i)
+                continue
+            if valid[i]:
+                if inlier[i]:
+                    self.front.add(P[i], C[i], proba[i])
+                    blocked.append(i)
+                    continue
+                self.counters["valid_outliers"] += 1
+            if last_level:
+                continue
+            n_changes = node.n_changes + int(cj[i, 1] > 0)
+            if n_changes >= pb.max_changes:
+                self.counters["pruned_budget"] += 1
+                continue
+            if not self._reachable(P[i], index[i], is_open, proba[i],
+                                   pb.max_changes - n_changes, valid[i]):
+                continue
+            self._push(SearchNode(P[i].copy(), index[i].copy(), node.level + 1, n_changes,
+                                  tuple(p[i].copy() for p in parts), C[i].copy(),
+                                  float(proba[i])))
 
-        def inlier(i):
-            if not plausibility:
-                return True
-            if i not in inl_cache:
-                inl_cache[i] = bool(iso.is_inlier(P[i : i + 1])[0])
-            return inl_cache[i]
+    def _reachable(self, point, index, is_open, proba, budget, valid):
+        """Rules 4 and 5: can some completion still be valid and plausible?
 
-        is_open = is_open_base.copy()
-        is_open[list(order[: t + 1])] = False
-        blocked = np.zeros(len(vals), dtype=bool)
-        any_blocked = False
-        for i in range(len(vals)):
-            cv = cj[i]
-            if any_blocked and (cov[i] & blocked).any():
-                continue
-            if dom[i] or _weakly_dominated(F, C[i])[0]:
-                counters["pruned_dominance"] += 1
-                blocked[i] = any_blocked = True
-                continue
-            fv = fP[i]
-            if fv >= threshold:
-                if inlier(i):
-                    add_solution(P[i], C[i], fv)
-                    blocked[i] = any_blocked = True
-                    continue
-                counters["valid_outliers"] += 1
-            if t + 1 >= n_levels:
-                continue
-            c2 = c + int(cv[1] > 0)
-            if c2 >= max_changes:
-                counters["pruned_budget"] += 1
-                continue
-            if bound is not None:
-                ub = bound.upper(P[i], is_open, cand, n_cand, threshold, f_value=fv,
-                                 phi_x=phi_x, budget=max_changes - c2,
-                                 prepared=bound_prepared)
-                if ub < threshold:
-                    counters["pruned_bound"] += 1
-                    continue
-            if plausibility and not inlier(i):
-                possible, _ = iso.may_have_inlier(P[i], is_open, iso_prepared)
-                if not possible:
-                    counters["pruned_plausibility"] += 1
-                    continue
-            counter += 1
-            child_parts = tuple(p[i].copy() for p in parts)
-            heapq.heappush(heap, (-fv, -counter, P[i].copy(), t + 1, c2, child_parts,
-                                  C[i].copy()))
-    if front_pts:
-        pts = np.vstack(front_pts)
-        pro = np.asarray(front_f)
-        idx = np.lexsort(F.T[::-1])
-        pts, costs_, pro = pts[idx], F[idx], pro[idx]
-    else:
-        pts = np.zeros((0, d))
-        costs_ = np.zeros((0, len(objectives)))
-        pro = np.zeros(0)
-    return QueryResult(pts, costs_, pro, complete, counters)
+        A valid point is its own valid completion (no bound needed); the look-ahead
+        answers at once for an inlier (its own path lengths are a lower bound).
+        """
+        pb = self.pb
+        if pb.bound is not None and not valid:
+            ub = pb.bound.upper(point, index, is_open, pb.threshold, f_value=proba,
+                                budget=budget)
+            if ub < pb.threshold:
+                self.counters["pruned_bound"] += 1
+                return False
+        if pb.iso is not None:
+            possible, _ = pb.iso.may_have_inlier(point, is_open, self.iso_prepared)
+            if not possible:
+                self.counters["pruned_plausibility"] += 1
+                return False
+        return True
+
+
+def search_query(problem):
+    """Run the search of one :class:`QueryProblem`; returns a :class:`QueryResult`."""
+    return _Search(problem).run()
