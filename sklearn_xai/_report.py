@@ -234,8 +234,8 @@ def _gbm_pipeline(categorical, numeric, gbm, random_state, threads=None):
 def default_workload(progress, *, seed=0, gbm="hgb", threads=None):
     """Train the default model on the bundled Adult data.
 
-    Rows with a missing value are dropped first (P2CE and the knockoff sampler need
-    complete rows); ``fnlwgt`` (a census sampling weight) and ``education`` (the same
+    Rows with a missing value are dropped first (the knockoff sampler needs complete
+    rows); ``fnlwgt`` (a census sampling weight) and ``education`` (the same
     information as ``education_num``) are not used as features. The counts are stated in
     the report.
     """
