@@ -12,6 +12,22 @@ theirs; best of each), at one thread and at all threads. Reported: rows/s, the
 ratio, the max abs difference to each reference, peak RSS increase of one call
 (Linux ``VmHWM``), and numba compile / cache-load time (separately, in fresh
 subprocesses).
+
+``--interventional`` runs the interventional (background) comparison instead, side by
+side in one process on one thread: ours (``fit`` on the background + ``explain``)
+against woodelf-explainer's ``WoodelfExplainer(model, background).shap_values(rows)``
+(which includes its own preprocessing), on an XGBoost regressor with 100 trees of
+depth 6 on 20 synthetic features, at several background sizes; plus our path-dependent
+values against XGBoost's ``pred_contribs`` on the same model. woodelf-explainer is not
+one of our dependencies: install it in a separate benchmark-only environment::
+
+    python3 -m venv /tmp/benchenv
+    /tmp/benchenv/bin/pip install numpy numba scikit-learn scipy pandas joblib \
+        xgboost-cpu woodelf-explainer==0.4.8
+    /tmp/benchenv/bin/pip install -e . --no-deps
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \
+        NUMBA_CACHE_DIR=/tmp/numba /tmp/benchenv/bin/python benchmarks/bench_treeshap.py \
+        --interventional
 """
 
 import argparse
@@ -68,11 +84,149 @@ def compile_times():
     return cold, warm
 
 
+def _median_time(func, repeats):
+    times = []
+    out = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = func()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), out
+
+
+def interventional(args):
+    """Interventional TreeSHAP, ours against woodelf-explainer, one thread, one process."""
+    import numba
+    import pandas as pd
+    import sklearn
+    import xgboost as xgb
+    from sklearn.frozen import FrozenEstimator
+
+    from sklearn_xai.tree import TreeShapExplainer
+
+    try:
+        import woodelf
+        from woodelf.explainer import WoodelfExplainer
+    except ImportError:
+        woodelf = WoodelfExplainer = None
+    numba.set_num_threads(1)
+    n_rows = args.rows
+    backgrounds = [int(b) for b in args.backgrounds.split(",")]
+    rng = np.random.default_rng(0)
+    M = 20
+    X = rng.normal(size=(20_000 + n_rows + max(backgrounds), M))
+    y = (X[:, 0] + np.sin(2 * X[:, 1]) + X[:, 2] * X[:, 3] + np.abs(X[:, 4])
+         + 0.1 * rng.normal(size=len(X)))
+    model = xgb.XGBRegressor(n_estimators=100, max_depth=6, n_jobs=1, random_state=0)
+    model.fit(X[:20_000], y[:20_000])
+    rows = X[20_000:20_000 + n_rows]
+    pool = X[20_000 + n_rows:]
+    cols = [f"f{j}" for j in range(M)]
+    wversion = getattr(woodelf, "__version__", None)
+    if woodelf is not None and wversion is None:
+        from importlib.metadata import version
+
+        wversion = version("woodelf-explainer")
+    load0 = os.getloadavg()
+    print(f"# Interventional TreeSHAP, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+          f"one thread (numba 1 thread, xgboost nthread=1, OMP/BLAS env)")
+    print(f"# python {platform.python_version()}, numpy {np.__version__}, numba "
+          f"{numba.__version__}, sklearn {sklearn.__version__}, xgboost {xgb.__version__}, "
+          f"pandas {pd.__version__}, woodelf-explainer {wversion or 'not installed'}")
+    print(f"# machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs "
+          f"visible (shared with other jobs), load average at start "
+          f"{load0[0]:.1f} / {load0[1]:.1f} / {load0[2]:.1f} (1/5/15 min)")
+    print(f"# model: XGBRegressor 100 trees, max_depth 6, {M} features; {n_rows:,} explained "
+          f"rows; median of {args.repeats} rounds (each times every size, ours then "
+          f"woodelf); ours = fit(background) + "
+          "explain(rows), woodelf = WoodelfExplainer(model, background).shap_values(rows)")
+
+    def ours(bg):
+        exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
+                                n_jobs=1).fit(bg)
+        return exp.explain(rows).values, exp
+
+    def theirs(bg):
+        w = WoodelfExplainer(model, pd.DataFrame(bg, columns=cols))
+        return np.asarray(w.shap_values(pd.DataFrame(rows, columns=cols), verbose=False))
+
+    ours(pool[:50])  # load the kernels
+    if WoodelfExplainer is not None:
+        theirs(pool[:50])
+    print("| background rows | ours s | ours rows/s | woodelf s | woodelf rows/s | ratio "
+          "| max abs diff | ours algorithm, tables MiB |")
+    print("|" + "---|" * 8)
+    # rounds outermost: every background size is timed once per round, so slow drifts of
+    # the machine's load hit all sizes alike
+    t_o = {m: [] for m in backgrounds}
+    t_w = {m: [] for m in backgrounds}
+    last = {}
+    for _ in range(args.repeats):
+        for m in backgrounds:
+            bg = pool[:m]
+            t0 = time.perf_counter()
+            out_o, exp = ours(bg)
+            t_o[m].append(time.perf_counter() - t0)
+            out_w = None
+            if WoodelfExplainer is not None:
+                t0 = time.perf_counter()
+                out_w = theirs(bg)
+                t_w[m].append(time.perf_counter() - t0)
+            last[m] = (out_o, out_w, exp)
+    for m in backgrounds:
+        out_o, out_w, exp = last[m]
+        to = float(np.median(t_o[m]))
+        tail = f"{exp.algorithm_}, {exp.table_nbytes_ / 2**20:.1f} |"
+        if t_w[m]:
+            tw = float(np.median(t_w[m]))
+            diff = np.abs(out_o - out_w).max()
+            line = (f"| {m:,} | {to:.3f} | {n_rows / to:,.0f} | {tw:.3f} | {n_rows / tw:,.0f} | "
+                    f"**{tw / to:.1f}x** | {diff:.1e} | {tail}")
+        else:
+            line = f"| {m:,} | {to:.3f} | {n_rows / to:,.0f} | – | – | – | – | {tail}"
+        print(line, flush=True)
+    for a, b in zip(backgrounds, backgrounds[1:], strict=False):
+        if b == 2 * a:
+            per_round = np.asarray(t_o[b]) / np.asarray(t_o[a])
+            print(f"# doubling the background {a:,} -> {b:,} at {n_rows:,} rows: ours "
+                  f"{np.median(t_o[b]) / np.median(t_o[a]):.2f}x the time (ratio of "
+                  f"medians; per round median {np.median(per_round):.2f}x, max "
+                  f"{per_round.max():.2f}x)")
+    # path-dependent against XGBoost's own TreeSHAP, same model
+    booster = model.get_booster()
+    booster.set_param({"nthread": 1})
+    path = TreeShapExplainer(FrozenEstimator(model), n_jobs=1).fit(pool[:100])
+    path.explain(rows[:10])
+    n_ref = min(n_rows, 2_000)
+    t_p, t_x = [], []
+    for _ in range(args.repeats):
+        dt, vals = _median_time(lambda: path.explain(rows).values, 1)
+        t_p.append(dt)
+        dt, ref = _median_time(lambda: booster.predict(xgb.DMatrix(rows[:n_ref]),
+                                                       pred_contribs=True)[:, :-1], 1)
+        t_x.append(dt)
+    rp, rx = n_rows / np.median(t_p), n_ref / np.median(t_x)
+    print(f"# path-dependent on the same model: ours {rp:,.0f} rows/s, xgboost "
+          f"pred_contribs {rx:,.0f} rows/s, ratio {rp / rx:.1f}x, max abs diff "
+          f"{np.abs(vals[:n_ref] - ref).max():.1e}")
+    load1 = os.getloadavg()
+    print(f"# load average at end {load1[0]:.1f} / {load1[1]:.1f} / {load1[2]:.1f}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer rows and forest trees")
     ap.add_argument("--models", default="xgb_d6,xgb_d8,lgbm,rf,hgb")
+    ap.add_argument("--interventional", action="store_true",
+                    help="interventional values against woodelf-explainer instead")
+    ap.add_argument("--rows", type=int, default=5_000,
+                    help="explained rows (--interventional)")
+    ap.add_argument("--backgrounds", default="100,1000,2000,10000,20000",
+                    help="background sizes (--interventional)")
+    ap.add_argument("--repeats", type=int, default=7, help="repeats (--interventional)")
     args = ap.parse_args(argv)
+    if args.interventional:
+        return interventional(args)
 
     import lightgbm as lgb
     import numba
@@ -133,7 +287,8 @@ def main(argv=None):
         exp = TreeShapExplainer(FrozenEstimator(model)).fit(Xa[:100])
         Q = int(exp.n_quadrature_points_.max())
         print(f"# {title}: {exp.ensemble_.n_nodes:,} nodes, per-edge tables "
-              f"{exp._tables.nbytes / 2**20:.1f} MiB", flush=True)
+              f"{exp._tables.nbytes / 2**20:.1f} MiB, algorithm {exp.algorithm_} "
+              f"(pattern tables {exp.table_nbytes_ / 2**20:.1f} MiB)", flush=True)
         exp.set_params(n_jobs=1).explain(Xb[:5])  # load kernels
         for threads in (1, all_threads):
             exp.set_params(n_jobs=threads)

@@ -358,9 +358,8 @@ def make_ensemble(trees, *, n_features, n_outputs, base_score, link="identity",
     """
     offs = [0]
     cl, cr, ft, th, md, ms, dl, cv, vals, outs = ([] for _ in range(10))
-    cat_off = []
+    cat_cnt = []
     cat_vals = []
-    pos = 0
     for tr in trees:
         n = len(tr["feature"])
         base = offs[-1]
@@ -379,14 +378,16 @@ def make_ensemble(trees, *, n_features, n_outputs, base_score, link="identity",
         vals.append(v.reshape(n, -1))
         outs.append(int(tr["output"]))
         cats = tr.get("cats") or {}
-        for i in range(n):
-            cat_off.append(pos)
-            if i in cats:
-                c = np.unique(np.asarray(cats[i], dtype=np.int64))
-                cat_vals.append(c)
-                pos += len(c)
+        cnt = np.zeros(n, dtype=np.int64)
+        for i in sorted(cats):
+            c = np.unique(np.asarray(cats[i], dtype=np.int64))
+            cat_vals.append(c)
+            cnt[i] = len(c)
+        cat_cnt.append(cnt)
         offs.append(base + n)
-    cat_off.append(pos)
+    cat_off = np.zeros(offs[-1] + 1, dtype=np.int64)
+    if cat_cnt:
+        np.cumsum(np.concatenate(cat_cnt), out=cat_off[1:])
     widths = {v.shape[1] for v in vals}
     if len(widths) != 1:
         raise ValueError(f"trees disagree on the leaf value width: {sorted(widths)}")
@@ -399,7 +400,7 @@ def make_ensemble(trees, *, n_features, n_outputs, base_score, link="identity",
         mode=np.concatenate(md),
         missing=np.concatenate(ms),
         default_left=np.concatenate(dl),
-        cat_offsets=np.asarray(cat_off, dtype=np.int64),
+        cat_offsets=cat_off,
         cat_values=(np.concatenate(cat_vals) if cat_vals else np.zeros(0, dtype=np.int64)),
         cover=np.concatenate(cv),
         value=np.ascontiguousarray(np.concatenate(vals, axis=0)),
@@ -427,9 +428,12 @@ def _fill_internal_values(ens):
 
 @njit(cache=True)
 def _preorder_jit(children_left, children_right, root, nodes, depths):
-    """Write the pre-order (left first) of the tree at ``root``; return the count."""
-    stack = np.empty(len(children_left) + 1, dtype=np.int64)
-    sdep = np.empty(len(children_left) + 1, dtype=np.int64)
+    """Write the pre-order (left first) of the tree at ``root``; return the count.
+
+    ``nodes`` must hold at least the tree's node count (the stack is sized by it).
+    """
+    stack = np.empty(len(nodes) + 1, dtype=np.int64)
+    sdep = np.empty(len(nodes) + 1, dtype=np.int64)
     top = 0
     stack[0] = root
     sdep[0] = 0
@@ -457,7 +461,9 @@ def _fill_values_jit(tree_offsets, children_left, children_right, z, value):
     nodes = np.empty(n_nodes, dtype=np.int64)
     depths = np.empty(n_nodes, dtype=np.int64)
     for t in range(len(tree_offsets) - 1):
-        k = _preorder_jit(children_left, children_right, tree_offsets[t], nodes, depths)
+        size = tree_offsets[t + 1] - tree_offsets[t]
+        k = _preorder_jit(children_left, children_right, tree_offsets[t], nodes[:size],
+                          depths[:size])
         for i in range(k - 1, -1, -1):
             node = nodes[i]
             left = children_left[node]
@@ -498,9 +504,10 @@ def subset_outputs(ens, outputs):
         return np.where(c >= 0, c + shift, -1)
 
     seg_lo = ens.cat_offsets[idx]
-    seg_hi = ens.cat_offsets[idx + 1]
-    cat_vals = [ens.cat_values[a:b] for a, b in zip(seg_lo, seg_hi, strict=True)]
-    cat_off = np.concatenate([[0], np.cumsum(seg_hi - seg_lo)]).astype(np.int64)
+    lengths = ens.cat_offsets[idx + 1] - seg_lo
+    cat_off = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    # positions of the kept segments' entries, in order
+    take = np.repeat(seg_lo - cat_off[:-1], lengths) + np.arange(cat_off[-1])
     vector = ens.tree_output < 0
     if np.any(vector[keep]):
         value = ens.value[idx][:, outputs]
@@ -518,8 +525,7 @@ def subset_outputs(ens, outputs):
         missing=ens.missing[idx],
         default_left=ens.default_left[idx],
         cat_offsets=cat_off,
-        cat_values=np.concatenate(cat_vals).astype(np.int64) if cat_vals else
-        np.zeros(0, dtype=np.int64),
+        cat_values=ens.cat_values[take].astype(np.int64),
         cover=ens.cover[idx],
         value=np.ascontiguousarray(value),
         tree_output=tree_output,

@@ -1,7 +1,7 @@
 """TreeShapExplainer: exact TreeSHAP for scikit-learn, XGBoost and LightGBM tree models."""
 
 import warnings
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -161,7 +161,9 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
     ``Q = ceil(U / 2)`` points per tree, ``U`` the tree's largest number of distinct
     features on a root-to-leaf path, which is exact (never fewer points). Work is
     ``O(n_rows * n_nodes * Q)``, in float64, in numba kernels that process blocks of
-    rows with the rows innermost.
+    rows with the rows innermost. Trees with at most 6 distinct features on a path use
+    pattern tables instead (as interventional values do, with the covers in place of a
+    background), which makes a row about 1.5x cheaper.
 
     Parameters
     ----------
@@ -180,8 +182,15 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         ``"tree_path_dependent"``: absent features follow both branches weighted by
         the training cover (the library's own: sample weights, hessian sums for
         XGBoost, counts for LightGBM). ``"interventional"``: absent features take the
-        values of background rows (the ``X`` given to ``fit``); cost
-        ``O(n_rows * n_background * visited nodes)``.
+        values of background rows (the ``X`` given to ``fit``), averaged over them.
+        ``fit`` summarises the background once per leaf (how many background rows
+        break each subset of the leaf's ``d`` distinct path features; ``O(n_background
+        * nodes)`` plus ``O(2^d d^2)`` per leaf) into pattern tables, exact in float64;
+        a row then costs ``O(nodes)`` plus one table row per small group of leaves, per
+        tree, whatever the background size. Trees with more than 10 distinct features
+        on a path, trees past ``max_table_mib``, and ``model_output="probability"``
+        for boosted classifiers use the pairwise algorithm,
+        ``O(n_rows * n_background * visited nodes)``; ``algorithm_`` says which ran.
     model_output : {"raw", "probability"}
         ``"raw"`` explains the margin (log-odds / logits for boosted classifiers, the
         averaged probability for forest classifiers, the prediction for regressors).
@@ -191,13 +200,25 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         for a softmax output whose margin did not move, the pair's attributions are
         projected on the joint margin change instead). For forest classifiers the
         raw output already is the probability.
+    index : {"shapley", "banzhaf"}, default="shapley"
+        ``"shapley"``: Shapley values (they add up: base value + sum = output).
+        ``"banzhaf"``: Banzhaf values of the same game, every coalition weighing the
+        same (``phi_i = mean over S of v(S + i) - v(S)``); they do **not** add up to
+        the output, and are available for raw outputs only, without interactions.
     target : class label or None
         Explain only this class. ``None``: the positive class of a binary classifier,
         every class of a multi-class one, every output of a regressor.
     max_background : int or None
         Largest number of background rows kept for interventional values; more rows
         are subsampled (seeded by ``random_state``) with a warning naming the counts.
-        ``None`` keeps all of them.
+        ``None`` (default) keeps all of them: the table algorithm does not slow down
+        with the background size.
+    max_table_mib : float, default=1024
+        Memory budget (MiB) of the pattern tables, at most ``8 (d + 1) 2^(d + 1)``
+        bytes per leaf and value column, ``d`` the leaf's number of distinct path
+        features (``table_nbytes_`` has the exact figure). Trees are given tables from
+        the smallest up while the total fits; the others use the pairwise algorithm
+        (interventional) or the quadrature kernel (path-dependent). ``0``: no tables.
     batch_size : int
         Rows explained per kernel call (bounds memory, notably for interactions).
     n_jobs : int or None
@@ -215,6 +236,13 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         The parsed model (all outputs).
     n_quadrature_points_ : ndarray of int (n_trees,)
         Q per tree (path-dependent only).
+    algorithm_ : str
+        Which kernels run. Path-dependent: ``"tables"`` (every tree has pattern
+        tables), ``"quadrature"`` (none has) or ``"tables+quadrature"``.
+        Interventional: ``"tables"``, ``"pairwise"`` or ``"tables+pairwise"``. Also in
+        every attribution's ``extras["algorithm"]``.
+    table_nbytes_ : int
+        Memory of the pattern tables (0 without tables).
     expected_value_ : ndarray (n_outputs,)
         The base value of every explained row.
     player_names_, output_names_ : list of str
@@ -224,7 +252,9 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         **BaseExplainer._parameter_constraints,
         "feature_perturbation": [StrOptions({"tree_path_dependent", "interventional"})],
         "model_output": [StrOptions({"raw", "probability"})],
+        "index": [StrOptions({"shapley", "banzhaf"})],
         "max_background": [None, Interval(Integral, 1, None, closed="left")],
+        "max_table_mib": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
     }
     _parameter_constraints.pop("response_method")
@@ -251,13 +281,15 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                             random_state=0)]
 
     def __init__(self, model=None, *, feature_perturbation="tree_path_dependent",
-                 model_output="raw", target=None, max_background=None, batch_size=1024,
-                 n_jobs=None, random_state=None):
+                 model_output="raw", index="shapley", target=None, max_background=None,
+                 max_table_mib=1024, batch_size=1024, n_jobs=None, random_state=None):
         self.model = model
         self.feature_perturbation = feature_perturbation
         self.model_output = model_output
+        self.index = index
         self.target = target
         self.max_background = max_background
+        self.max_table_mib = max_table_mib
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -334,10 +366,21 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         self.model_fn_ = _EnsembleFunction(ens, outputs, probability, sign, offset,
                                            self.output_names_)
         if self.feature_perturbation == "tree_path_dependent":
-            from ._kernels import PathTables
+            from ._kernels import PATH_TABLE_FEATURES, PathTables, PatternTables
 
-            self._tables = PathTables(self._sub, zero_fractions(self._sub))
+            zf = zero_fractions(self._sub)
+            self._tables = PathTables(self._sub, zf, index=self.index)
             self.n_quadrature_points_ = self._tables.Qt
+            # shallow trees: pattern tables of the path-dependent game (faster per row)
+            self._ptables = None
+            if self.max_table_mib > 0:
+                with self._numba_threads():
+                    tables = PatternTables(self._sub, None, zero_fractions=zf,
+                                           max_features=PATH_TABLE_FEATURES,
+                                           max_bytes=self.max_table_mib * 2**20,
+                                           index=self.index)
+                if tables.use_tree.any():
+                    self._ptables = tables
             roots = self._sub.tree_offsets[:-1]
             base = self._sub.base_score.copy()
             for t, r in enumerate(roots):
@@ -347,6 +390,12 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                 else:
                     base[k] += self._sub.value[r, 0]
             self.expected_value_ = offset + sign * base
+            if self._ptables is None:
+                self.algorithm_ = "quadrature"
+            else:
+                self.algorithm_ = "tables" if self._ptables.use_tree.all() else \
+                    "tables+quadrature"
+            self.table_nbytes_ = self._ptables.nbytes if self._ptables is not None else 0
         else:
             bg = Z
             if self.max_background is not None and bg.shape[0] > self.max_background:
@@ -357,10 +406,32 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                               UserWarning, stacklevel=2)
                 bg = bg[idx]
             self.background_ = bg
-            fr = predict_raw(ens, bg)
-            pr = apply_link(ens.link, fr) if probability else fr
-            self._bg_raw = (fr, pr)
-            self.expected_value_ = offset + sign * pr[:, outputs].mean(axis=0)
+            self._depth = _max_depth(self._sub)
+            self._itables = None
+            use = np.zeros(self._sub.n_trees, dtype=bool)
+            # model_output="probability" rescales each (row, background row) pair by its
+            # total over all trees, which only the pairwise algorithm has
+            if not probability and self.max_table_mib > 0:
+                from ._kernels import PatternTables
+
+                with self._numba_threads():
+                    self._itables = PatternTables(
+                        self._sub, bg, max_bytes=self.max_table_mib * 2**20,
+                        index=self.index)
+                use = self._itables.use_tree
+            self.algorithm_ = "tables" if use.all() and len(use) else (
+                "tables+pairwise" if use.any() else "pairwise")
+            self.table_nbytes_ = self._itables.nbytes if self._itables is not None else 0
+            if self.algorithm_ == "tables":
+                # the tables know how many background rows reach each leaf
+                mean = self._sub.base_score + self._itables.background_mean(self._sub)
+                self._bg_raw = None
+                self.expected_value_ = offset + sign * mean[self._select]
+            else:
+                fr = predict_raw(ens, bg)
+                pr = apply_link(ens.link, fr) if probability else fr
+                self._bg_raw = (fr, pr)
+                self.expected_value_ = offset + sign * pr[:, outputs].mean(axis=0)
         self.reference_ = np.nanmean(Z, axis=0)[None, :] if Z.shape[0] else None
         return self
 
@@ -429,6 +500,11 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                     "feature_perturbation='interventional': path-dependent values of "
                     "the probability are not additive. Use model_output='raw' (margin) "
                     "or interventional values with a background.")
+            elif self.index != "shapley":
+                raise ValueError(
+                    f"model_output='probability' rescales Shapley values; it is not "
+                    f"available with index={self.index!r}. Use model_output='raw' (the "
+                    "margin) or index='shapley'.")
         names = list(ens.output_names)
         K = ens.n_outputs
         sign, offset = 1.0, 0.0
@@ -456,6 +532,23 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         # what the attribution shows: original values (categories as labels) when the
         # tree input is a DataFrame, else the numeric tree input
         return Z, (as_array(Xt) if _is_frame(Xt) else Z)
+
+    def _numba_threads(self):
+        """Context manager: numba's thread count as ``n_jobs`` says, for fit-time kernels."""
+        import contextlib
+
+        import numba
+
+        @contextlib.contextmanager
+        def ctx():
+            old = numba.get_num_threads()
+            numba.set_num_threads(self._threads())
+            try:
+                yield
+            finally:
+                numba.set_num_threads(old)
+
+        return ctx()
 
     def _threads(self):
         import numba
@@ -521,16 +614,28 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         sub = self._sub
         K = sub.n_outputs
         if self.feature_perturbation == "tree_path_dependent":
-            from ._kernels import shap_path_dependent
+            from ._kernels import shap_path_dependent, shap_pattern_tables
+
+            ptables = self._ptables
+            quadrature = None if ptables is None else ~ptables.use_tree
 
             def func(B):
-                return shap_path_dependent(sub, self._tables, B, sub.value, sub.tree_output, K)
+                if ptables is None:
+                    return shap_path_dependent(sub, self._tables, B, sub.value,
+                                               sub.tree_output, K)
+                phi = shap_pattern_tables(sub, ptables, B, K)
+                if quadrature.any():
+                    phi += shap_path_dependent(sub, self._tables, B, sub.value,
+                                               sub.tree_output, K, trees=quadrature)
+                return phi
         else:
-            from ._kernels import shap_interventional
+            from ._kernels import shap_interventional, shap_pattern_tables
 
             ens = self.ensemble_
-            depth = _max_depth(sub)
-            fr, pr = self._bg_raw
+            fr, pr = self._bg_raw if self._bg_raw is not None else (None, None)
+            tables = self._itables
+            pairwise = np.ones(sub.n_trees, dtype=bool) if tables is None else \
+                ~tables.use_tree
 
             def func(B):
                 resc = None
@@ -539,9 +644,15 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                     px = apply_link(ens.link, fx)
                     cols = self._kernel_outputs
                     resc = (fx[:, cols], fr[:, cols], px[:, cols], pr[:, cols])
-                return shap_interventional(sub, B, self.background_, sub.value,
-                                           sub.tree_output, K, max_depth=depth,
-                                           rescale=resc)
+                phi = np.zeros((B.shape[0], B.shape[1], K))
+                if tables is not None and tables.use_tree.any():
+                    phi += shap_pattern_tables(sub, tables, B, K)
+                if pairwise.any():
+                    phi += shap_interventional(sub, B, self.background_, sub.value,
+                                               sub.tree_output, K, max_depth=self._depth,
+                                               rescale=resc, trees=pairwise,
+                                               index=self.index)
+                return phi
         phi = self._run(func, Z, out=np.empty((Z.shape[0], Z.shape[1], K)))
         select = np.asarray(self._select)
         if not np.array_equal(select, np.arange(K)):
@@ -557,11 +668,15 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         if phi.shape[2] == 1:
             phi, base = phi[:, :, 0], base[:, 0]
         att = Attribution(phi, base, data, list(self.player_names_), list(self.output_names_),
-                          extras={"feature_perturbation": self.feature_perturbation})
+                          extras={"feature_perturbation": self.feature_perturbation,
+                                  "algorithm": self.algorithm_, "index": self.index})
         return (att, Z) if return_numeric else att
 
     def explain_interactions(self, X, features=None):
-        """SHAP interaction values (path-dependent).
+        """SHAP interaction values (pairwise Shapley interaction index, halved).
+
+        Path-dependent, or interventional with ``model_output="raw"`` (the interaction
+        index of ``v(S) = mean over background rows z of f(x_S, z_not S)``).
 
         Parameters
         ----------
@@ -569,7 +684,10 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         features : list of int or str, or None
             Rows of the interaction matrix to compute (all when None). Memory is
             ``n_samples * len(features) * n_players * n_outputs`` floats; cost
-            ``O(n_samples * n_nodes * Q * depth)``.
+            ``O(n_samples * n_nodes * Q * depth)`` path-dependent,
+            ``O(n_samples * sum over leaves of d^2)`` per tree with interventional
+            tables (9 float64 per leaf and pattern, ``72 * 2^d`` bytes per leaf, built
+            for the call), and pair by pair for trees without tables.
 
         Returns
         -------
@@ -580,11 +698,15 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             ``extras["interaction_features"]`` lists the row features.
         """
         check_is_fitted(self)
-        if self.feature_perturbation != "tree_path_dependent":
-            raise ValueError("explain_interactions needs "
-                             "feature_perturbation='tree_path_dependent'.")
-        from ._kernels import shap_interactions
-
+        if self.index != "shapley":
+            raise ValueError(
+                "explain_interactions computes the Shapley interaction index; it is not "
+                f"available with index={self.index!r}. Use index='shapley'.")
+        if self._probability:
+            raise ValueError(
+                "explain_interactions is not available with model_output='probability' "
+                "(the rescaled pairs are no Shapley interaction index); use "
+                "model_output='raw' (the margin).")
         X = self._validate_X(X, reset=False)
         Z, data = self._transform_input(X, with_data=True)
         M = Z.shape[1]
@@ -602,11 +724,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                 else:
                     raise ValueError(f"features entry {f!r} is not a feature index.")
             feats = np.asarray(feats, dtype=np.int64)
-        sub = self._sub
-
-        def func(B):
-            return shap_interactions(sub, self._tables, B, sub.value, sub.tree_output,
-                                     sub.n_outputs, feats)
+        func = self._interaction_kernel(feats)
 
         n = Z.shape[0]
         result = {}
@@ -632,17 +750,64 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                            list(self.output_names_),
                            extras={"interactions": inter,
                                    "interaction_features": [self.player_names_[f]
-                                                            for f in feats]})
+                                                            for f in feats],
+                                   "feature_perturbation": self.feature_perturbation,
+                                   "algorithm": self.algorithm_})
+
+    def _interaction_kernel(self, feats):
+        """``func(B) -> (phi, inter)`` for the fitted setting."""
+        sub = self._sub
+        K = sub.n_outputs
+        if self.feature_perturbation == "tree_path_dependent":
+            from ._kernels import shap_interactions
+
+            def func(B):
+                return shap_interactions(sub, self._tables, B, sub.value, sub.tree_output,
+                                         K, feats)
+
+            return func
+        from ._kernels import interactions_interventional, interactions_pattern_tables
+
+        tables = self._itables
+        use = tables.use_tree if tables is not None else np.zeros(sub.n_trees, dtype=bool)
+        table = None
+        if use.any():
+            with self._numba_threads():
+                table = tables.interaction_table(sub, self.background_)
+
+        def func(B):
+            phi = np.zeros((B.shape[0], B.shape[1], K))
+            inter = np.zeros((B.shape[0], len(feats), B.shape[1], K))
+            if use.any():
+                p, i = interactions_pattern_tables(sub, tables, table, B, sub.value,
+                                                   sub.tree_output, K, feats)
+                phi += p
+                inter += i
+            if not use.all():
+                p, i = interactions_interventional(sub, B, self.background_, sub.value,
+                                                   sub.tree_output, K, max_depth=self._depth,
+                                                   trees=~use, features=feats)
+                phi += p
+                inter += i
+            return phi, inter
+
+        return func
 
     def score(self, X, y=None):
-        """Deletion faithfulness in the explained (tree input) space; see AttributionMixin."""
-        from ..metrics import faithfulness
+        """Faithfulness correlation in the explained (tree input) space.
+
+        As for every attribution explainer (see ``AttributionMixin.score`` and
+        :func:`sklearn_xai.metrics.faithfulness_correlation`), on the numeric tree inputs
+        with the reference row learned in ``fit`` (column means; 0 where a column is
+        all missing).
+        """
+        from ..metrics import faithfulness_correlation
 
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
         attribution, Z = self._explain(X, return_numeric=True)
         ref = np.nan_to_num(self.reference_)
-        return faithfulness(self.model_fn_, Z, attribution, ref)
+        return faithfulness_correlation(self.model_fn_, Z, attribution, ref)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

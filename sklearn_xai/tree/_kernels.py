@@ -27,7 +27,18 @@ feature ``j`` already on the path (its latest state); the diagonal is
 Interventional values use the leaf formula of Lundberg et al. (2020): for one
 reference ``r``, a leaf reachable with features ``A`` taken from ``x`` and ``B``
 from ``r`` gives ``v (|A|-1)! |B|! / (|A|+|B|)!`` to each ``i`` in ``A`` and minus
-``v |A|! (|B|-1)! / (|A|+|B|)!`` to each ``j`` in ``B``.
+``v |A|! (|B|-1)! / (|A|+|B|)!`` to each ``j`` in ``B``. The pair's contribution
+depends on ``x`` and ``r`` only through which of the leaf's path features each one
+meets, so :class:`PatternTables` counts the background rows per leaf and
+pattern once and turns the counts into lookup tables (WOODELF / PLTreeSHAP idea:
+``O(n + m)`` per tree instead of ``O(n m)``); :func:`shap_interventional`, pair by
+pair, remains for deep trees and rescaled probabilities. The path-dependent game is the
+same game against a background whose features are independent and meet each path
+condition with the cover's probability, so the tables also serve path-dependent values
+of shallow trees (weights from the zero fractions instead of counts). Interaction values (the
+pairwise Shapley interaction index) come from the same leaf games: two features of
+``A`` get ``v (|A|-2)! |B|! / (2 (n-1)!)``, two of ``B`` ``v |A|! (|B|-2)! / (2 (n-1)!)``
+and one of each ``-v (|A|-1)! (|B|-1)! / (2 (n-1)!)``, ``n = |A| + |B|``.
 """
 
 import math
@@ -68,8 +79,9 @@ def _orders(tree_offsets, children_left, children_right):
     starts = np.zeros(len(tree_offsets), dtype=np.int64)
     pos = 0
     for t in range(len(tree_offsets) - 1):
-        k = _preorder_jit(children_left, children_right, tree_offsets[t], order[pos:],
-                          depth[pos:])
+        size = tree_offsets[t + 1] - tree_offsets[t]
+        k = _preorder_jit(children_left, children_right, tree_offsets[t],
+                          order[pos:pos + size], depth[pos:pos + size])
         pos += k
         starts[t + 1] = pos
     return order[:pos], depth[:pos], starts
@@ -175,23 +187,29 @@ def gauss_legendre_01(Q):
 class PathTables:
     """Everything the path-dependent kernels need, computed once per ensemble.
 
+    ``index="banzhaf"`` gives Banzhaf values instead: they are the integrand at
+    ``t = 1/2`` (every coalition weighs the same), i.e. one point of weight 1.
+
     Attributes are plain arrays, so the object pickles.
     """
 
-    def __init__(self, ens, zf, min_points=None):
+    def __init__(self, ens, zf, min_points=None, index="shapley"):
         order, depth, starts = _orders(ens.tree_offsets, ens.children_left, ens.children_right)
         U, D = _path_stats(order, depth, starts, ens.children_left, ens.feature,
                            ens.n_features)
         Qt = np.maximum(1, (U + 1) // 2)
         if min_points is not None:
             Qt = np.maximum(Qt, int(min_points))
+        if index == "banzhaf":
+            Qt = np.ones_like(Qt)
         Qmax = int(Qt.max()) if len(Qt) else 1
         qt = np.full((len(Qt), Qmax), 0.5)
         qw = np.zeros((len(Qt), Qmax))
         cache = {}
         for t, q in enumerate(Qt):
             if q not in cache:
-                cache[q] = gauss_legendre_01(int(q))
+                cache[q] = gauss_legendre_01(int(q)) if index == "shapley" else \
+                    (np.array([0.5]), np.array([1.0]))
             qt[t, :q], qw[t, :q] = cache[q]
         RH, RC, GH, GC, GA = _edge_tables(order, depth, starts, ens.feature, zf, qt, Qt,
                                           ens.n_features)
@@ -275,9 +293,9 @@ def _pop_edge(d, b_n, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, Kv, phi,
 
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
-def _shap_path(X, block, order, depth, starts, Qt, qw, RH, RC, GH, GC, zf, is_left, value,
-               tree_output, max_depth, children_left, children_right, feature, threshold,
-               mode, missing, default_left, cat_offsets, cat_values, phi):
+def _shap_path(X, block, order, depth, starts, use_tree, Qt, qw, RH, RC, GH, GC, zf, is_left,
+               value, tree_output, max_depth, children_left, children_right, feature,
+               threshold, mode, missing, default_left, cat_offsets, cat_values, phi):
     n, M = X.shape
     Kv = value.shape[1]
     Qmax = qw.shape[1]
@@ -303,6 +321,8 @@ def _shap_path(X, block, order, depth, starts, Qt, qw, RH, RC, GH, GC, zf, is_le
                 XT[j, b] = X[r0 + b, j]
                 XT32[j, b] = np.float64(np.float32(X[r0 + b, j]))
         for t in range(T):
+            if not use_tree[t]:
+                continue
             Q = Qt[t]
             tout = tree_output[t]
             kv = Kv if tout < 0 else 1
@@ -386,7 +406,8 @@ def _shap_path(X, block, order, depth, starts, Qt, qw, RH, RC, GH, GC, zf, is_le
                 cur -= 1
 
 
-def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=128):
+def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=128,
+                        trees=None):
     """Path-dependent SHAP values.
 
     Parameters
@@ -401,6 +422,8 @@ def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=12
         Output slot of each tree (``-1``: columns of ``values`` are the outputs;
         a tree whose output is not explained carries zero leaves).
     n_outputs : int
+    trees : bool array (T,) or None
+        Trees to include (all when None).
 
     Returns
     -------
@@ -411,7 +434,9 @@ def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=12
     phi = np.zeros((X.shape[0], X.shape[1], n_outputs))
     if X.shape[0] == 0:
         return phi
-    _shap_path(X, int(block), tables.order, tables.depth, tables.starts, tables.Qt,
+    use = np.ones(ens.n_trees, dtype=np.bool_) if trees is None else \
+        np.ascontiguousarray(trees, dtype=np.bool_)
+    _shap_path(X, int(block), tables.order, tables.depth, tables.starts, use, tables.Qt,
                tables.qw, tables.RH, tables.RC, tables.GH, tables.GC, tables.zf,
                tables.is_left, _w(values, dtype=np.float64),
                np.asarray(tree_output, dtype=np.int64), int(tables.max_depth.max()),
@@ -568,8 +593,47 @@ def shap_interactions(ens, tables, X, values, tree_output, n_outputs, features=N
 
 
 # ---------------------------------------------------------------------------
-# interventional values
+# interventional values: weights
 # ---------------------------------------------------------------------------
+
+# weight kinds of the pattern tables (first index |A|, second |B|; see the module doc)
+_W_POS, _W_NEG, _W_BB, _W_AB, _W_AA = range(5)
+
+
+def _fr(n):
+    return math.factorial(n)
+
+
+def interventional_weights(max_n, index="shapley"):
+    """Exact leaf-game weights ``W[kind, a, b]`` for ``a = |A|``, ``b = |B|`` up to ``max_n``.
+
+    ``POS``: what each feature of ``A`` gets, ``(a-1)! b! / (a+b)!``; ``NEG``: what each
+    feature of ``B`` loses, ``a! (b-1)! / (a+b)!``; ``BB``, ``AB``, ``AA``: the pairwise
+    Shapley interaction index (halved, as for path-dependent interactions) of two features
+    of ``B``, of one of ``A`` and one of ``B`` (a loss), of two of ``A``. Banzhaf values
+    (``index="banzhaf"``) give ``1 / 2^(a+b-1)`` to ``POS`` and ``NEG``.
+    """
+    W = np.zeros((5, max_n + 1, max_n + 1))
+    for a in range(max_n + 1):
+        for b in range(max_n + 1 - a):
+            n = a + b
+            if index == "banzhaf":
+                if n >= 1:
+                    w = float(Fraction(1, 2 ** (n - 1)))
+                    W[_W_POS, a, b] = w if a >= 1 else 0.0
+                    W[_W_NEG, a, b] = w if b >= 1 else 0.0
+                continue
+            if a >= 1:
+                W[_W_POS, a, b] = float(Fraction(_fr(a - 1) * _fr(b), _fr(n)))
+            if b >= 1:
+                W[_W_NEG, a, b] = float(Fraction(_fr(a) * _fr(b - 1), _fr(n)))
+            if b >= 2:
+                W[_W_BB, a, b] = float(Fraction(_fr(a) * _fr(b - 2), 2 * _fr(n - 1)))
+            if a >= 1 and b >= 1:
+                W[_W_AB, a, b] = float(Fraction(_fr(a - 1) * _fr(b - 1), 2 * _fr(n - 1)))
+            if a >= 2:
+                W[_W_AA, a, b] = float(Fraction(_fr(a - 2) * _fr(b), 2 * _fr(n - 1)))
+    return W
 
 
 def leaf_weights(max_d):
@@ -582,10 +646,838 @@ def leaf_weights(max_d):
     return W
 
 
+# ---------------------------------------------------------------------------
+# interventional values: pattern tables, O(n + m) per tree
+# ---------------------------------------------------------------------------
+
+#: Largest number of distinct features on a root-leaf path that a tree may have to be
+#: served by pattern tables; deeper trees use the pairwise algorithm.
+MAX_TABLE_FEATURES = 10
+#: The same for path-dependent values, where deeper trees use the quadrature kernel
+#: (as fast from about 8 features on, with no tables to build).
+PATH_TABLE_FEATURES = 6
+
+# leaf-table channels: (weight kind, shift of |B|); a leaf's entry for pattern beta is
+# sum over y subset of beta of count[y] * W[kind, |y|, d - |beta| - shift] / m
+_CH_VALUES = ((_W_POS, 0), (_W_POS, 1), (_W_NEG, 0))
+_CH_INTER = _CH_VALUES + ((_W_BB, 0), (_W_AB, 0), (_W_AB, 1), (_W_AA, 0), (_W_AA, 1),
+                          (_W_AA, 2))
+
+
+@njit(cache=True)
+def _leaf_positions(order, depth, starts, children_left, feature, n_features):
+    """Bit positions of the path features.
+
+    Returns ``pos`` (internal node -> position of its feature among the distinct
+    features of its root path, in order of first appearance), ``nu`` (node -> number of
+    distinct features above it; a leaf's pattern has ``nu`` bits) and ``U`` (per tree,
+    the largest ``nu`` of a leaf).
+    """
+    n = len(children_left)
+    pos = np.full(n, -1, dtype=np.int64)
+    nu = np.zeros(n, dtype=np.int64)
+    T = len(starts) - 1
+    U = np.zeros(T, dtype=np.int64)
+    cnt = np.zeros(n_features, dtype=np.int64)
+    fpos = np.zeros(n_features, dtype=np.int64)
+    featd = np.full(order.shape[0] + 1, -1, dtype=np.int64)
+    nodes_at = np.empty(order.shape[0] + 1, dtype=np.int64)
+    for t in range(T):
+        cur = 0
+        uniq = 0
+        for idx in range(starts[t], starts[t + 1]):
+            node = order[idx]
+            d = depth[idx]
+            while cur >= d and cur > 0:
+                f = featd[cur]
+                cnt[f] -= 1
+                if cnt[f] == 0:
+                    uniq -= 1
+                cur -= 1
+            if d > 0:
+                f = feature[nodes_at[d - 1]]
+                featd[d] = f
+                if cnt[f] == 0:
+                    fpos[f] = uniq  # positions in use are always 0 .. uniq - 1
+                    uniq += 1
+                cnt[f] += 1
+            nodes_at[d] = node
+            cur = d
+            nu[node] = uniq
+            if children_left[node] >= 0:
+                f = feature[node]
+                pos[node] = fpos[f] if cnt[f] > 0 else uniq
+            elif uniq > U[t]:
+                U[t] = uniq
+        while cur > 0:
+            f = featd[cur]
+            cnt[f] -= 1
+            if cnt[f] == 0:
+                uniq -= 1
+            cur -= 1
+    return pos, nu, U
+
+
+@njit(cache=True)
+def _units(order, depth, starts, candidate, children_left, children_right, feature, pos, nu,
+           n_features, max_depth, slack):
+    """Cut each candidate tree into units: maximal subtrees whose key fits ``d + slack`` bits.
+
+    A unit rooted at ``g`` with ``I`` internal nodes is keyed, for one row, by the row's
+    breaks of the ``nu[g]`` path features above ``g`` and its direction at each of the
+    ``I`` internal nodes (``nu[g] + I`` bits): that decides the row's pattern at every
+    leaf of the unit. ``g`` is a unit root when ``nu[g] + I <= d + slack``, ``d`` the
+    largest ``nu`` of its leaves (a leaf alone always is one; ``slack = 1`` keeps the
+    tables about as large as per-leaf ones). The unit's features are the path
+    features above ``g`` (in position order) then those first split on inside it.
+
+    Returns ``unit_of`` (node -> unit, -1 elsewhere), per unit the pre-order index of its
+    root, its tree, its pre-order size, its key bits, and its features in CSR form.
+    """
+    n = len(children_left)
+    I = np.zeros(n, dtype=np.int64)
+    size = np.zeros(n, dtype=np.int64)
+    mx = np.zeros(n, dtype=np.int64)
+    T = len(starts) - 1
+    for t in range(T):
+        if not candidate[t]:
+            continue
+        for idx in range(starts[t + 1] - 1, starts[t] - 1, -1):
+            node = order[idx]
+            left = children_left[node]
+            if left < 0:
+                size[node] = 1
+                mx[node] = nu[node]
+            else:
+                right = children_right[node]
+                I[node] = 1 + I[left] + I[right]
+                size[node] = 1 + size[left] + size[right]
+                mx[node] = max(mx[left], mx[right])
+    unit_of = np.full(n, -1, dtype=np.int64)
+    u_idx = np.empty(n, dtype=np.int64)
+    u_tree = np.empty(n, dtype=np.int64)
+    nun = 0
+    bound = 0
+    for t in range(T):
+        if not candidate[t]:
+            continue
+        idx = starts[t]
+        while idx < starts[t + 1]:
+            node = order[idx]
+            if nu[node] + I[node] <= mx[node] + slack:
+                unit_of[node] = nun
+                u_idx[nun] = idx
+                u_tree[nun] = t
+                nun += 1
+                bound += nu[node] + I[node]
+                idx += size[node]
+            else:
+                idx += 1
+    u_size = np.empty(nun, dtype=np.int64)
+    u_bits = np.empty(nun, dtype=np.int64)
+    u_foff = np.zeros(nun + 1, dtype=np.int64)
+    u_feat = np.empty(bound, dtype=np.int64)
+    pf = np.zeros(max_depth + 2, dtype=np.int64)
+    stamp = np.zeros(n_features, dtype=np.int64)
+    k = 0
+    for t in range(T):
+        if not candidate[t]:
+            continue
+        idx = starts[t]
+        while idx < starts[t + 1]:
+            node = order[idx]
+            u = unit_of[node]
+            if u < 0:
+                # a unit's path positions are last written by its own ancestors (pre-order)
+                pf[pos[node]] = feature[node]
+                idx += 1
+                continue
+            u_size[u] = size[node]
+            u_bits[u] = nu[node] + I[node]
+            for j in range(nu[node]):
+                u_feat[k] = pf[j]
+                stamp[pf[j]] = u + 1
+                k += 1
+            for idx2 in range(idx, idx + size[node]):
+                n2 = order[idx2]
+                if children_left[n2] >= 0 and stamp[feature[n2]] != u + 1:
+                    stamp[feature[n2]] = u + 1
+                    u_feat[k] = feature[n2]
+                    k += 1
+            u_foff[u + 1] = k
+            idx += size[node]
+    return unit_of, u_idx[:nun], u_tree[:nun], u_size, u_bits, u_foff, u_feat[:k]
+
+
+@njit(cache=True, inline="always")
+def _popcount(v):
+    c = 0
+    while v:
+        v &= v - 1
+        c += 1
+    return c
+
+
+@njit(cache=True, inline="always")
+def _enter(d, node, bn, is_left, pos, ux, gl, node_at):
+    """Break sets ``ux[d]`` of a block of rows on entering ``node`` at depth ``d``.
+
+    Bit ``j`` is set where the row breaks a condition, on the way from the root, of the
+    path's ``j``-th feature.
+    """
+    if d > 0:
+        p = node_at[d - 1]
+        bit = np.int64(1) << pos[p]
+        if is_left[node]:
+            for b in range(bn):
+                ux[d, b] = ux[d - 1, b] | ((np.int64(1) - np.int64(gl[d - 1, b])) * bit)
+        else:
+            for b in range(bn):
+                ux[d, b] = ux[d - 1, b] | (np.int64(gl[d - 1, b]) * bit)
+    else:
+        for b in range(bn):
+            ux[0, b] = 0
+    node_at[d] = node
+
+
+@njit(cache=True, inline="always")
+def _unit_keys(idx0, size, g_nu, bn, c0, ux_d, key, gtmp, order, children_left, feature, XT,
+               XT32, threshold, mode, missing, default_left, cat_offsets, cat_values):
+    """Keys of a block of rows (columns ``c0 ..`` of ``XT``) at the unit rooted at pre-order
+    index ``idx0``: the breaks above the root, then one bit per internal node (1: left)."""
+    mask = (np.int64(1) << g_nu) - 1
+    for b in range(bn):
+        key[b] = ux_d[b] & mask
+    sh = g_nu
+    for idx in range(idx0, idx0 + size):
+        n2 = order[idx]
+        if children_left[n2] < 0:
+            continue
+        fn = feature[n2]
+        _route_block(n2, XT[fn, c0:], XT32[fn, c0:], bn, gtmp, threshold, mode, missing,
+                     default_left, cat_offsets, cat_values)
+        for b in range(bn):
+            key[b] |= np.int64(gtmp[b]) << sh
+        sh += 1
+
+
+@njit(cache=True, inline="always")
+def _unit_walk(fill, key, c, idx0, size, g_nu, order, depth, children_left, feature, pos, nu,
+               is_left, ys, iidx, node_at, pf, lc_off, lcnt, ltab, value, kv, fdim, out, o):
+    """Walk the unit for one key.
+
+    ``fill`` False: add ``c`` to each leaf's count of its break set (background side).
+    ``fill`` True: add each leaf's contributions, for an explained row of this key, to the
+    unit's table row ``out[o:]`` (one slot per unit feature and value column), from the
+    3-channel leaf tables ``ltab``.
+    """
+    d0 = depth[idx0]
+    i = 0
+    for idx in range(idx0, idx0 + size):
+        node = order[idx]
+        d = depth[idx] - d0
+        if d == 0:
+            ys[0] = key & ((np.int64(1) << g_nu) - 1)
+        else:
+            p = node_at[d - 1]
+            went_left = (key >> (g_nu + iidx[d - 1])) & 1
+            cold = np.int64(1) if (went_left == 1) != is_left[node] else np.int64(0)
+            ys[d] = ys[d - 1] | (cold << pos[p])
+        node_at[d] = node
+        if children_left[node] >= 0:
+            iidx[d] = i
+            i += 1
+            pf[pos[node]] = feature[node]
+            continue
+        if not fill:
+            lcnt[lc_off[node] + ys[d]] += c
+            continue
+        dl = nu[node]
+        a = ~ys[d] & ((np.int64(1) << dl) - 1)
+        base = lc_off[node] * 3
+        t0 = ltab[base + 3 * a]
+        tn = -ltab[base + 3 * a + 2]
+        for j in range(dl):
+            bit = np.int64(1) << j
+            val = t0 - ltab[base + 3 * (a ^ bit) + 1] if a & bit else tn
+            slot = o + fdim[pf[j]] * kv
+            for kk in range(kv):
+                out[slot + kk] += value[node, kk] * val
+
+
+@njit(cache=True)
+def _leaf_table(counts, off, d, W, ch_w, ch_s, scale, out, out_off):
+    """Pattern table of one leaf from its background pattern counts.
+
+    For every x-pattern ``beta`` (bit set: ``x`` meets the feature's conditions) and channel
+    ``c``: ``scale * sum_{y subset of beta} counts[y] * W[kind_c, |y|, d - |beta| - shift_c]``,
+    with a ranked subset-sum (zeta) transform, ``O(2^d d^2)``.
+    """
+    size = np.int64(1) << d
+    nch = len(ch_w)
+    Rk = np.zeros((size, d + 1))
+    for y in range(size):
+        Rk[y, _popcount(y)] = counts[off + y]
+    for i in range(d):
+        bit = np.int64(1) << i
+        for b in range(size):
+            if b & bit:
+                for r in range(d + 1):
+                    Rk[b, r] += Rk[b ^ bit, r]
+    for b in range(size):
+        k = _popcount(b)
+        o = out_off + b * nch
+        for c in range(nch):
+            q = d - k - ch_s[c]
+            s = 0.0
+            if q >= 0:
+                w = ch_w[c]
+                for r in range(k + 1):
+                    s += Rk[b, r] * W[w, r, q]
+            out[o + c] = s * scale
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _build_tables(RT, RT32, zf, order, depth, starts, use_tree, pos, nu, is_left, unit_of,
+                  u_size, u_bits, u_foff, u_feat, u_off, uc_off, uc_size, lc_off, lc_size,
+                  leaf_start, W, ch_w, ch_s, to_units, value, tree_kv, max_depth, children_left,
+                  feature, threshold, mode, missing, default_left, cat_offsets, cat_values, out,
+                  reach):
+    """Background pattern counts, leaf tables and (``to_units``) unit tables, per tree.
+
+    One tree per parallel task. Counts: each background row's key at each unit
+    (``O(m * nodes)``), then spread to the leaves' break-set counts per distinct key.
+    With zero fractions ``zf`` (path-dependent game) instead, a leaf's weight of break set
+    ``y`` is ``prod_j (1 - Z_j if j in y else Z_j)``, ``Z_j`` the product of the zero
+    fractions of its path's edges on feature ``j``: absent features follow the covers,
+    independently of each other, which is the path-dependent game.
+    ``to_units`` False writes the leaf tables (``len(ch_w)`` channels) at
+    ``leaf_start * len(ch_w)``; True turns 3-channel leaf tables into unit tables at
+    ``u_off`` (leaf values folded in). ``reach``: the share of background rows (or of
+    the cover) reaching each leaf.
+    """
+    m = RT.shape[1]
+    T = len(starts) - 1
+    block = 1024  # background rows per pass (fewer passes over the tree structure)
+    path = len(zf) > 0
+    scale = 1.0 if path else 1.0 / m
+    nch = len(ch_w)
+    for t in prange(T):
+        if not use_tree[t]:
+            continue
+        Dm = max_depth + 2
+        lcnt = np.zeros(lc_size[t])
+        ys = np.zeros(Dm, dtype=np.int64)
+        iidx = np.zeros(Dm, dtype=np.int64)
+        pf = np.zeros(Dm, dtype=np.int64)
+        fdim = np.zeros(RT.shape[0], dtype=np.int64)  # feature -> slot in its unit's row
+        node_at = np.zeros(Dm, dtype=np.int64)
+        if path:
+            _path_weights(t, order, depth, starts, pos, nu, children_left, zf, lc_off, lcnt,
+                          Dm)
+        else:
+            _count_background(t, RT, RT32, m, block, order, depth, starts, pos, nu, is_left,
+                              unit_of, u_size, u_bits, uc_off, uc_size, lc_off, lcnt, ys,
+                              iidx, pf, node_at, fdim, value, children_left, feature,
+                              threshold, mode, missing, default_left, cat_offsets,
+                              cat_values)
+        for idx in range(starts[t], starts[t + 1]):
+            node = order[idx]
+            if children_left[node] < 0:
+                reach[node] = lcnt[lc_off[node]] * scale
+        if not to_units:
+            for idx in range(starts[t], starts[t + 1]):
+                node = order[idx]
+                if children_left[node] < 0:
+                    _leaf_table(lcnt, lc_off[node], nu[node], W, ch_w, ch_s, scale, out,
+                                leaf_start[node] * nch)
+            continue
+        ltab = np.zeros(lc_size[t] * nch)
+        for idx in range(starts[t], starts[t + 1]):
+            node = order[idx]
+            if children_left[node] < 0:
+                _leaf_table(lcnt, lc_off[node], nu[node], W, ch_w, ch_s, scale, ltab,
+                            lc_off[node] * nch)
+        kv = tree_kv[t]
+        idx = starts[t]
+        while idx < starts[t + 1]:
+            node = order[idx]
+            u = unit_of[node]
+            if u < 0:
+                pf[pos[node]] = feature[node]
+                idx += 1
+                continue
+            dims = u_foff[u + 1] - u_foff[u]
+            for j in range(dims):
+                fdim[u_feat[u_foff[u] + j]] = j
+            row = dims * kv
+            for kk in range(np.int64(1) << u_bits[u]):
+                _unit_walk(True, kk, 0.0, idx, u_size[u], nu[node], order, depth,
+                           children_left, feature, pos, nu, is_left, ys, iidx, node_at, pf,
+                           lc_off, lcnt, ltab, value, kv, fdim, out, u_off[u] + kk * row)
+            idx += u_size[u]
+
+
+@njit(cache=True)
+def _path_weights(t, order, depth, starts, pos, nu, children_left, zf, lc_off, lcnt, Dm):
+    """Leaf weights of every break set under the path-dependent game (see _build_tables)."""
+    Zc = np.ones(Dm)
+    saved = np.ones(Dm)
+    savepos = np.zeros(Dm, dtype=np.int64)
+    node_at = np.zeros(Dm, dtype=np.int64)
+    cur = 0
+    for idx in range(starts[t], starts[t + 1]):
+        node = order[idx]
+        d = depth[idx]
+        while cur >= d and cur > 0:
+            Zc[savepos[cur]] = saved[cur]
+            cur -= 1
+        if d > 0:
+            q = pos[node_at[d - 1]]
+            savepos[d] = q
+            saved[d] = Zc[q]
+            Zc[q] *= zf[node]
+        node_at[d] = node
+        cur = d
+        if children_left[node] >= 0:
+            continue
+        dl = nu[node]
+        off = lc_off[node]
+        for y in range(np.int64(1) << dl):
+            w = 1.0
+            for j in range(dl):
+                w *= (1.0 - Zc[j]) if (y >> j) & 1 else Zc[j]
+            lcnt[off + y] = w
+
+
+@njit(cache=True)
+def _count_background(t, RT, RT32, m, block, order, depth, starts, pos, nu, is_left, unit_of,
+                      u_size, u_bits, uc_off, uc_size, lc_off, lcnt, ys, iidx, pf, node_at,
+                      fdim, value, children_left, feature, threshold, mode, missing,
+                      default_left, cat_offsets, cat_values):
+    """Each background row's key at each unit of tree ``t``, spread to leaf break sets."""
+    Dm = len(ys)
+    ucnt = np.zeros(uc_size[t])
+    ux = np.zeros((Dm, block), dtype=np.int64)
+    gl = np.zeros((Dm, block))
+    key = np.zeros(block, dtype=np.int64)
+    gtmp = np.zeros(block)
+    for r0 in range(0, m, block):
+        bn = min(block, m - r0)
+        idx = starts[t]
+        while idx < starts[t + 1]:
+            node = order[idx]
+            d = depth[idx]
+            _enter(d, node, bn, is_left, pos, ux, gl, node_at)
+            u = unit_of[node]
+            if u < 0:
+                fn = feature[node]
+                _route_block(node, RT[fn, r0:], RT32[fn, r0:], bn, gl[d], threshold, mode,
+                             missing, default_left, cat_offsets, cat_values)
+                idx += 1
+                continue
+            _unit_keys(idx, u_size[u], nu[node], bn, r0, ux[d], key, gtmp, order,
+                       children_left, feature, RT, RT32, threshold, mode, missing,
+                       default_left, cat_offsets, cat_values)
+            off = uc_off[u]
+            for b in range(bn):
+                ucnt[off + key[b]] += 1.0
+            idx += u_size[u]
+    dummy = np.zeros(1)
+    for idx in range(starts[t], starts[t + 1]):
+        node = order[idx]
+        u = unit_of[node]
+        if u < 0:
+            continue
+        off = uc_off[u]
+        for kk in range(np.int64(1) << u_bits[u]):
+            c = ucnt[off + kk]
+            if c != 0.0:
+                _unit_walk(False, kk, c, idx, u_size[u], nu[node], order, depth,
+                           children_left, feature, pos, nu, is_left, ys, iidx, node_at, pf,
+                           lc_off, lcnt, dummy, value, 1, fdim, dummy, 0)
+
+
+class PatternTables:
+    """Pattern tables for interventional (or path-dependent) values.
+
+    For one tree, leaf ``l`` with value ``v`` and ``d`` distinct path features, an
+    explained row ``x`` and a background row ``z``: the leaf is reached by the hybrid
+    ``(x_S, z_not S)`` iff every path feature is taken from a row that meets all the
+    path's conditions on it. With ``A`` the features only ``x`` meets and ``B`` those only
+    ``z`` meets, the leaf gives ``v (|A|-1)! |B|! / (|A|+|B|)!`` to each feature of ``A``
+    and ``-v |A|! (|B|-1)! / (|A|+|B|)!`` to each of ``B`` (nothing when a feature is met
+    by neither). Both depend on ``x`` only through its pattern ``beta`` (bit ``j``: ``x``
+    meets feature ``j``) and on ``z`` only through the set ``y`` of features it breaks;
+    ``z`` counts iff ``y`` is a subset of ``beta``, and then ``A = y`` and ``B`` is the
+    complement of ``beta``. So the background is counted per leaf and pattern ``y`` (one
+    pass, ``O(m * nodes)``), and ranked subset sums (``O(2^d d^2)`` per leaf) give three
+    numbers per ``beta``: feature ``j`` of ``beta`` gets ``S0(beta) - S1(beta - j)`` and
+    every other path feature ``-N(beta)`` (times ``v``, over ``m``).
+
+    To explain a row with few lookups, leaves are grouped into *units*: maximal subtrees
+    whose key (the row's breaks above the unit root and its direction at each internal
+    node of the unit, ``b`` bits) has ``b <= d + 1``, ``d`` the unit's largest leaf
+    pattern width. A unit's table holds, for each of the ``2^b`` keys, the summed
+    contributions of all its leaves (leaf values folded in) to each of its features. A row
+    then costs ``O(nodes)`` routing plus one table row per unit and tree, whatever the
+    background size.
+
+    With ``zero_fractions`` (and ``R=None``) the tables are those of the path-dependent
+    game instead: an absent feature follows the covers, which is the game above with a
+    background whose features are independent and meet feature ``j`` of a leaf's path
+    with probability ``Z_j`` (the product of the path's zero fractions on ``j``). The
+    leaf weights of each break set are then products of ``Z_j`` and ``1 - Z_j`` instead
+    of background counts.
+
+    Memory: ``8 * 2^b * (unit features) * (value columns)`` bytes per unit, at most
+    ``8 * (d + 1) * 2^(d + 1)`` bytes (times the value columns of vector-leaf trees) per
+    leaf, ``d`` its number of distinct path features; the fit also holds, per tree being
+    built, ``32 * 2^d`` bytes per leaf. A tree gets tables when its largest ``d`` is at
+    most ``max_features``, and trees are taken from the smallest table up while the total
+    stays within ``max_bytes``; the other trees (``use_tree`` False) are left to the
+    pairwise algorithm (interventional) or the quadrature kernel (path-dependent).
+
+    Attributes are plain arrays, so the object pickles.
+    """
+
+    def __init__(self, ens, R, *, values=None, max_features=MAX_TABLE_FEATURES,
+                 max_bytes=np.inf, index="shapley", zero_fractions=None):
+        values = ens.value if values is None else values
+        self.zf = np.zeros(0) if zero_fractions is None else _w(zero_fractions)
+        if zero_fractions is not None:
+            R = np.zeros((0, ens.n_features))
+        order, depth, starts = _orders(ens.tree_offsets, ens.children_left, ens.children_right)
+        pos, nu, U = _leaf_positions(order, depth, starts, ens.children_left, ens.feature,
+                                     ens.n_features)
+        self.max_depth = int(depth.max()) if len(depth) else 0
+        candidate = U <= max_features
+        unit_of, u_idx, u_tree, u_size, u_bits, u_foff, u_feat = _units(
+            order, depth, starts, candidate, ens.children_left, ens.children_right,
+            ens.feature, pos, nu, ens.n_features, self.max_depth, 1)
+        T = ens.n_trees
+        tree_kv = np.where(ens.tree_output < 0, values.shape[1], 1).astype(np.int64)
+        u_keys = np.left_shift(np.int64(1), u_bits)
+        u_len = u_keys * np.diff(u_foff) * tree_kv[u_tree]
+        table_bytes = 8.0 * np.bincount(u_tree, weights=u_len, minlength=T)
+        use = self._within_budget(candidate, table_bytes, max_bytes)
+        keep = use[u_tree]
+        unit_of[order[u_idx[~keep]]] = -1
+        self.u_off = _exclusive_cumsum(np.where(keep, u_len, 0))
+        self.uc_off = _local_offsets(np.where(keep, u_keys, 0), u_tree, T)
+        self.uc_size = np.bincount(u_tree, weights=np.where(keep, u_keys, 0),
+                                   minlength=T).astype(np.int64)
+        leaf = ens.children_left < 0
+        tree_of = np.repeat(np.arange(T), np.diff(ens.tree_offsets))
+        lsize = np.where(leaf & use[tree_of], np.left_shift(np.int64(1), np.minimum(nu, 62)), 0)
+        self.leaf_start = _exclusive_cumsum(lsize)[:-1]
+        self.lc_off = self.leaf_start - self.leaf_start[ens.tree_offsets[:-1]][tree_of]
+        self.lc_size = np.bincount(tree_of, weights=lsize, minlength=T).astype(np.int64)
+        self.order, self.depth, self.starts = order, depth, starts
+        self.pos, self.nu, self.U, self.use_tree = pos, nu, U, use
+        self.unit_of, self.u_size, self.u_bits = unit_of, u_size, u_bits
+        self.u_foff, self.u_feat, self.tree_kv = u_foff, u_feat, tree_kv
+        self.index = index
+        is_left = np.zeros(ens.n_nodes, dtype=np.bool_)
+        internal = ens.children_left >= 0
+        is_left[ens.children_left[internal]] = True
+        self.is_left = is_left
+        self.n_background = R.shape[0]
+        self.table, self.reach = self._build(ens, R, _CH_VALUES, True, values)
+
+    @staticmethod
+    def _within_budget(candidate, table_bytes, max_bytes):
+        use = np.zeros(len(candidate), dtype=bool)
+        total = 0.0
+        for t in np.argsort(np.where(candidate, table_bytes, np.inf), kind="stable"):
+            if not candidate[t] or total + table_bytes[t] > max_bytes:
+                break
+            total += table_bytes[t]
+            use[t] = True
+        return use
+
+    def _build(self, ens, R, channels, to_units, values):
+        nch = len(channels)
+        size = int(self.u_off[-1]) if to_units else int(self.lc_size.sum()) * nch
+        out = np.zeros(size)
+        reach = np.zeros(len(ens.children_left))
+        if not self.use_tree.any() or (R.shape[0] == 0 and len(self.zf) == 0):
+            return out, reach
+        W = interventional_weights(int(self.U[self.use_tree].max()) + 2, self.index)
+        RT = np.ascontiguousarray(np.asarray(R, dtype=np.float64).T)
+        RT32 = RT.astype(np.float32).astype(np.float64)
+        _build_tables(RT, RT32, self.zf, self.order, self.depth, self.starts, self.use_tree,
+                      self.pos, self.nu, self.is_left, self.unit_of, self.u_size, self.u_bits,
+                      self.u_foff, self.u_feat, self.u_off, self.uc_off, self.uc_size,
+                      self.lc_off, self.lc_size, self.leaf_start, W,
+                      np.asarray([c[0] for c in channels], dtype=np.int64),
+                      np.asarray([c[1] for c in channels], dtype=np.int64), to_units,
+                      _w(values, dtype=np.float64), self.tree_kv, self.max_depth,
+                      ens.children_left, ens.feature, ens.threshold, ens.mode, ens.missing,
+                      ens.default_left, ens.cat_offsets, ens.cat_values, out, reach)
+        return out, reach
+
+    def interaction_table(self, ens, R):
+        """Leaf tables for interaction values: 9 numbers per leaf and pattern."""
+        return self._build(ens, R, _CH_INTER, False, ens.value)[0]
+
+    def background_mean(self, ens):
+        """Mean raw output over the background of the trees with tables, (n_outputs,)."""
+        tree_of = np.repeat(np.arange(ens.n_trees), np.diff(ens.tree_offsets))
+        sel = (ens.children_left < 0) & self.use_tree[tree_of]
+        share = self.reach[sel][:, None] * ens.value[sel]
+        outs = ens.tree_output[tree_of[sel]]
+        out = np.zeros(ens.n_outputs)
+        vector = outs < 0
+        if vector.any():
+            out += share[vector].sum(axis=0)
+        np.add.at(out, outs[~vector], share[~vector, 0])
+        return out
+
+    def __setstate__(self, state):
+        self.__dict__.update(writeable_state(state))
+
+    @property
+    def nbytes(self):
+        return self.table.nbytes
+
+
+def _exclusive_cumsum(a):
+    """Offsets of consecutive items of sizes ``a``, and the total last (``len(a) + 1``)."""
+    out = np.zeros(len(a) + 1, dtype=np.int64)
+    np.cumsum(a, out=out[1:])
+    return out
+
+
+def _local_offsets(sizes, group, n_groups):
+    """Offsets of items within their group (items of a group are contiguous, in order)."""
+    start = _exclusive_cumsum(sizes)[:-1]
+    first = np.full(n_groups, 0, dtype=np.int64)
+    if len(sizes):
+        firsts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        first[group[firsts]] = start[firsts]
+    return start - first[group]
+
+
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
-def _shap_interv(X, R, tree_offsets, value, tree_output, W, max_depth, fx, fr, px, pr,
-                 rescale, children_left, children_right, feature, threshold, mode, missing,
-                 default_left, cat_offsets, cat_values, phi):
+def _shap_tables(X, block, order, depth, starts, use_tree, pos, nu, is_left, unit_of, u_size,
+                 u_foff, u_feat, u_off, tree_kv, table, tree_output, max_depth, children_left,
+                 feature, threshold, mode, missing, default_left, cat_offsets, cat_values,
+                 phi):
+    n, M = X.shape
+    T = len(starts) - 1
+    n_blocks = (n + block - 1) // block
+    for blk in prange(n_blocks):
+        r0 = blk * block
+        bn = min(block, n - r0)
+        Dm = max_depth + 2
+        ux = np.zeros((Dm, block), dtype=np.int64)
+        gl = np.zeros((Dm, block))
+        node_at = np.zeros(Dm, dtype=np.int64)
+        key = np.zeros(block, dtype=np.int64)
+        gtmp = np.zeros(block)
+        XT = np.empty((M, block))
+        XT32 = np.empty((M, block))
+        for b in range(bn):
+            for j in range(M):
+                XT[j, b] = X[r0 + b, j]
+                XT32[j, b] = np.float64(np.float32(X[r0 + b, j]))
+        for t in range(T):
+            if not use_tree[t]:
+                continue
+            tout = tree_output[t]
+            kv = tree_kv[t]
+            idx = starts[t]
+            while idx < starts[t + 1]:
+                node = order[idx]
+                d = depth[idx]
+                _enter(d, node, bn, is_left, pos, ux, gl, node_at)
+                u = unit_of[node]
+                if u < 0:
+                    fn = feature[node]
+                    _route_block(node, XT[fn], XT32[fn], bn, gl[d], threshold, mode, missing,
+                                 default_left, cat_offsets, cat_values)
+                    idx += 1
+                    continue
+                _unit_keys(idx, u_size[u], nu[node], bn, 0, ux[d], key, gtmp, order,
+                           children_left, feature, XT, XT32, threshold, mode, missing,
+                           default_left, cat_offsets, cat_values)
+                f0 = u_foff[u]
+                dims = u_foff[u + 1] - f0
+                row = dims * kv
+                base = u_off[u]
+                for b in range(bn):
+                    o = base + key[b] * row
+                    if kv == 1:
+                        k = tout if tout >= 0 else 0
+                        for j in range(dims):
+                            phi[r0 + b, u_feat[f0 + j], k] += table[o + j]
+                    else:
+                        for j in range(dims):
+                            f = u_feat[f0 + j]
+                            for kk in range(kv):
+                                phi[r0 + b, f, kk] += table[o + j * kv + kk]
+                idx += u_size[u]
+
+
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
+def _inter_tables(X, block, order, depth, starts, use_tree, pos, nu, is_left, leaf_start,
+                  table, value, tree_output, max_depth, slot, children_left, feature,
+                  threshold, mode, missing, default_left, cat_offsets, cat_values, phi, inter):
+    """Values and off-diagonal interactions from the 9-channel tables."""
+    n, M = X.shape
+    Kv = value.shape[1]
+    T = len(starts) - 1
+    n_blocks = (n + block - 1) // block
+    nch = 9
+    for blk in prange(n_blocks):
+        r0 = blk * block
+        bn = min(block, n - r0)
+        Dm = max_depth + 2
+        ux = np.zeros((Dm, block), dtype=np.int64)
+        gl = np.zeros((Dm, block))
+        node_at = np.zeros(Dm, dtype=np.int64)
+        pf = np.zeros(Dm, dtype=np.int64)
+        XT = np.empty((M, block))
+        XT32 = np.empty((M, block))
+        for b in range(bn):
+            for j in range(M):
+                XT[j, b] = X[r0 + b, j]
+                XT32[j, b] = np.float64(np.float32(X[r0 + b, j]))
+        for t in range(T):
+            if not use_tree[t]:
+                continue
+            tout = tree_output[t]
+            kv = Kv if tout < 0 else 1
+            for idx in range(starts[t], starts[t + 1]):
+                node = order[idx]
+                d = depth[idx]
+                _enter(d, node, bn, is_left, pos, ux, gl, node_at)
+                if children_left[node] >= 0:
+                    fn = feature[node]
+                    pf[pos[node]] = fn
+                    _route_block(node, XT[fn], XT32[fn], bn, gl[d], threshold, mode, missing,
+                                 default_left, cat_offsets, cat_values)
+                    continue
+                dl = nu[node]
+                full = (np.int64(1) << dl) - 1
+                base = leaf_start[node] * nch
+                for b in range(bn):
+                    a = ~ux[d, b] & full
+                    o = base + nch * a
+                    for j in range(dl):
+                        bj = np.int64(1) << j
+                        inj = (a & bj) != 0
+                        oj = base + nch * (a ^ bj)
+                        vj = table[o] - table[oj + 1] if inj else -table[o + 2]
+                        fj = pf[j]
+                        for kk in range(kv):
+                            k = tout if tout >= 0 else kk
+                            phi[r0 + b, fj, k] += value[node, kk] * vj
+                        s = slot[fj]
+                        if s < 0:
+                            continue
+                        for l in range(dl):
+                            if l == j:
+                                continue
+                            bl = np.int64(1) << l
+                            inl = (a & bl) != 0
+                            if inj and inl:
+                                w = (table[o + 6] - table[oj + 7] - table[base + nch * (a ^ bl) + 7]
+                                     + table[base + nch * (a ^ bj ^ bl) + 8])
+                            elif inj:
+                                w = table[oj + 5] - table[o + 4]
+                            elif inl:
+                                w = table[base + nch * (a ^ bl) + 5] - table[o + 4]
+                            else:
+                                w = table[o + 3]
+                            fl = pf[l]
+                            for kk in range(kv):
+                                k = tout if tout >= 0 else kk
+                                inter[r0 + b, s, fl, k] += value[node, kk] * w
+
+
+def _fill_diagonal(phi, inter, feats):
+    """Main effects: ``Phi_ii = phi_i - sum_{j != i} Phi_ij`` (in place)."""
+    for s, f in enumerate(feats):
+        inter[:, s, f] = 0.0
+        inter[:, s, f] = phi[:, f] - inter[:, s].sum(axis=1)
+    return inter
+
+
+def _slots(M, features):
+    feats = np.arange(M) if features is None else np.asarray(features, dtype=np.int64)
+    slot = np.full(M, -1, dtype=np.int64)
+    slot[feats] = np.arange(len(feats))
+    return feats, slot
+
+
+def shap_pattern_tables(ens, tables, X, n_outputs, block=128):
+    """Interventional values of the trees that have tables (``tables.use_tree``).
+
+    Parameters
+    ----------
+    ens : FlatEnsemble
+        The ensemble the tables were built for (leaf values and outputs are in them).
+    tables : PatternTables
+    X : ndarray (n, M) float64, prepared by ``ens.prepare_X``
+    n_outputs : int
+
+    Returns
+    -------
+    phi : ndarray (n, M, n_outputs)
+        Cost ``O(n * (nodes + features of each unit))`` per tree, whatever the background.
+    """
+    X = _w(X, dtype=np.float64)
+    phi = np.zeros((X.shape[0], X.shape[1], n_outputs))
+    if X.shape[0] == 0 or not tables.use_tree.any():
+        return phi
+    _shap_tables(X, int(block), tables.order, tables.depth, tables.starts, tables.use_tree,
+                 tables.pos, tables.nu, tables.is_left, tables.unit_of, tables.u_size,
+                 tables.u_foff, tables.u_feat, tables.u_off, tables.tree_kv, tables.table,
+                 np.asarray(ens.tree_output, dtype=np.int64), tables.max_depth,
+                 ens.children_left, ens.feature, ens.threshold, ens.mode, ens.missing,
+                 ens.default_left, ens.cat_offsets, ens.cat_values, phi)
+    return phi
+
+
+def interactions_pattern_tables(ens, tables, table, X, values, tree_output, n_outputs,
+                                       features=None, block=64):
+    """Interventional SHAP interaction values of the trees that have tables.
+
+    ``table`` is ``tables.interaction_table(ens, R)`` (9 numbers per leaf pattern, built
+    from the background ``R``; callers build it once per call and drop it afterwards).
+
+    Returns
+    -------
+    phi : ndarray (n, M, n_outputs)
+    inter : ndarray (n, S, M, n_outputs)
+        Rows ``features`` of the interaction matrix, main effects on the diagonal.
+    """
+    X = _w(X, dtype=np.float64)
+    n, M = X.shape
+    feats, slot = _slots(M, features)
+    phi = np.zeros((n, M, n_outputs))
+    inter = np.zeros((n, len(feats), M, n_outputs))
+    if n and tables.use_tree.any():
+        _inter_tables(X, int(block), tables.order, tables.depth, tables.starts,
+                      tables.use_tree, tables.pos, tables.nu, tables.is_left,
+                      tables.leaf_start, table, _w(values, dtype=np.float64),
+                      np.asarray(tree_output, dtype=np.int64), tables.max_depth, slot,
+                      ens.children_left, ens.feature, ens.threshold, ens.mode, ens.missing,
+                      ens.default_left, ens.cat_offsets, ens.cat_values, phi, inter)
+    return phi, _fill_diagonal(phi, inter, feats)
+
+
+# ---------------------------------------------------------------------------
+# interventional values: pairwise algorithm, O(n * m) per tree
+# ---------------------------------------------------------------------------
+
+
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
+def _shap_interv(X, R, tree_offsets, use_tree, value, tree_output, W, max_depth, fx, fr, px,
+                 pr, rescale, slot, do_inter, children_left, children_right, feature,
+                 threshold, mode, missing, default_left, cat_offsets, cat_values, phi, inter):
     n, M = X.shape
     nR = R.shape[0]
     Kv = value.shape[1]
@@ -605,6 +1497,8 @@ def _shap_interv(X, R, tree_offsets, value, tree_output, W, max_depth, fx, fr, p
                 for k in range(K):
                     tmp[m, k] = 0.0
             for t in range(T):
+                if not use_tree[t]:
+                    continue
                 tout = tree_output[t]
                 kv = Kv if tout < 0 else 1
                 top = 0
@@ -633,8 +1527,8 @@ def _shap_interv(X, R, tree_offsets, value, tree_output, W, max_depth, fx, fr, p
                             if side[alist[j]] == 1:
                                 na += 1
                         nb = alen - na
-                        wa = W[na, nb] if na > 0 else 0.0
-                        wb = W[nb, na] if nb > 0 else 0.0
+                        wa = W[_W_POS, na, nb]
+                        wb = W[_W_NEG, na, nb]
                         for kk in range(kv):
                             k = tout if tout >= 0 else kk
                             v = value[node, kk]
@@ -644,6 +1538,28 @@ def _shap_interv(X, R, tree_offsets, value, tree_output, W, max_depth, fx, fr, p
                                     tmp[g, k] += v * wa
                                 else:
                                     tmp[g, k] -= v * wb
+                        if do_inter:
+                            waa = W[_W_AA, na, nb] / nR
+                            wbb = W[_W_BB, na, nb] / nR
+                            wab = -W[_W_AB, na, nb] / nR
+                            for j in range(alen):
+                                g = alist[j]
+                                s = slot[g]
+                                if s < 0:
+                                    continue
+                                for j2 in range(alen):
+                                    h = alist[j2]
+                                    if j2 == j:
+                                        continue
+                                    if side[g] != side[h]:
+                                        w = wab
+                                    elif side[g] == 1:
+                                        w = waa
+                                    else:
+                                        w = wbb
+                                    for kk in range(kv):
+                                        k = tout if tout >= 0 else kk
+                                        inter[i, s, h, k] += value[node, kk] * w
                         continue
                     f = feature[node]
                     gx = _go_left(node, X[i, f], threshold, mode, missing, default_left,
@@ -701,29 +1617,15 @@ def _shap_interv(X, R, tree_offsets, value, tree_output, W, max_depth, fx, fr, p
                             phi[i, m, k] += dp * s / nrm / nR
 
 
-def shap_interventional(ens, X, R, values, tree_output, n_outputs, *, max_depth,
-                        rescale=None):
-    """Interventional SHAP values against background rows ``R``.
-
-    Parameters
-    ----------
-    rescale : tuple (fx, fr, px, pr) or None
-        Margins and transformed outputs of the explained and background rows, for
-        every output of ``values``; each (x, r) pair's attributions of output ``k``
-        are scaled by ``(px - pr) / (fx - fr)`` so they add up to ``px - pr``. When
-        ``fx == fr`` but ``px != pr`` (softmax), output ``k`` gets
-        ``(px - pr) * <phi_m, fx - fr> / |fx - fr|^2``, which also adds up.
-
-    Returns
-    -------
-    phi : ndarray (n, M, n_outputs)
-        Cost ``O(n * R * sum of visited nodes)``, worst case ``O(n R T L)``.
-    """
+def _pairwise(ens, X, R, values, tree_output, n_outputs, max_depth, rescale, trees, index,
+              features, do_inter):
     X = _w(X, dtype=np.float64)
     R = _w(R, dtype=np.float64)
-    n = X.shape[0]
-    phi = np.zeros((n, X.shape[1], n_outputs))
-    W = leaf_weights(max_depth + 1)
+    n, M = X.shape
+    feats, slot = _slots(M, features)
+    phi = np.zeros((n, M, n_outputs))
+    inter = np.zeros((n, len(feats) if do_inter else 0, M, n_outputs))
+    W = interventional_weights(int(max_depth) + 2, index)
     if rescale is None:
         z1 = np.zeros((1, n_outputs))
         fx = fr = px = pr = z1
@@ -731,10 +1633,54 @@ def shap_interventional(ens, X, R, values, tree_output, n_outputs, *, max_depth,
     else:
         fx, fr, px, pr = (_w(a, dtype=np.float64) for a in rescale)
         flag = True
-    if n:
-        _shap_interv(X, R, ens.tree_offsets, _w(values, dtype=np.float64),
-                     np.asarray(tree_output, dtype=np.int64), W, int(max_depth), fx, fr, px, pr,
-                     flag, ens.children_left, ens.children_right, ens.feature,
-                     ens.threshold, ens.mode, ens.missing, ens.default_left, ens.cat_offsets,
-                     ens.cat_values, phi)
-    return phi
+    use = np.ones(ens.n_trees, dtype=np.bool_) if trees is None else \
+        np.ascontiguousarray(trees, dtype=np.bool_)
+    if n and R.shape[0] and use.any():
+        _shap_interv(X, R, ens.tree_offsets, use, _w(values, dtype=np.float64),
+                     np.asarray(tree_output, dtype=np.int64), W, int(max_depth), fx, fr, px,
+                     pr, flag, slot, do_inter, ens.children_left, ens.children_right,
+                     ens.feature, ens.threshold, ens.mode, ens.missing, ens.default_left,
+                     ens.cat_offsets, ens.cat_values, phi, inter)
+    return phi, inter, feats
+
+
+def shap_interventional(ens, X, R, values, tree_output, n_outputs, *, max_depth,
+                        rescale=None, trees=None, index="shapley"):
+    """Interventional values against background rows ``R``, pair by pair.
+
+    Parameters
+    ----------
+    max_depth : int
+        The ensemble's largest depth.
+    rescale : tuple (fx, fr, px, pr) or None
+        Margins and transformed outputs of the explained and background rows, for
+        every output of ``values``; each (x, r) pair's attributions of output ``k``
+        are scaled by ``(px - pr) / (fx - fr)`` so they add up to ``px - pr``. When
+        ``fx == fr`` but ``px != pr`` (softmax), output ``k`` gets
+        ``(px - pr) * <phi_m, fx - fr> / |fx - fr|^2``, which also adds up.
+    trees : bool array (T,) or None
+        Trees to include (all when None).
+    index : {"shapley", "banzhaf"}
+
+    Returns
+    -------
+    phi : ndarray (n, M, n_outputs)
+        Cost ``O(n * R * sum of visited nodes)``, worst case ``O(n R T L)``.
+    """
+    return _pairwise(ens, X, R, values, tree_output, n_outputs, max_depth, rescale, trees,
+                     index, None, False)[0]
+
+
+def interactions_interventional(ens, X, R, values, tree_output, n_outputs, *, max_depth,
+                                trees=None, features=None):
+    """Interventional SHAP interaction values, pair by pair (``O(n * R)`` per tree).
+
+    Returns
+    -------
+    phi : ndarray (n, M, n_outputs)
+    inter : ndarray (n, S, M, n_outputs)
+        Rows ``features`` of the interaction matrix, main effects on the diagonal.
+    """
+    phi, inter, feats = _pairwise(ens, X, R, values, tree_output, n_outputs, max_depth, None,
+                                  trees, "shapley", features, True)
+    return phi, _fill_diagonal(phi, inter, feats)
