@@ -1,6 +1,6 @@
 """The flat tree-ensemble format shared by the parsers and the kernels.
 
-Every parser (scikit-learn, XGBoost, LightGBM) turns a fitted model into one
+Every parser (scikit-learn, XGBoost, LightGBM, CatBoost) turns a fitted model into one
 :class:`FlatEnsemble`; the TreeSHAP kernels and the P2CE bound computations read
 only this format. The parsers know nothing of Shapley values and the kernels
 know nothing of libraries.
@@ -81,10 +81,10 @@ Helpers
 (margins), ``apply_link(link, raw)``, ``zero_fractions(ens)``, ``preorder(ens, t)``,
 ``subset_outputs(ens, outputs)`` and ``make_ensemble(trees, ...)`` (what the parsers
 call). Parsers: ``_parse_sklearn.parse_sklearn``, ``_parse_xgboost.parse_xgboost``,
-``_parse_lightgbm.parse_lightgbm`` or ``sklearn_xai.tree.parse_model`` (any of them,
-Pipelines' last step); each returns ``(ens, input_transform)`` where
-``input_transform`` (or None) maps model inputs to the ensemble's numeric columns
-(HistGradientBoosting's categorical encoding).
+``_parse_lightgbm.parse_lightgbm``, ``_parse_catboost.parse_catboost`` or
+``sklearn_xai.tree.parse_model`` (any of them, Pipelines' last step); each returns
+``(ens, input_transform)`` where ``input_transform`` (or None) maps model inputs to the
+ensemble's numeric columns (HistGradientBoosting's categorical encoding).
 """
 
 from dataclasses import dataclass, field

@@ -1,5 +1,6 @@
-"""TreeShapExplainer: exact TreeSHAP for scikit-learn, XGBoost and LightGBM tree models."""
+"""TreeShapExplainer: exact TreeSHAP for scikit-learn, XGBoost, LightGBM and CatBoost trees."""
 
+import math
 import warnings
 from numbers import Integral, Real
 
@@ -25,8 +26,29 @@ __all__ = ["TreeShapExplainer", "parse_model"]
 # ---------------------------------------------------------------------------
 
 
+_LIBRARIES = ("sklearn", "xgboost", "lightgbm", "catboost")
+
+
 def _module(model):
+    """The library a model comes from, by its class or the nearest supported base class.
+
+    A subclass defined elsewhere (imbalanced-learn's ``BalancedRandomForestClassifier``,
+    a user's ``class MyForest(RandomForestClassifier)``) is its library's model.
+    """
+    for cls in type(model).__mro__:
+        lib = cls.__module__.split(".")[0]
+        if lib in _LIBRARIES:
+            return lib
     return type(model).__module__.split(".")[0]
+
+
+def _is_booster(model):
+    """An XGBoost or LightGBM ``Booster`` (used as is, never cloned)."""
+    for cls in type(model).__mro__:
+        if cls.__name__ == "Booster" and cls.__module__.split(".")[0] in ("xgboost",
+                                                                         "lightgbm"):
+            return True
+    return False
 
 
 def parse_model(model):
@@ -53,11 +75,16 @@ def parse_model(model):
         from ._parse_lightgbm import parse_lightgbm
 
         return parse_lightgbm(model)
+    if mod == "catboost":
+        from ._parse_catboost import parse_catboost
+
+        return parse_catboost(model)
     raise TypeError(
         f"TreeShapExplainer cannot explain {type(model).__name__}: supported models are "
         "scikit-learn DecisionTree*, RandomForest*, ExtraTrees*, GradientBoosting*, "
-        "HistGradientBoosting*, XGBoost (XGB* / Booster) and LightGBM (LGBM* / Booster), "
-        "or a Pipeline ending in one of them.")
+        "HistGradientBoosting*, IsolationForest (and their subclasses), XGBoost (XGB* / "
+        "Booster), LightGBM (LGBM* / Booster) and CatBoost (oblivious trees on numeric "
+        "features), or a Pipeline ending in one of them.")
 
 
 def _split_pipeline(model):
@@ -169,9 +196,11 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
     ----------
     model : estimator
         A tree model: scikit-learn ``DecisionTree*``, ``RandomForest*``,
-        ``ExtraTrees*``, ``GradientBoosting*`` (constant init),
-        ``HistGradientBoosting*``; XGBoost ``XGB*`` or ``Booster``; LightGBM ``LGBM*``
-        or ``Booster``; or a ``Pipeline`` ending in one (explained in the space after
+        ``ExtraTrees*`` (also multi-output), ``GradientBoosting*`` (constant init),
+        ``HistGradientBoosting*``, ``IsolationForest`` (its average path length) or a
+        subclass of one; XGBoost ``XGB*`` or ``Booster``; LightGBM ``LGBM*`` or
+        ``Booster``; CatBoost (oblivious trees on numeric features); or a ``Pipeline``
+        ending in one (explained in the space after
         the preceding steps, named by their ``get_feature_names_out``). It is cloned
         and fitted on ``fit(X, y)`` unless it is a ``FrozenEstimator`` (or a Booster,
         which is used as is). Pandas ``category`` columns are coded as the model codes
@@ -191,7 +220,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         on a path, trees past ``max_table_mib``, and ``model_output="probability"``
         for boosted classifiers use the pairwise algorithm,
         ``O(n_rows * n_background * visited nodes)``; ``algorithm_`` says which ran.
-    model_output : {"raw", "probability"}
+    model_output : {"raw", "probability", "log_loss"}
         ``"raw"`` explains the margin (log-odds / logits for boosted classifiers, the
         averaged probability for forest classifiers, the prediction for regressors).
         ``"probability"`` needs ``feature_perturbation="interventional"`` for
@@ -199,7 +228,15 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         by ``(p(x) - p(r)) / (f(x) - f(r))`` (a linearisation that stays additive;
         for a softmax output whose margin did not move, the pair's attributions are
         projected on the joint margin change instead). For forest classifiers the
-        raw output already is the probability.
+        raw output already is the probability. ``"log_loss"`` (interventional, single-output
+        classifiers): each feature's contribution to the loss ``-log p_y(x)`` of the row's
+        true label, given to ``explain(X, y)``: exact Shapley values of ``v(S) = mean over
+        background rows z of -log p_y(x_S, z_not S)`` (forest probabilities clipped at
+        the smallest positive float), by enumerating, for each (row, background row)
+        pair, the coalitions of the model's features in which they differ (at most 12,
+        else ``ValueError``; cost ``O(n_rows * n_background * 2^u)`` predictions).
+        The base value of a row is the mean background loss of its label
+        (``expected_value_[c]`` for label ``c``).
     index : {"shapley", "banzhaf"}, default="shapley"
         ``"shapley"``: Shapley values (they add up: base value + sum = output).
         ``"banzhaf"``: Banzhaf values of the same game, every coalition weighing the
@@ -251,7 +288,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
     _parameter_constraints = {
         **BaseExplainer._parameter_constraints,
         "feature_perturbation": [StrOptions({"tree_path_dependent", "interventional"})],
-        "model_output": [StrOptions({"raw", "probability"})],
+        "model_output": [StrOptions({"raw", "probability", "log_loss"})],
         "index": [StrOptions({"shapley", "banzhaf"})],
         "max_background": [None, Interval(Integral, 1, None, closed="left")],
         "max_table_mib": [Interval(Real, 0, None, closed="left")],
@@ -299,6 +336,13 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
     def _allow_nan(self):
         return True  # routing handles NaN as each library does
 
+    @staticmethod
+    def _check_classes(model):
+        classes = getattr(model, "classes_", None)
+        if isinstance(classes, list):  # multi-output: a one-class target gives zeros
+            return
+        BaseExplainer._check_classes(model)
+
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **fit_params):
         """Parse the (fitted or cloned-and-fitted) model and precompute tables.
@@ -315,8 +359,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         self
         """
         X = self._validate_X(X, reset=True)
-        if _module(self.model) in ("xgboost", "lightgbm") and type(self.model).__name__ == \
-                "Booster":
+        if _is_booster(self.model):
             self.model_ = self.model
         else:
             self._fit_model(X, y, **fit_params)
@@ -348,6 +391,8 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                 [f"x{j}" for j in range(ens.n_features)]
         self.player_names_ = names
 
+        if self.model_output == "log_loss":
+            self._check_log_loss(final, ens)
         outputs, sign, offset, probability = self._select_outputs(final, ens)
         self._outputs, self._sign, self._offset = outputs, sign, offset
         self._probability = probability
@@ -357,8 +402,13 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         self._select = [self._kernel_outputs.index(k) for k in outputs]
         self._sub = subset_outputs(ens, self._kernel_outputs)
         space = "probability" if (probability or ens.raw_space == "probability") else "margin"
+        if ens.raw_space == "path_length":  # IsolationForest
+            space = ens.raw_space
         if self._is_classifier(final, ens):
-            self.output_names_ = [f"{space}({ens.output_names[k]})" for k in outputs]
+            labels = [ens.output_names[k] for k in outputs]
+            if sign != 1:  # the negative class of a binary margin model
+                labels = [str(self.target)]
+            self.output_names_ = [f"{space}({c})" for c in labels]
         elif ens.n_outputs == 1:
             self.output_names_ = [space]
         else:
@@ -411,7 +461,8 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             use = np.zeros(self._sub.n_trees, dtype=bool)
             # model_output="probability" rescales each (row, background row) pair by its
             # total over all trees, which only the pairwise algorithm has
-            if not probability and self.max_table_mib > 0:
+            if not probability and self.max_table_mib > 0 and \
+                    self.model_output != "log_loss":
                 from ._kernels import PatternTables
 
                 with self._numba_threads():
@@ -433,7 +484,29 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                 self._bg_raw = (fr, pr)
                 self.expected_value_ = offset + sign * pr[:, outputs].mean(axis=0)
         self.reference_ = np.nanmean(Z, axis=0)[None, :] if Z.shape[0] else None
+        if self.model_output == "log_loss":
+            # loss of every class label on every background row, (n_background, C)
+            self._bg_loss = _class_losses(ens, predict_raw(ens, self.background_))
+            self.expected_value_ = self._bg_loss.mean(axis=0)
+            self.output_names_ = ["log_loss"]
+            self.algorithm_ = "enumeration"
+            self.table_nbytes_ = 0
         return self
+
+    def _check_log_loss(self, final, ens):
+        if self.feature_perturbation != "interventional":
+            raise ValueError("model_output='log_loss' needs feature_perturbation="
+                             "'interventional' (the loss is averaged over background rows).")
+        if not self._is_classifier(final, ens) or isinstance(
+                getattr(final, "classes_", None), list):
+            raise ValueError(f"model_output='log_loss' needs a single-output classifier; "
+                             f"{ens.model_name} is not one.")
+        if self.index != "shapley":
+            raise ValueError("model_output='log_loss' is available with index='shapley' "
+                             "only.")
+        if self.target is not None:
+            raise ValueError("model_output='log_loss' explains the loss of each row's own "
+                             "label; leave target=None.")
 
     def _category_coder(self, Xt, final):
         import pandas as pd
@@ -482,7 +555,9 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
 
     @staticmethod
     def _is_classifier(final, ens):
-        return hasattr(final, "classes_") or ens.link in ("logistic", "softmax", "logistic2x")
+        classes = getattr(final, "classes_", None)  # CatBoostRegressor has an empty one
+        return (classes is not None and len(classes) > 0) or ens.link in (
+            "logistic", "softmax", "logistic2x")
 
     def _select_outputs(self, final, ens):
         is_clf = self._is_classifier(final, ens)
@@ -491,7 +566,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             if not is_clf:
                 raise ValueError(
                     f"model_output='probability' needs a classifier; {ens.model_name} "
-                    "is a regressor (use model_output='raw').")
+                    "is not one (use model_output='raw').")
             if ens.raw_space == "probability":
                 probability = False  # forests already average probabilities
             elif self.feature_perturbation == "tree_path_dependent":
@@ -509,7 +584,8 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         K = ens.n_outputs
         sign, offset = 1.0, 0.0
         if self.target is None:
-            if ens.raw_space == "probability" and K == 2:
+            if ens.raw_space == "probability" and K == 2 and not isinstance(
+                    getattr(final, "classes_", None), list):
                 return [1], sign, offset, probability
             return list(range(K)), sign, offset, probability
         t = str(self.target)
@@ -661,6 +737,59 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             phi *= self._sign
         return phi
 
+    def explain(self, X, y=None):
+        """Attributions of the rows of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or None
+            The true labels; needed (and only used) with ``model_output="log_loss"``.
+
+        Returns
+        -------
+        Attribution
+        """
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        if self.model_output == "log_loss":
+            return self._explain_log_loss(X, y)
+        return self._explain(X)
+
+    def _explain_log_loss(self, X, y):
+        if y is None:
+            raise ValueError("model_output='log_loss' explains the loss of each row's true "
+                             "label: pass the labels, explain(X, y).")
+        Z, data = self._transform_input(X, with_data=True)
+        labels = self._label_indices(y, Z.shape[0])
+        ens, bg = self.ensemble_, self.background_
+        used = np.unique(ens.feature[ens.feature >= 0])
+        phi = np.zeros(Z.shape)
+        for i in range(Z.shape[0]):
+            phi[i] = _log_loss_shapley(ens, Z[i], bg, used, labels[i])
+        base = self.expected_value_[labels]
+        return Attribution(phi, base, data, list(self.player_names_), ["log_loss"],
+                           extras={"feature_perturbation": self.feature_perturbation,
+                                   "algorithm": self.algorithm_, "index": self.index})
+
+    def _label_indices(self, y, n):
+        from sklearn.utils.validation import column_or_1d
+
+        y = column_or_1d(y, warn=True)
+        if len(y) != n:
+            raise ValueError(f"y has {len(y)} labels for {n} rows of X.")
+        classes = getattr(_split_pipeline(self.model_)[1], "classes_", None)
+        if classes is None:  # a classifier Booster: labels are class indices
+            classes = np.arange(max(2, self.ensemble_.n_outputs))
+        classes = np.asarray(classes)
+        pos = {str(c): k for k, c in enumerate(classes)}
+        idx = np.asarray([pos.get(str(v), -1) for v in y], dtype=np.int64)
+        if np.any(idx < 0):
+            bad = sorted({str(v) for v, k in zip(y, idx, strict=True) if k < 0})[:5]
+            raise ValueError(f"y has labels {bad} that are not classes of the model "
+                             f"{classes.tolist()}.")
+        return idx
+
     def _explain(self, X, return_numeric=False):
         Z, data = self._transform_input(X, with_data=True)
         phi = self._phi(Z)
@@ -698,6 +827,9 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             ``extras["interaction_features"]`` lists the row features.
         """
         check_is_fitted(self)
+        if self.model_output == "log_loss":
+            raise ValueError("explain_interactions is not available with "
+                             "model_output='log_loss'; use model_output='raw'.")
         if self.index != "shapley":
             raise ValueError(
                 "explain_interactions computes the Shapley interaction index; it is not "
@@ -804,6 +936,9 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         from ..metrics import faithfulness_correlation
 
         check_is_fitted(self)
+        if self.model_output == "log_loss":
+            raise ValueError("score is not available with model_output='log_loss' (the "
+                             "explained loss needs the labels); use model_output='raw'.")
         X = self._validate_X(X, reset=False)
         attribution, Z = self._explain(X, return_numeric=True)
         ref = np.nan_to_num(self.reference_)
@@ -820,3 +955,52 @@ def _max_depth(ens):
 
     _, depth, _ = _orders(ens.tree_offsets, ens.children_left, ens.children_right)
     return int(depth.max()) if len(depth) else 0
+
+
+_LOG_LOSS_MAX_FEATURES = 12
+
+
+def _class_losses(ens, raw):
+    """``-log p_c`` of every class ``c`` from margins ``raw`` (n, K) -> (n, C)."""
+    if ens.raw_space == "probability":  # forests average probabilities
+        p = raw
+    else:
+        p = apply_link(ens.link, raw)
+        if p.shape[1] == 1:
+            p = np.hstack([1.0 - p, p])
+    return -np.log(np.clip(p, np.finfo(np.float64).tiny, None))
+
+
+def _log_loss_shapley(ens, x, background, used, label):
+    """Exact Shapley values of ``v(S) = mean_z loss(label, f(x_S, z_not S))``.
+
+    For each background row ``z`` only the model's features where ``x`` and ``z``
+    differ are players of the pair's game (the others are dummies); its ``2^u``
+    coalitions are enumerated.
+    """
+    M = len(x)
+    phi = np.zeros(M)
+    same = (x[used] == background[:, used]) | (np.isnan(x[used]) & np.isnan(background[:, used]))
+    for r, z in enumerate(background):
+        players = used[~same[r]]
+        u = len(players)
+        if u == 0:
+            continue
+        if u > _LOG_LOSS_MAX_FEATURES:
+            raise ValueError(
+                f"model_output='log_loss' enumerates the coalitions of the features in "
+                f"which a row and a background row differ; a pair differs in {u} of the "
+                f"model's features (at most {_LOG_LOSS_MAX_FEATURES}). Use fewer features or "
+                "model_output='raw'.")
+        masks = np.arange(2 ** u)
+        bits = (masks[:, None] >> np.arange(u)) & 1
+        rows = np.tile(z, (len(masks), 1))
+        rows[:, players] = np.where(bits == 1, x[players], z[players])
+        v = _class_losses(ens, predict_raw(ens, rows))[:, label]
+        size = bits.sum(axis=1)
+        w = np.array([math.factorial(s) * math.factorial(u - s - 1) / math.factorial(u)
+                      for s in range(u)])
+        for i in range(u):
+            without = masks[bits[:, i] == 0]
+            phi[players[i]] += np.dot(w[size[without]], v[without | (1 << i)] - v[without])
+    return phi / len(background)

@@ -1,8 +1,9 @@
 """Read fitted scikit-learn tree models into a :class:`FlatEnsemble`.
 
-Supported: ``DecisionTreeClassifier/Regressor``, ``RandomForest*``, ``ExtraTrees*``,
-``GradientBoosting*`` (constant init only) and ``HistGradientBoosting*`` (numeric,
-native categorical and missing values). Nothing here knows about Shapley values.
+Supported (and their subclasses): ``DecisionTreeClassifier/Regressor``,
+``RandomForest*``, ``ExtraTrees*`` (also multi-output), ``GradientBoosting*`` (constant
+init only), ``HistGradientBoosting*`` (numeric, native categorical and missing values)
+and ``IsolationForest`` (the average path length). Nothing here knows about Shapley values.
 
 Covers: ``tree_.weighted_n_node_samples`` for the classic trees, node ``count``
 for HistGradientBoosting. Routing: classic trees compare ``float32(x) <= t``;
@@ -61,22 +62,72 @@ def _leaf_tree(tree, value, output, cover_attr="weighted_n_node_samples"):
     }
 
 
-def _classic_trees(estimators, scale, classifier, n_classes):
+def _class_fractions(est, n_classes):
+    """Leaf class fractions of a classifier tree, (n_nodes, sum(n_classes)).
+
+    Columns run over the targets, then over each target's classes.
+    """
+    t = est.tree_
+    if not np.array_equal(np.atleast_1d(est.n_classes_), n_classes):
+        raise ValueError("a tree of the forest saw fewer classes than the forest")
+    cols = []
+    for k, nk in enumerate(n_classes):
+        v = t.value[:, k, :nk].astype(np.float64)
+        s = v.sum(axis=1, keepdims=True)
+        cols.append(np.divide(v, s, out=np.zeros_like(v), where=s > 0))
+    return np.hstack(cols)
+
+
+def _parse_classic(model, ests, name, n_features, fnames):
+    """DecisionTree*, RandomForest*, ExtraTrees* (single or multi-output)."""
+    scale = 1.0 / len(ests)
+    if hasattr(model, "classes_"):
+        if isinstance(model.classes_, list):  # multi-output: one class list per target
+            n_classes = np.asarray([len(c) for c in model.classes_])
+            names = [f"target {k}, class {c}" for k, cls in enumerate(model.classes_)
+                     for c in cls]
+        else:
+            n_classes = np.asarray([len(model.classes_)])
+            names = [str(c) for c in model.classes_]
+        trees = [_leaf_tree(est.tree_, _class_fractions(est, n_classes) * scale, -1)
+                 for est in ests]
+        n_out, raw_space = int(n_classes.sum()), "probability"
+    else:
+        n_out = int(model.n_outputs_)
+        names = [f"y{k}" for k in range(n_out)] if n_out > 1 else ["y"]
+        trees = [_leaf_tree(est.tree_, est.tree_.value[:, :, 0].astype(np.float64) * scale, -1)
+                 for est in ests]
+        raw_space = "margin"
+    return make_ensemble(trees, n_features=n_features, n_outputs=n_out,
+                         base_score=np.zeros(n_out), link="identity", output_names=names,
+                         feature_names=fnames, model_name=name, raw_space=raw_space)
+
+
+def _parse_isolation_forest(model, name, n_features, fnames):
+    """IsolationForest: the average path length ``E[h(x)]`` over the trees.
+
+    A leaf holding ``n`` training rows at depth ``d`` adds ``d + c(n)``, ``c`` the average
+    path length of an unsuccessful binary-search-tree search (as scikit-learn and shap
+    do); ``score_samples(x) = -2 ** (-E[h(x)] / c(max_samples))``.
+    """
+    from sklearn.ensemble._iforest import _average_path_length
+
+    scale = 1.0 / len(model.estimators_)
     trees = []
-    for est in estimators:
+    for est, feats in zip(model.estimators_, model.estimators_features_, strict=True):
         t = est.tree_
-        if t.n_outputs != 1:
-            raise ValueError(
-                f"{type(est).__name__} with {t.n_outputs} outputs (multi-output) is not "
-                "supported for classification; fit one model per output.")
-        v = t.value[:, 0, :].astype(np.float64)
-        if classifier:
-            s = v.sum(axis=1, keepdims=True)
-            v = np.divide(v, s, out=np.zeros_like(v), where=s > 0)
-            if v.shape[1] != n_classes:
-                raise ValueError("a tree of the forest saw fewer classes than the forest")
-        trees.append(_leaf_tree(t, v * scale, -1))
-    return trees
+        depth = np.zeros(t.node_count)
+        for i in range(t.node_count):  # children always follow their parent
+            if t.children_left[i] >= 0:
+                depth[t.children_left[i]] = depth[t.children_right[i]] = depth[i] + 1
+        leaf = t.children_left < 0
+        v = np.where(leaf, depth + _average_path_length(t.n_node_samples), 0.0)
+        tree = _leaf_tree(t, (v * scale)[:, None], -1, cover_attr="n_node_samples")
+        tree["feature"] = np.where(leaf, -1, np.asarray(feats)[np.maximum(t.feature, 0)])
+        trees.append(tree)
+    return make_ensemble(trees, n_features=n_features, n_outputs=1, base_score=np.zeros(1),
+                         link="identity", output_names=["path_length"], feature_names=fnames,
+                         model_name=name, raw_space="path_length")
 
 
 def parse_sklearn(model):
@@ -94,6 +145,7 @@ def parse_sklearn(model):
         GradientBoostingRegressor,
         HistGradientBoostingClassifier,
         HistGradientBoostingRegressor,
+        IsolationForest,
     )
     from sklearn.ensemble._forest import BaseForest
     from sklearn.tree import BaseDecisionTree
@@ -101,30 +153,11 @@ def parse_sklearn(model):
     name = type(model).__name__
     n_features = int(model.n_features_in_)
     fnames = getattr(model, "feature_names_in_", None)
+    if isinstance(model, IsolationForest):
+        return _parse_isolation_forest(model, name, n_features, fnames), None
     if isinstance(model, BaseDecisionTree | BaseForest):
-        classifier = hasattr(model, "classes_")
         ests = model.estimators_ if isinstance(model, BaseForest) else [model]
-        scale = 1.0 / len(ests)
-        if classifier:
-            if isinstance(model.classes_, list):
-                raise ValueError(f"{name} with multiple outputs is not supported; "
-                                 "fit one classifier per output.")
-            n_out = len(model.classes_)
-            names = [str(c) for c in model.classes_]
-            trees = _classic_trees(ests, scale, True, n_out)
-            raw_space = "probability"
-        else:
-            n_out = int(model.n_outputs_)
-            names = [f"y{k}" for k in range(n_out)] if n_out > 1 else ["y"]
-            trees = []
-            for est in ests:
-                v = est.tree_.value[:, :, 0].astype(np.float64)
-                trees.append(_leaf_tree(est.tree_, v * scale, -1))
-            raw_space = "margin"
-        ens = make_ensemble(trees, n_features=n_features, n_outputs=n_out,
-                            base_score=np.zeros(n_out), link="identity", output_names=names,
-                            feature_names=fnames, model_name=name, raw_space=raw_space)
-        return ens, None
+        return _parse_classic(model, ests, name, n_features, fnames), None
     if isinstance(model, GradientBoostingClassifier | GradientBoostingRegressor):
         return _parse_gb(model), None
     if isinstance(model, HistGradientBoostingClassifier | HistGradientBoostingRegressor):
@@ -132,7 +165,7 @@ def parse_sklearn(model):
     raise TypeError(
         f"TreeShapExplainer cannot explain {name}: it is not a supported scikit-learn tree "
         "model (DecisionTree*, RandomForest*, ExtraTrees*, GradientBoosting*, "
-        "HistGradientBoosting*).")
+        "HistGradientBoosting*, IsolationForest, or a subclass of one).")
 
 
 def _link_from_loss(loss):
