@@ -10,6 +10,7 @@ _EXTRAS = {
     "skorch": "torch",
     "xgboost": "gbm",
     "lightgbm": "gbm",
+    "catboost": "gbm",
     "dask": "dask",
     "distributed": "dask",
     "faiss": "core (faiss-cpu)",

@@ -380,6 +380,13 @@ class BaseExplainer(BaseEstimator):
     @staticmethod
     def _check_classes(model):
         classes = getattr(model, "classes_", None) if is_classifier(model) else None
+        if isinstance(classes, list):  # multi-output: one array of classes per target
+            if any(len(np.atleast_1d(c)) < 2 for c in classes):
+                raise ValueError(
+                    "A target of the multi-output classifier was trained on one class; "
+                    "there is no decision to explain for it. Fit it on data with at least "
+                    "two classes per target.")
+            return
         if classes is not None and len(np.atleast_1d(classes)) < 2:
             raise ValueError(
                 f"The classifier was trained on one class ({np.atleast_1d(classes).tolist()}); "

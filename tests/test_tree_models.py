@@ -226,7 +226,7 @@ def test_interventional_probability_additivity(frame):
     exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
                             model_output="probability").fit(df.iloc[:40])
     att = exp.explain(df.iloc[:20])
-    assert att.output_names == ["probability(1)"]
+    assert att.output_names == ["proba(1)"]
     np.testing.assert_allclose(att.predicted(), model.predict_proba(df.iloc[:20])[:, 1],
                                rtol=0, atol=1e-10)
     np.testing.assert_allclose(att.base_values,
@@ -380,7 +380,7 @@ def test_interventional_softmax_probability_additivity(frame):
     exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
                             model_output="probability").fit(df.iloc[:25])
     att = exp.explain(df.iloc[:10])
-    assert att.output_names == ["probability(0)", "probability(1)", "probability(2)"]
+    assert att.output_names == ["proba(0)", "proba(1)", "proba(2)"]
     proba = apply_link("softmax", predict_raw(exp.ensemble_, _codes(df.iloc[:10])))
     np.testing.assert_allclose(att.predicted(), proba, rtol=0, atol=1e-12)
     np.testing.assert_allclose(proba, model.predict_proba(df.iloc[:10]), atol=1e-6)
@@ -425,7 +425,7 @@ def test_ranker_and_regressor_output_names():
     ranker = lgb.LGBMRanker(n_estimators=5, verbose=-1, min_child_samples=5)
     ranker.fit(X, rng.integers(0, 3, 200), group=[20] * 10)
     att = TreeShapExplainer(FrozenEstimator(ranker)).fit(X).explain(X[:5])
-    assert att.output_names == ["margin"]
+    assert att.output_names == ["predict"]
     contrib = ranker.predict(X[:5], pred_contrib=True)
     np.testing.assert_allclose(att.values, contrib[:, :4], rtol=0, atol=1e-10)
     reg = RandomForestRegressor(3, random_state=0).fit(X, np.c_[X[:, 0], X[:, 1]])

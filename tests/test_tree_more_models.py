@@ -137,9 +137,9 @@ def test_multi_output_classifier_matches_enumeration(make):
     model = make().fit(X, Y)
     exp = TreeShapExplainer(FrozenEstimator(model)).fit(X)
     assert exp.output_names_ == [
-        "probability(target 0, class 0)", "probability(target 0, class 1)",
-        "probability(target 1, class 0)", "probability(target 1, class 1)",
-        "probability(target 1, class 2)"]
+        "proba(target 0, class 0)", "proba(target 0, class 1)",
+        "proba(target 1, class 0)", "proba(target 1, class 1)",
+        "proba(target 1, class 2)"]
     rows = X[100:103]
     _check_path_dependent(exp, rows, _proba(model))
     att = exp.explain(rows)
@@ -159,7 +159,7 @@ def test_multi_output_regressor_matches_enumeration(make):
     X, y = _data()
     model = make().fit(X, np.c_[y, X[:, 1] - X[:, 2]])
     exp = TreeShapExplainer(FrozenEstimator(model)).fit(X)
-    assert exp.output_names_ == ["margin[0]", "margin[1]"]
+    assert exp.output_names_ == ["predict[0]", "predict[1]"]
     rows = X[100:103]
     _check_path_dependent(exp, rows, model.predict)
     assert exp.explain(rows).values.shape == (3, 4, 2)
@@ -297,7 +297,7 @@ def test_catboost_routing_and_values_against_its_own_shap_values():
             assert att.output_names == [f"margin({c})" for c in model.classes_[
                 -exp.ensemble_.n_outputs:]]
         else:
-            assert att.output_names == ["margin"]
+            assert att.output_names == ["predict"]
 
 
 def test_catboost_matches_enumeration():

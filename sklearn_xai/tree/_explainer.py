@@ -401,9 +401,14 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             probability and ens.link == "softmax") else outputs
         self._select = [self._kernel_outputs.index(k) for k in outputs]
         self._sub = subset_outputs(ens, self._kernel_outputs)
-        space = "probability" if (probability or ens.raw_space == "probability") else "margin"
+        # the package's output names (sklearn_xai._model.output_names): proba(c) for a
+        # probability, margin(c) for a raw class score, predict[k] for a regressor's
+        # prediction (identity link), margin[k] for a raw score under another link
+        space = "proba" if (probability or ens.raw_space == "probability") else "margin"
         if ens.raw_space == "path_length":  # IsolationForest
             space = ens.raw_space
+        elif not self._is_classifier(final, ens) and ens.link == "identity":
+            space = "predict"
         if self._is_classifier(final, ens):
             labels = [ens.output_names[k] for k in outputs]
             if sign != 1:  # the negative class of a binary margin model
