@@ -8,6 +8,12 @@
    |phi|) under marginal and knockoff imputation, and KnockoffSHAP rows/s.
 3. The SAGE simulation (4 equicorrelated Gaussians, adversary x1 on real rows, x2
    otherwise): share of replicates with x1 ranked first, knockoff vs marginal SAGE.
+4. Error bars (``--only errors``): 8 equicorrelated Gaussians, a gradient-boosted model
+   with interactions; KnockoffSHAP (antithetic permutations) at fixed budgets and with
+   ``n_evals="auto"`` against the values with unlimited knockoffs and coalitions (exact
+   enumeration with 1,500 knockoffs per row): error, share of values within 1.96 standard
+   errors, and the budget ``"auto"`` chose per row; KnockoffSAGE's permutation error bars
+   against its exact algorithm on the same knockoffs.
 
 Run ``python benchmarks/bench_knockoff.py --quick`` (a few minutes) or without
 ``--quick`` for the full run (100 SAGE replicates per rho; about an hour on 2 cores).
@@ -177,6 +183,85 @@ def bench_sage(rhos, replicates, method="mvr"):
     return rows
 
 
+def bench_errors(n_rows, tols, sage_seeds):
+    import warnings
+
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_xai.shapley import KnockoffSAGE
+
+    rng = np.random.default_rng(0)
+    P = 8
+    X = rng.multivariate_normal(np.zeros(P), 0.5 + 0.5 * np.eye(P), size=2000)
+    y = (X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) * X[:, 3] + X[:, 4] - X[:, 5] * X[:, 6]
+         * X[:, 7] + 0.3 * rng.normal(size=2000))
+    model = FrozenEstimator(HistGradientBoostingRegressor(max_iter=200, random_state=0)
+                            .fit(X, y))
+    rows = X[:n_rows]
+    t0 = time.perf_counter()
+    truth = KnockoffSHAP(model, n_knockoffs=1500, algorithm="exact", random_state=123).fit(
+        X).explain(rows).values
+    out = {"n_rows": n_rows, "truth_s": time.perf_counter() - t0,
+           "mean_sum_abs_phi": float(np.abs(truth).sum(axis=1).mean()), "fixed": [],
+           "auto": []}
+
+    def score(att):
+        std = np.nan_to_num(att.std, nan=0.0)
+        return {"ae": float(np.abs(att.values - truth).sum(axis=1).mean()),
+                "coverage": float(np.mean(np.abs(att.values - truth) <= 1.96 * std + 1e-9))}
+
+    for n_evals in (16, 64, 256):
+        for K in (10, 40):
+            t0 = time.perf_counter()
+            att = KnockoffSHAP(model, n_knockoffs=K, algorithm="permutation", n_evals=n_evals,
+                               random_state=0).fit(X).explain(rows)
+            out["fixed"].append({"n_evals": n_evals, "n_knockoffs": K,
+                                 "seconds": time.perf_counter() - t0, **score(att)})
+            print(json.dumps(out["fixed"][-1]), flush=True)
+    for tol in tols:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            att = KnockoffSHAP(model, n_knockoffs=10, algorithm="permutation", n_evals="auto",
+                               tol=tol, random_state=0).fit(X).explain(rows)
+        ne, K = att.extras["n_evals"], att.extras["n_knockoffs"]
+        out["auto"].append({"tol": tol, "seconds": time.perf_counter() - t0, **score(att),
+                            "n_evals_mean": float(ne.mean()), "n_evals_max": int(ne.max()),
+                            "n_knockoffs_mean": float(K.mean()), "n_knockoffs_max": int(K.max()),
+                            "capped": int(np.sum((ne >= 1024) & (K >= 160)))})
+        print(json.dumps(out["auto"][-1]), flush=True)
+    hits = []
+    yr = y[:200]
+    for seed in range(sage_seeds):
+        kw = {"n_knockoffs": 5, "random_state": seed}
+        exact = KnockoffSAGE(model, algorithm="exact", **kw).fit(X).explain(X[:200], yr)
+        perm = KnockoffSAGE(model, n_permutations=16, convergence_tol=None, **kw).fit(
+            X).explain(X[:200], yr)
+        hits.append(np.abs(perm.importances - exact.importances) <= 1.96 * perm.std)
+    out["sage_coverage"] = float(np.mean(hits))
+    out["sage_seeds"] = sage_seeds
+    print(json.dumps({"sage_coverage": out["sage_coverage"]}), flush=True)
+    print()
+    print(f"rows={n_rows}, P={P}, truth: exact enumeration, 1500 knockoffs per row; mean "
+          f"sum |phi| = {out['mean_sum_abs_phi']:.3f}")
+    print()
+    print("| budget | n_evals (mean / max) | knockoffs (mean / max) | AE | 95 % coverage | s |")
+    print("|---|---|---|---|---|---|")
+    for r in out["fixed"]:
+        print(f"| fixed | {r['n_evals']} | {r['n_knockoffs']} | {r['ae']:.4f} | "
+              f"{r['coverage']:.3f} | {r['seconds']:.1f} |")
+    for r in out["auto"]:
+        print(f"| auto, tol={r['tol']} | {r['n_evals_mean']:.0f} / {r['n_evals_max']} | "
+              f"{r['n_knockoffs_mean']:.0f} / {r['n_knockoffs_max']} | {r['ae']:.4f} | "
+              f"{r['coverage']:.3f} | {r['seconds']:.1f} |")
+    print()
+    print(f"KnockoffSAGE (16 permutation rounds, 200 rows, 5 knockoffs) against its exact "
+          f"algorithm on the same knockoffs, {sage_seeds} seeds x {P} importances: 95 % "
+          f"coverage {out['sage_coverage']:.3f}")
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -184,7 +269,8 @@ def main():
                         help="interpreter with knockpy installed (default: this one, if it "
                              "imports knockpy)")
     parser.add_argument("--json", default=None, help="write the results to this file")
-    parser.add_argument("--only", choices=["gaussian", "german", "sage"], action="append",
+    parser.add_argument("--only", choices=["gaussian", "german", "sage", "errors"],
+                        action="append",
                         help="run only these parts (repeatable)")
     parser.add_argument("--sage-rhos", type=float, nargs="+", default=None)
     parser.add_argument("--sage-replicates", type=int, default=None)
@@ -197,7 +283,7 @@ def main():
         "python": platform.python_version(), "numpy": np.__version__,
         "sklearn": sklearn.__version__, "quick": quick,
     }
-    parts = args.only or ["gaussian", "german", "sage"]
+    parts = args.only or ["gaussian", "german", "sage", "errors"]
     if "gaussian" in parts:
         print("== Gaussian MVR knockoffs 10,000 x 20, K = 10", flush=True)
         results["gaussian"] = bench_gaussian(args.knockpy_python, 1 if quick else 3)
@@ -213,6 +299,10 @@ def main():
         rhos = args.sage_rhos or ([0.5] if quick else [0.0, 0.3, 0.5, 0.7, 0.9])
         results["sage"] = bench_sage(rhos, args.sage_replicates or (10 if quick else 100),
                                      args.sage_method)
+    if "errors" in parts:
+        print("== Error bars and n_evals='auto'", flush=True)
+        results["errors"] = bench_errors(20 if quick else 40, [0.3] if quick else [0.3, 0.1],
+                                         10 if quick else 40)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 

@@ -16,6 +16,11 @@ on absolute error (sum over players of |phi_hat - phi|, mean over rows) and the 
 weighted ranking accuracy of signed values, and time SHEAR with and without its
 cross-contribution step against the bare M*N*rows forwards of the module in one batch.
 
+Error bars: for every budget, the share of values whose 95 % interval
+(``values +- 1.96 std``) holds the exact value, and ``n_evals="auto"`` at several
+tolerances (the budget it chose per row, its error and coverage) against the fixed
+budgets.
+
 Run ``python benchmarks/bench_shear.py --quick`` (about a minute on 2 cores) or without
 ``--quick`` for the full run (500 test rows, 20 training epochs).
 """
@@ -24,6 +29,7 @@ import argparse
 import platform
 import sys
 import time
+import warnings
 from functools import partial
 from pathlib import Path
 
@@ -105,12 +111,15 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32, 64, 128])
     parser.add_argument("--repeats", type=int, default=3, help="timing: best of this many")
+    parser.add_argument("--tols", type=float, nargs="+", default=[0.05, 0.001, 0.0002],
+                        help="tolerances of n_evals='auto'")
     args = parser.parse_args(argv)
     rows = args.rows or (40 if args.quick else 500)
     epochs = args.epochs or (5 if args.quick else 20)
 
     import sklearn
     import torch
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.frozen import FrozenEstimator
 
     from sklearn_xai import ShearExplainer
@@ -144,6 +153,15 @@ def main(argv=None):
     module = net.module_
     results = []
 
+    def coverage(att):
+        """Share of the values whose 95 % interval holds the exact value (a NaN standard
+        error counts as no interval), and the share of NaN standard errors."""
+        std = att.std
+        if std is None:
+            return 1.0, 0.0
+        hit = np.abs(att.values - truth) <= 1.96 * np.nan_to_num(std, nan=0.0) + 1e-9
+        return float(hit.mean()), float(np.isnan(std).mean())
+
     def acc_of(values):
         # exact zeros (players whose x equals the reference) tie; rounding noise of the
         # enumeration must not order them, so values below 1e-9 count as 0 on both sides
@@ -159,6 +177,8 @@ def main(argv=None):
             row[label + "_time"] = t
             row[label + "_ae"] = absolute_error(a.values, truth)
             row[label + "_acc"] = acc_of(a.values)
+            if label == "shear":
+                row["shear_cover"], row["shear_nan"] = coverage(a)
         for label, coop in (("shear_fd", "finite_difference"), ("shear_random", "random")):
             e2 = ShearExplainer(FrozenEstimator(net), response_method="decision_function",
                                 feature_groups=groups, cooperators=coop, n_evals=N,
@@ -185,6 +205,21 @@ def main(argv=None):
         Z = None
         results.append(row)
         print(row, flush=True)
+
+    auto = []
+    for tol in args.tols:
+        e = ShearExplainer(FrozenEstimator(net), response_method="decision_function",
+                           feature_groups=groups, cooperators="hessian", n_evals="auto",
+                           tol=tol, batch_size=rows, random_state=0).fit(X_tr)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            t, a = timed(lambda e=e: e.explain(X), 1)
+        budget = a.extras["n_evals"]
+        cover, _ = coverage(a)
+        auto.append({"tol": tol, "time": t, "ae": absolute_error(a.values, truth),
+                     "cover": cover, "mean": budget.mean(), "median": np.median(budget),
+                     "max": budget.max(), "capped": int(np.sum(a.extras["n_rounds"] >= 64))})
+        print(auto[-1], flush=True)
 
     print()
     print(f"rows={rows}, M={M}, epochs={epochs}, torch {torch.__version__}, "
@@ -216,7 +251,23 @@ def main(argv=None):
         print(f"| {r['N']} | {rows / t:.0f} | {rows / max(t - r['cc_time'], 1e-9):.0f} | "
               f"{r['cc_time']:.3f} | {rows / r['aps_time']:.0f} | {rows / r['ks_time']:.0f} | "
               f"{r['floor_time']:.3f} | {t / r['floor_time']:.1f}x |")
-    return results
+    print()
+    print("Error bars of SHEAR (one round per fixed budget): share of the values within "
+          "1.96 standard errors of the exact value")
+    print()
+    print("| N | SHEAR AE | 95 % coverage | values with no error estimate (NaN) |")
+    print("|---|---|---|---|")
+    for r in results:
+        print(f"| {r['N']} | {r['shear_ae']:.4f} | {r['shear_cover']:.3f} | "
+              f"{r['shear_nan']:.3f} |")
+    print()
+    print("| n_evals='auto', tol | mean / median / max n_evals per row | rows at the cap | "
+          "AE | 95 % coverage | rows/s |")
+    print("|---|---|---|---|---|---|")
+    for r in auto:
+        print(f"| {r['tol']} | {r['mean']:.0f} / {r['median']:.0f} / {r['max']:.0f} | "
+              f"{r['capped']} | {r['ae']:.4f} | {r['cover']:.3f} | {rows / r['time']:.0f} |")
+    return results, auto
 
 
 if __name__ == "__main__":

@@ -78,6 +78,9 @@ numpydoc_validation_exclude = {
     r"\.get_metadata_routing$",
     r"\.set_.*_request$",
     r"\.__init__$",
+    # a module-level table (documented by its ``#:`` comment), not a function or class
+    r"\.ALGORITHMS$",
+    r"\.AXIOMS$",
 }
 
 # -- sphinx-gallery ------------------------------------------------------------------------

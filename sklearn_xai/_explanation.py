@@ -28,8 +28,13 @@ class Attribution:
         What each output is, e.g. ``"proba(>50K)"``, ``"margin(1)"`` or ``"predict"``: the
         same name for the same output in every explainer (see the quickstart).
     extras : dict
-        Method-specific additions (interaction values, cooperators, standard errors, ...),
+        Method-specific additions (interaction values, cooperators, budgets, ...),
         documented by each explainer.
+    std : ndarray of the shape of ``values``, or None
+        Standard error of each value of a sampled estimate, from the estimator's own
+        independent units (``values +- 1.96 std`` is a 95 % interval around the value the
+        method would give with an unlimited budget); ``None`` for exact methods. A value
+        whose error cannot be estimated (fewer than two units) has ``NaN``.
     """
 
     values: np.ndarray
@@ -38,12 +43,18 @@ class Attribution:
     feature_names: list
     output_names: list
     extras: dict = field(default_factory=dict)
+    std: np.ndarray = None
 
     def __post_init__(self):
         self.values = np.asarray(self.values, dtype=np.float64)
         self.base_values = np.asarray(self.base_values, dtype=np.float64)
         if self.values.ndim not in (2, 3):
             raise ValueError(f"values must be 2-D or 3-D, got shape {self.values.shape}.")
+        if self.std is not None:
+            self.std = np.asarray(self.std, dtype=np.float64)
+            if self.std.shape != self.values.shape:
+                raise ValueError(f"std must have the shape of values {self.values.shape}; "
+                                 f"got {self.std.shape}.")
         if len(self.feature_names) != self.values.shape[1]:
             raise ValueError("feature_names must have one name per column of values.")
         n_out = 1 if self.values.ndim == 2 else self.values.shape[2]
@@ -89,7 +100,11 @@ class Attribution:
         if gap > atol:
             raise AssertionError(f"Attributions are not additive: max gap {gap:.3g} > {atol:g}.")
 
-    def to_frame(self, output=None):
+    def _std3d(self):
+        return None if self.std is None else (
+            self.std if self.std.ndim == 3 else self.std[:, :, None])
+
+    def to_frame(self, output=None, *, std=False):
         """Attributions as a DataFrame, one row per explained row.
 
         Parameters
@@ -97,22 +112,38 @@ class Attribution:
         output : int or str or None
             With several outputs: ``None`` gives MultiIndex columns (output, feature);
             an index or output name selects one output.
+        std : bool, default=False
+            Also carry the standard errors: a column ``std(<player>)`` after each player's
+            column (NaN for an exact method, whose ``std`` is None).
 
         Returns
         -------
         pandas.DataFrame of shape (n_samples, n_players) or (n_samples, n_players * n_outputs)
+            Twice as many columns with ``std=True``.
         """
         import pandas as pd
 
-        if self.values.ndim == 2:
-            return pd.DataFrame(self.values, columns=list(self.feature_names))
-        if output is not None:
-            k = self._output_index(output)
-            return pd.DataFrame(self.values[:, :, k], columns=list(self.feature_names))
-        cols = pd.MultiIndex.from_product([self.output_names, self.feature_names],
-                                          names=["output", "feature"])
-        flat = np.transpose(self.values, (0, 2, 1)).reshape(len(self), -1)
-        return pd.DataFrame(flat, columns=cols)
+        names = [str(n) for n in self.feature_names]
+        errors = self._std3d()
+        if errors is None:
+            errors = np.full(self._values3d().shape, np.nan)
+
+        def block(k):
+            if not std:
+                return self._values3d()[:, :, k], names
+            both = np.stack([self._values3d()[:, :, k], errors[:, :, k]], axis=2)
+            cols = [c for n in names for c in (n, f"std({n})")]
+            return both.reshape(len(self), -1), cols
+
+        if self.values.ndim == 2 or output is not None:
+            k = 0 if self.values.ndim == 2 else self._output_index(output)
+            vals, cols = block(k)
+            return pd.DataFrame(vals, columns=cols)
+        parts = [block(k) for k in range(self.n_outputs)]
+        cols = pd.MultiIndex.from_tuples(
+            [(o, c) for o, (_, names_k) in zip(self.output_names, parts) for c in names_k],
+            names=["output", "feature"])
+        return pd.DataFrame(np.hstack([p[0] for p in parts]), columns=cols)
 
     def _output_index(self, output):
         if output is None:
@@ -130,26 +161,38 @@ class Attribution:
     # ---- plots (matplotlib) -------------------------------------------------------------
 
     def plot_waterfall(self, row=0, output=None, max_display=10, ax=None):
-        """Waterfall of one row: from the base value to the output, largest players first."""
+        """Waterfall of one row: from the base value to the output, largest players first.
+
+        With standard errors (``std``), each bar has a +-1.96 standard-error whisker at
+        its end.
+        """
         import matplotlib.pyplot as plt
 
         k = self._output_index(output)
         vals = self._values3d()[row, :, k]
+        errors = self._std3d()
+        errs = None if errors is None else np.nan_to_num(errors[row, :, k])
         base = float(self._base2d()[row, k])
         order = np.argsort(-np.abs(vals))
         shown = order[:max_display]
         rest = vals[order[max_display:]].sum()
         labels = [self._label(j, row) for j in shown]
         contrib = list(vals[shown])
+        bars = None if errs is None else list(errs[shown])
         if len(order) > max_display:
             labels.append(f"{len(order) - max_display} other features")
             contrib.append(rest)
+            if bars is not None:  # independent errors add in quadrature
+                bars.append(float(np.sqrt(np.sum(errs[order[max_display:]] ** 2))))
         if ax is None:
             _, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.5))
         start = base
         for i, (lab, c) in enumerate(zip(labels, contrib)):
             y = len(labels) - 1 - i
             ax.barh(y, c, left=start, color="#d62728" if c > 0 else "#1f77b4")
+            if bars is not None and bars[i] > 0:
+                ax.errorbar(start + c, y, xerr=1.96 * bars[i], color="black", capsize=3,
+                            lw=1)
             ax.text(start + c, y, f" {c:+.3g}", va="center", fontsize=8)
             start += c
         ax.set_yticks(range(len(labels)))
@@ -164,15 +207,26 @@ class Attribution:
         return ax
 
     def plot_bar(self, output=None, max_display=10, ax=None):
-        """Bar chart of the mean ``|value|`` per player over the explained rows."""
+        """Bar chart of the mean ``|value|`` per player over the explained rows.
+
+        With standard errors (``std``), each bar has a +-1.96 standard-error whisker, the
+        error of the mean ``|value|`` from the rows' independent errors,
+        ``sqrt(sum_rows std**2) / n_rows``.
+        """
         import matplotlib.pyplot as plt
 
         k = self._output_index(output)
         imp = np.abs(self._values3d()[:, :, k]).mean(axis=0)
         order = np.argsort(-imp)[:max_display]
+        errors = self._std3d()
+        xerr = None
+        if errors is not None:
+            se = np.sqrt(np.sum(np.nan_to_num(errors[:, :, k]) ** 2, axis=0)) / len(self)
+            xerr = 1.96 * se[order]
         if ax is None:
             _, ax = plt.subplots(figsize=(7, 0.4 * len(order) + 1.5))
-        ax.barh(range(len(order))[::-1], imp[order], color="#1f77b4")
+        ax.barh(range(len(order))[::-1], imp[order], color="#1f77b4", xerr=xerr,
+                capsize=3 if xerr is not None else 0)
         ax.set_yticks(range(len(order))[::-1])
         ax.set_yticklabels([str(self.feature_names[j]) for j in order])
         ax.set_xlabel(f"mean |attribution| ({self.output_names[k]})")

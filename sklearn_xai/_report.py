@@ -589,7 +589,9 @@ def _concat_attributions(parts):
                        base_values=np.concatenate([p.base_values for p in parts]),
                        data=np.concatenate([np.asarray(p.data, dtype=object) for p in parts]),
                        feature_names=list(first.feature_names),
-                       output_names=list(first.output_names))
+                       output_names=list(first.output_names),
+                       std=None if any(p.std is None for p in parts)
+                       else np.concatenate([p.std for p in parts]))
 
 
 def explain_rows(name, model, X, rows, progress, *, seed, immutable=None, time_limit=None):

@@ -1,11 +1,18 @@
-"""Property-based testing of Shapley estimators: games with known values, and axiom checks.
+"""Property-based testing of Shapley estimators and explainers against known values.
 
-Games here are defined by their Harsanyi dividends, ``v(S) = c + sum_T d_T [T subset of S]``,
-so their Shapley values are known in closed form (``phi_i = sum_{T containing i} d_T / |T|``).
-The hypothesis strategies draw additive games, games with pairwise and higher-order
-interactions, with dummy and symmetric players, and small tabular datasets. The checks take an
-*estimator* (any callable ``game -> (phi, base)``, e.g. ``sklearn_xai.shapley.exact_shapley``)
-and raise ``AssertionError`` with a message that names the axiom and the gap.
+Two levels:
+
+* **games.** Games here are defined by their Harsanyi dividends,
+  ``v(S) = c + sum_T d_T [T subset of S]``, so their Shapley values are known in closed
+  form (``phi_i = sum_{T containing i} d_T / |T|``). The hypothesis strategies draw
+  additive games, games with pairwise and higher-order interactions, with dummy and
+  symmetric players, and small tabular datasets. The checks take an *estimator* (any
+  callable ``game -> (phi, base)``, e.g. ``sklearn_xai.shapley.exact_shapley``) and raise
+  ``AssertionError`` with a message that names the axiom and the gap.
+* **explainers.** :func:`check_explainer` fits clones of an attribution explainer on real
+  fitted models whose attributions are known (:class:`KnownModel`, from
+  :func:`make_known_model` or the strategy :func:`known_models`) and raises
+  ``AssertionError`` naming the axiom, the model, the row, the feature and the gap.
 
 Example
 -------
@@ -17,6 +24,7 @@ Example
 ...     check_efficiency(exact_shapley, game)
 """
 
+from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
@@ -24,6 +32,12 @@ import numpy as np
 from .shapley._game import Game
 
 __all__ = [
+    "AXIOMS",
+    "KnownModel",
+    "make_known_model",
+    "known_linear_combination",
+    "known_models",
+    "check_explainer",
     "DividendGame",
     "sum_games",
     "games",
@@ -281,3 +295,755 @@ def check_matches_exact(estimator, game, atol=1e-10):
     if not gap <= atol:
         raise AssertionError(f"Estimate differs from the exact Shapley values by {gap:.3g} > "
                              f"{atol:g}.")
+
+
+# =========================================================================== explainers
+#
+# Known models: real fitted regressors that are additive over known components (single
+# features or one planted pair), with dummy features and interchangeable features where
+# asked. For an explainer whose 'missing' features do not depend on the explained row (a
+# reference row, a background sample, tree covers), the attributions of a component G then
+# satisfy sum_{j in G} phi_j(x) = g_G(x_G) + c_G for a constant c_G: the closed form,
+# whatever the explainer's baseline.
+
+AXIOMS = ("efficiency", "dummy", "symmetry", "linearity", "closed_form")
+_FAMILIES = ("linear", "forest", "hist_gradient_boosting", "xgboost", "lightgbm")
+_STRUCTURES = ("additive", "dummy", "symmetric", "pair")
+_SUPPORTED = {
+    "linear": ("additive", "dummy", "symmetric"),
+    "forest": _STRUCTURES,
+    "hist_gradient_boosting": ("additive", "dummy", "pair"),
+    "xgboost": ("additive", "dummy", "pair"),
+    "lightgbm": ("additive", "dummy", "pair"),
+}
+_COMBINABLE = ("linear", "forest")
+# a sampled value may miss an exact relation by this many of its standard errors
+_Z = 6.0
+
+
+@dataclass(eq=False)
+class KnownModel:
+    """A fitted regressor whose attributions are known, with the data it was built for.
+
+    The model is additive over ``components``, ``f(x) = c + sum_G g_G(x_G)``, each
+    component one feature or the planted pair; a feature in no component is a dummy (the
+    model never reads it). For every explainer whose 'missing' features do not depend on
+    the explained row (a reference row, a background sample, tree covers), the
+    attributions of a component then equal ``g_G(x_G)`` up to a constant,
+    ``sum_{j in G} phi_j(x) = g_G(x_G) + c_G``, whatever the explainer's baseline.
+
+    Build one with :func:`make_known_model`, :func:`known_linear_combination` or the
+    hypothesis strategy :func:`known_models`.
+
+    Attributes
+    ----------
+    model : fitted regressor
+        A scikit-learn ``LinearRegression``, a ``RandomForestRegressor`` whose trees each
+        read one component, a ``HistGradientBoostingRegressor``, ``XGBRegressor`` or
+        ``LGBMRegressor`` trained under interaction constraints.
+    X : ndarray or DataFrame of shape (n_samples, n_features)
+        The data the model was built for (and that the explainers are fitted on and
+        explain). For ``structure="symmetric"`` the second feature of the pair is a copy of
+        the first.
+    family : str
+        ``"linear"``, ``"forest"``, ``"hist_gradient_boosting"``, ``"xgboost"`` or
+        ``"lightgbm"``.
+    structure : str
+        ``"additive"``, ``"dummy"`` (additive, one feature unused), ``"symmetric"``
+        (additive, two interchangeable features) or ``"pair"`` (one planted pair).
+    components : list of tuple of int
+    dummy_features : list of int
+    symmetric_pairs : list of tuple of int
+        Pairs ``(a, b)`` with ``g_a = g_b`` and ``x_a = x_b`` in every row of ``X``.
+    parts : list of (float, KnownModel)
+        For a linear combination, ``model = sum coef * part.model`` (in exact arithmetic);
+        empty otherwise.
+    """
+
+    model: object
+    X: object
+    family: str
+    structure: str
+    components: list
+    dummy_features: list = field(default_factory=list)
+    symmetric_pairs: list = field(default_factory=list)
+    parts: list = field(default_factory=list)
+
+    @property
+    def description(self):
+        """A short text naming the model, e.g. ``"pair forest model (pair (0, 1))"``."""
+        detail = ""
+        if self.structure == "pair":
+            detail = f" (pair {tuple(self.components[0])})"
+        elif self.structure == "dummy":
+            detail = f" (dummy feature {self.dummy_features[0]})"
+        elif self.structure == "symmetric":
+            detail = f" (interchangeable features {self.symmetric_pairs[0]})"
+        if self.parts:
+            (a, _), (b, _) = self.parts
+            return (f"linear combination {a:.4g} f + {b:.4g} g of two {self.structure} "
+                    f"{self.family} models{detail}")
+        return f"{self.structure} {self.family} model{detail}"
+
+    def __repr__(self):
+        return f"KnownModel({self.description}, n_samples={_n_rows(self.X)})"
+
+    def predict(self, X=None):
+        """The model's output on ``X`` (default: its own data), shape (n_samples,)."""
+        X = self.X if X is None else X
+        return np.asarray(self.model.predict(X), dtype=np.float64).reshape(-1)
+
+    @property
+    def output_eps(self):
+        """Machine epsilon of the model's own predictions (XGBoost predicts in float32)."""
+        pred = np.asarray(self.model.predict(_like(self.X, _float_array(self.X)[:1])))
+        return float(np.finfo(pred.dtype if pred.dtype.kind == "f" else np.float64).eps)
+
+    def component_effects(self, X=None):
+        """``g_G(x_G) - g_G(z_G)`` of every component, ``z`` the column means of ``X``.
+
+        Computed from the model itself, ``f(x_G, z_{-G}) - f(z)``, which is exact because
+        the model is additive over its components.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+        """
+        X = self.X if X is None else X
+        A = _float_array(X)
+        z = A.mean(axis=0)
+        n = A.shape[0]
+        rows = [z[None, :]]
+        for G in self.components:
+            hybrid = np.repeat(z[None, :], n, axis=0)
+            hybrid[:, list(G)] = A[:, list(G)]
+            rows.append(hybrid)
+        pred = self.predict(_like(X, np.vstack(rows)))
+        return (pred[1:].reshape(len(self.components), n) - pred[0]).T
+
+
+def _n_rows(X):
+    return int(np.shape(X)[0])
+
+
+def _float_array(X):
+    if hasattr(X, "columns"):
+        return X.to_numpy(dtype=np.float64)
+    return np.asarray(X, dtype=np.float64)
+
+
+def _like(template, A):
+    """``A`` as a DataFrame with the columns of ``template`` when that is one."""
+    if hasattr(template, "columns"):
+        import pandas as pd
+
+        return pd.DataFrame(A, columns=template.columns)
+    return A
+
+
+def _check_data(X, y, min_features):
+    try:
+        A = _float_array(X)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"The known models need numeric X ({exc}).") from None
+    if A.ndim != 2 or A.shape[0] < 3 or A.shape[1] < min_features:
+        raise ValueError(f"The known models need X of shape (n_samples >= 3, n_features >= "
+                         f"{min_features}); got shape {A.shape}.")
+    if not np.all(np.isfinite(A)):
+        raise ValueError("X must be finite to build the known models.")
+    if y is not None:
+        y = np.asarray(y)
+        if y.shape != (A.shape[0],):
+            raise ValueError(f"y must have shape ({A.shape[0]},); got {y.shape}.")
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("y must be numeric: the known models are regressors.") from None
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y must be finite to build the known models.")
+    return A, y
+
+
+def _standardised(A):
+    mean = A.mean(axis=0)
+    sd = A.std(axis=0)
+    live = sd > 1e-8 * (1.0 + np.abs(mean))  # numerically constant columns carry no signal
+    Z = np.where(live, (A - mean) / np.where(live, sd, 1.0), 0.0)
+    return Z, np.where(live, sd, np.inf)
+
+
+def _special_features(structure, n_features, features, rng):
+    if structure == "additive":
+        return ()
+    need = 1 if structure == "dummy" else 2
+    if features is None:
+        return tuple(int(j) for j in rng.permutation(n_features)[:need])
+    features = tuple(int(j) for j in np.atleast_1d(features))
+    if len(features) != need or len(set(features)) != need or not all(
+            0 <= j < n_features for j in features):
+        raise ValueError(f"structure={structure!r} needs features= {need} distinct column "
+                         f"index(es) below {n_features}; got {features}.")
+    return features
+
+
+def make_known_model(X, y=None, *, family="forest", structure="additive", features=None,
+                     random_state=0):
+    """Fit a regressor whose attributions are known in closed form.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n_samples, n_features), numeric
+        The data; a DataFrame keeps its column names (the models are fitted on a
+        DataFrame too).
+    y : array-like of shape (n_samples,) or None, default=None
+        Targets the model is fitted to (a linear model, each tree of a forest on its own
+        component's columns, or a boosted model under interaction constraints). ``None``:
+        a smooth random target drawn from ``random_state`` (a sine and a slope per
+        feature, and the product of the planted pair). Either way a constant is added
+        (five times ``1 + std``) so that the base value is far from 0.
+    family : {"linear", "forest", "hist_gradient_boosting", "xgboost", "lightgbm"}
+        ``"forest"``: a ``RandomForestRegressor`` whose trees are each fitted on one
+        component's columns (the other columns held constant), so each tree reads one
+        feature or the planted pair. The boosted families use the libraries' interaction
+        constraints (``"xgboost"`` and ``"lightgbm"`` need those packages).
+    structure : {"additive", "dummy", "symmetric", "pair"}
+        ``"dummy"``: one feature is never read; ``"symmetric"``: the second feature of a
+        pair is made a copy of the first in the data and gets the same component
+        (``"linear"`` and ``"forest"`` only); ``"pair"``: the two features interact
+        (tree families only).
+    features : int, pair of int or None, default=None
+        The dummy feature, or the symmetric or planted pair; ``None`` draws them.
+    random_state : int, default=0
+
+    Returns
+    -------
+    KnownModel
+    """
+    if family not in _FAMILIES:
+        raise ValueError(f"family must be one of {_FAMILIES}; got {family!r}.")
+    if structure not in _SUPPORTED[family]:
+        raise ValueError(f"A {family} model supports the structures {_SUPPORTED[family]}; "
+                         f"got structure={structure!r}.")
+    A, y = _check_data(X, y, 1 if structure == "additive" else 2)
+    A = A.copy()
+    n, M = A.shape
+    rng = np.random.default_rng(random_state)
+    seed = int(rng.integers(0, 2**31 - 1))
+    special = _special_features(structure, M, features, rng)
+    if structure == "symmetric":
+        A[:, special[1]] = A[:, special[0]]
+    Z, sd = _standardised(A)
+    # the synthetic components, one per feature, and the planted pair's interaction
+    amp = rng.uniform(0.5, 2.0, M) * rng.choice([-1.0, 1.0], M)
+    freq, phase = rng.uniform(0.5, 1.5, M), rng.uniform(0, 2 * np.pi, M)
+    slope = rng.uniform(-1.0, 1.0, M)
+    if structure == "symmetric":
+        a, b = special
+        amp[b], freq[b], phase[b], slope[b] = amp[a], freq[a], phase[a], slope[a]
+    comps = amp * np.sin(freq * Z + phase) + slope * Z
+    dummy = [special[0]] if structure == "dummy" else []
+    comps[:, dummy] = 0.0
+    if structure == "pair":
+        comps[:, special[0]] += rng.uniform(1.0, 2.0) * Z[:, special[0]] * Z[:, special[1]]
+    total = comps.sum(axis=1) if y is None else y
+    shift = 5.0 * (1.0 + float(np.std(total)))
+    if structure == "pair":
+        components = [tuple(sorted(special))] + [(j,) for j in range(M) if j not in special]
+    else:
+        components = [(j,) for j in range(M) if j not in dummy]
+    sym = [tuple(special)] if structure == "symmetric" else []
+    Xk = _like(X, A)
+    if family == "linear":
+        model = _linear_model(Xk, A, y, amp, sd, slope, dummy, sym, shift)
+    elif family == "forest":
+        model = _forest_model(Xk, A, y, comps, components, shift, seed)
+    else:
+        train = A.copy()
+        train[:, dummy] = 0.0  # a constant column is never split on
+        model = _boosted_model(family, _like(X, train), total + shift, components, M, seed)
+    return KnownModel(model, Xk, family, structure, components, dummy, sym)
+
+
+def _linear_model(Xk, A, y, amp, sd, slope, dummy, sym, shift):
+    from sklearn.linear_model import LinearRegression
+
+    if y is None:
+        coef = (amp + slope) / sd  # 0 for a constant column (sd = inf)
+        model = LinearRegression().fit(Xk, A @ coef + shift)
+        model.coef_, model.intercept_ = coef, shift
+    else:
+        model = LinearRegression().fit(Xk, y + shift)
+        model.coef_ = np.array(model.coef_, dtype=np.float64)
+    model.coef_[dummy] = 0.0
+    for a, b in sym:
+        model.coef_[a] = model.coef_[b] = 0.5 * (model.coef_[a] + model.coef_[b])
+    return model
+
+
+def _forest_model(Xk, A, y, comps, components, shift, seed):
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    trees = []
+    for G in components:
+        masked = np.zeros_like(A)
+        masked[:, list(G)] = A[:, list(G)]  # the tree can only split on G's columns
+        target = (comps[:, list(G)].sum(axis=1) if y is None else y) + shift
+        trees.append(DecisionTreeRegressor(max_depth=3 + (len(G) > 1), random_state=seed)
+                     .fit(_like(Xk, masked), target))
+    target = (comps.sum(axis=1) if y is None else y) + shift
+    forest = RandomForestRegressor(n_estimators=len(trees), max_depth=1, bootstrap=False,
+                                   random_state=seed).fit(Xk, target)
+    forest.estimators_ = trees  # the forest averages the component trees
+    return forest
+
+
+def _boosted_model(family, Xtrain, target, components, n_features, seed):
+    groups = [list(G) for G in components]
+    groups += [[j] for j in range(n_features) if all(j not in G for G in components)]
+    if family == "hist_gradient_boosting":
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        model = HistGradientBoostingRegressor(
+            max_iter=25, learning_rate=0.3, max_leaf_nodes=8, min_samples_leaf=3,
+            interaction_cst=groups, early_stopping=False, random_state=seed)
+    elif family == "xgboost":
+        from ._utils import import_optional
+
+        xgb = import_optional("xgboost")
+        model = xgb.XGBRegressor(n_estimators=25, max_depth=3, learning_rate=0.3,
+                                 interaction_constraints=str(groups), n_jobs=1,
+                                 random_state=seed)
+    else:
+        from ._utils import import_optional
+
+        lgb = import_optional("lightgbm")
+        model = lgb.LGBMRegressor(n_estimators=25, num_leaves=8, min_child_samples=3,
+                                  interaction_constraints=groups, verbose=-1, n_jobs=1,
+                                  deterministic=True, force_row_wise=True,
+                                  random_state=seed)
+    return model.fit(Xtrain, target)
+
+
+def known_linear_combination(f, g, weights=None):
+    """The known model ``a f + b g`` of two known models built on the same data.
+
+    Parameters
+    ----------
+    f, g : KnownModel
+        Same family (``"linear"`` or ``"forest"``), data and components.
+    weights : pair of numbers or None, default=None
+        ``"linear"``: the coefficients ``(a, b)``, any floats (default ``(1.5, -0.5)``).
+        ``"forest"``: positive integers ``(m_f, m_g)``; the forest repeats the trees of
+        ``f`` ``m_f`` times and those of ``g`` ``m_g`` times, and since a forest averages
+        its trees, ``a = m_f T_f / T`` and ``b = m_g T_g / T`` (default ``(1, 2)``).
+
+    Returns
+    -------
+    KnownModel
+        With ``parts = [(a, f), (b, g)]``.
+    """
+    from copy import deepcopy
+
+    if f.family != g.family or f.family not in _COMBINABLE:
+        raise ValueError(f"Linear combinations are built of two 'linear' or two 'forest' "
+                         f"models; got {f.family!r} and {g.family!r}.")
+    same_data = np.shape(f.X) == np.shape(g.X) and np.array_equal(_float_array(f.X),
+                                                                   _float_array(g.X))
+    if not same_data or f.components != g.components or f.dummy_features != g.dummy_features:
+        raise ValueError("f and g must be built on the same data with the same components "
+                         "(same structure and features).")
+    model = deepcopy(f.model)
+    if f.family == "linear":
+        a, b = (1.5, -0.5) if weights is None else (float(weights[0]), float(weights[1]))
+        model.coef_ = a * f.model.coef_ + b * g.model.coef_
+        model.intercept_ = a * f.model.intercept_ + b * g.model.intercept_
+    else:
+        m_f, m_g = (1, 2) if weights is None else weights
+        if int(m_f) != m_f or int(m_g) != m_g or m_f < 1 or m_g < 1:
+            raise ValueError(f"A forest combination takes positive integer weights; got "
+                             f"{weights!r}.")
+        trees = list(f.model.estimators_) * int(m_f) + list(g.model.estimators_) * int(m_g)
+        model.estimators_ = trees
+        model.n_estimators = len(trees)
+        a = int(m_f) * len(f.model.estimators_) / len(trees)
+        b = int(m_g) * len(g.model.estimators_) / len(trees)
+    return KnownModel(model, f.X, f.family, f.structure, list(f.components),
+                      list(f.dummy_features), list(f.symmetric_pairs), [(a, f), (b, g)])
+
+
+def known_models(X=None, y=None, *, families=("linear", "forest"), structures=None,
+                 combinations=True):
+    """Hypothesis strategy of :class:`KnownModel`.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n_samples, n_features) or None, default=None
+        The data the models are built on; ``None`` draws small data sets too (8 to 30
+        rows, 2 to 5 features, values in [-100, 100]).
+    y : array-like of shape (n_samples,) or None, default=None
+        Targets (only with ``X``); see :func:`make_known_model`.
+    families : sequence of str, default=("linear", "forest")
+        Model families to draw from: ``("forest", "hist_gradient_boosting")`` for a tree
+        explainer such as :class:`~sklearn_xai.tree.TreeShapExplainer`.
+    structures : sequence of str or None, default=None
+        Structures to draw from (``None``: every one the family supports).
+    combinations : bool, default=True
+        Also draw linear combinations of two models (:func:`known_linear_combination`)
+        of the ``"linear"`` and ``"forest"`` families, which the linearity axiom needs.
+    """
+    _hypothesis()
+    from hypothesis import strategies as st
+    from hypothesis.extra.numpy import arrays
+
+    families = list(families)
+    for fam in families:
+        if fam not in _FAMILIES:
+            raise ValueError(f"Unknown family {fam!r}; choose among {_FAMILIES}.")
+    if y is not None and X is None:
+        raise ValueError("Pass X with y.")
+
+    @st.composite
+    def data(draw):
+        n = draw(st.integers(8, 30))
+        m = draw(st.integers(2, 5))
+        return draw(arrays(np.float64, (n, m), elements=st.floats(
+            -100, 100, allow_nan=False, allow_subnormal=False, width=64)))
+
+    @st.composite
+    def build(draw):
+        A = draw(data()) if X is None else X
+        fam = draw(st.sampled_from(families))
+        allowed = [s for s in _SUPPORTED[fam] if structures is None or s in structures]
+        if not allowed:
+            raise ValueError(f"No structure of {structures} is supported by {fam!r}.")
+        if np.shape(A)[1] < 2:
+            allowed = [s for s in allowed if s == "additive"]
+        structure = draw(st.sampled_from(allowed))
+        order = draw(st.permutations(range(np.shape(A)[1])))
+        feats = None if structure == "additive" else (
+            order[0] if structure == "dummy" else tuple(order[:2]))
+        seed = draw(st.integers(0, 2**31 - 1))
+        f = make_known_model(A, y, family=fam, structure=structure, features=feats,
+                             random_state=seed)
+        if combinations and fam in _COMBINABLE and draw(st.booleans()):
+            g = make_known_model(A, y, family=fam, structure=structure, features=feats,
+                                 random_state=(seed + 1) % 2**31)
+            if fam == "linear":
+                coef = st.floats(-3, 3, allow_nan=False).filter(lambda c: abs(c) > 0.1)
+                weights = (draw(coef), draw(coef))
+            else:
+                weights = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+            return known_linear_combination(f, g, weights)
+        return f
+
+    return build()
+
+
+# --------------------------------------------------------------------------- profiles
+
+
+@dataclass(frozen=True)
+class _Profile:
+    """Which known models an explainer is checked on, and which axioms hold exactly."""
+
+    name: str
+    families: tuple  # checked by default
+    structures: tuple
+    axioms: tuple
+    why_not: dict = field(default_factory=dict)
+    allowed: tuple = _FAMILIES  # that the explainer can explain
+
+
+def _explainer_profile(explainer, n_features):
+    """The table of what holds for each attribution explainer of the package.
+
+    * ``TreeShapExplainer`` (path-dependent and interventional): tree families; every
+      axiom and the closed form (its 'missing' features follow the tree covers or the
+      background, neither depends on the row).
+    * ``ShearExplainer``: every axiom on additive models; on the planted pair only with
+      ``antithetic=True`` or in its exact regime (``n_evals >= 2**n_features``).
+    * ``KnockoffSHAP(imputation="marginal")``: every axiom; the planted pair only with the
+      exact or permutation algorithm, or KernelSHAP when its budget enumerates every
+      coalition. ``imputation="knockoff"``: the knockoffs depend on the row, so the
+      closed form and symmetry do not hold; efficiency, dummy and linearity (same seed)
+      do, linearity only for a fixed budget (``n_evals="auto"`` draws as many knockoffs
+      per row as the model's errors ask for).
+    * any other attribution explainer: every axiom on every model-agnostic model.
+    """
+    mro = {c.__name__ for c in type(explainer).__mro__}
+    params = explainer.get_params(deep=False)
+    name = type(explainer).__name__
+    agnostic = ("linear", "forest")
+    no_pair = ("additive", "dummy", "symmetric")
+    if "TreeShapExplainer" in mro:
+        return _Profile(name, ("forest", "hist_gradient_boosting"), _STRUCTURES, AXIOMS,
+                        allowed=_FAMILIES[1:])
+    if "ShearExplainer" in mro:
+        n_evals = params.get("n_evals")
+        exact = isinstance(n_evals, int | np.integer) and n_evals >= 2**n_features
+        pair = exact or bool(params.get("antithetic", True))
+        return _Profile(name, agnostic, _STRUCTURES if pair else no_pair, AXIOMS)
+    if "KnockoffSHAP" in mro:
+        from .shapley._estimators import default_n_evals
+
+        algorithm = params.get("algorithm", "auto")
+        if algorithm == "auto":
+            algorithm = "exact" if n_features <= 12 else "kernel"
+        n_evals = params.get("n_evals")
+        if not isinstance(n_evals, int | np.integer):
+            n_evals = default_n_evals(algorithm, n_features) or 0
+        pair = algorithm in ("exact", "permutation") or (
+            algorithm == "kernel" and n_evals * n_features >= 2**n_features - 2)
+        structures = _STRUCTURES if pair else no_pair
+        if params.get("imputation", "knockoff") == "knockoff":
+            why = ("the knockoffs that fill the missing features depend on the explained "
+                   "row, so the attributions of a component are not g(x) plus a constant")
+            why_not = {"closed_form": why, "symmetry": why + " (nor equal for "
+                       "interchangeable features: their knockoffs differ)"}
+            axioms = ("efficiency", "dummy", "linearity")
+            if isinstance(params.get("n_evals"), str):
+                axioms = ("efficiency", "dummy")
+                why_not["linearity"] = ("n_evals='auto' chooses each row's number of "
+                                        "knockoffs from the model's own errors, so f, g and "
+                                        "a f + b g are explained with different knockoffs")
+            return _Profile(f"{name}(imputation='knockoff')", agnostic,
+                            tuple(s for s in structures if s != "symmetric"), axioms,
+                            why_not)
+        return _Profile(name, agnostic, structures, AXIOMS)
+    return _Profile(name, agnostic, _STRUCTURES, AXIOMS)
+
+
+def _resolve_axioms(axioms, profile):
+    if isinstance(axioms, str) and axioms == "all":
+        return profile.axioms
+    names = [axioms] if isinstance(axioms, str) else list(axioms)
+    for a in names:
+        if a not in AXIOMS:
+            raise ValueError(f"Unknown axiom {a!r}; choose among {AXIOMS} or 'all'.")
+        if a not in profile.axioms:
+            raise ValueError(f"The {a} axiom does not hold exactly for {profile.name}: "
+                             f"{profile.why_not.get(a, 'not applicable')}.")
+    return tuple(a for a in AXIOMS if a in names)
+
+
+def _default_models(X, y, profile, axioms, random_state):
+    rng = np.random.default_rng(random_state)
+    M = np.shape(X)[1]
+    models = []
+    for fam in profile.families:
+        structures = [s for s in _SUPPORTED[fam] if s in profile.structures
+                      and (s == "additive" or M >= 2)]
+        for structure in structures:
+            feats = None if structure == "additive" else (
+                int(rng.integers(M)) if structure == "dummy" else
+                tuple(int(j) for j in rng.permutation(M)[:2]))
+            models.append(make_known_model(X, y, family=fam, structure=structure,
+                                           features=feats,
+                                           random_state=int(rng.integers(2**31 - 1))))
+        if "linearity" in axioms and fam in _COMBINABLE:
+            structure = "pair" if "pair" in structures else "additive"
+            feats = None if structure == "additive" else tuple(
+                int(j) for j in rng.permutation(M)[:2])
+            f, g = (make_known_model(X, y, family=fam, structure=structure, features=feats,
+                                     random_state=int(rng.integers(2**31 - 1)))
+                    for _ in range(2))
+            models.append(known_linear_combination(f, g))
+    return models
+
+
+# --------------------------------------------------------------------------- the check
+
+
+def _explain_known(explainer, km, random_state, cache):
+    from sklearn.base import clone
+    from sklearn.frozen import FrozenEstimator
+
+    if id(km) in cache:
+        return cache[id(km)][1]
+    est = clone(explainer)
+    params = {"model": FrozenEstimator(km.model)}
+    rs = est.get_params(deep=False).get("random_state", 0)
+    if "random_state" in est.get_params(deep=False) and not isinstance(rs, int | np.integer):
+        params["random_state"] = int(random_state)  # linearity compares runs of one seed
+    est.set_params(**params)
+    att = est.fit(km.X).explain(km.X)
+    values = np.asarray(att.values, dtype=np.float64)
+    base = np.asarray(att.base_values, dtype=np.float64)
+    std = getattr(att, "std", None)
+    std = None if std is None else np.asarray(std, dtype=np.float64)
+    if values.ndim == 3 and values.shape[2] == 1:
+        values, base = values[:, :, 0], base.reshape(-1)
+        std = None if std is None else std[:, :, 0]
+    M = np.shape(km.X)[1]
+    if values.shape != (_n_rows(km.X), M):
+        raise ValueError(
+            f"check_explainer needs one attribution per feature and row of one output; "
+            f"{type(explainer).__name__} gave values of shape {np.shape(att.values)} for "
+            f"{_n_rows(km.X)} rows of {M} features (remove feature_groups, explain one "
+            "output).")
+    # no standard error (exact) or an unknown one (NaN): the relations must hold exactly
+    out = (values, base.reshape(-1), np.zeros_like(values) if std is None else
+           np.nan_to_num(std, nan=0.0), list(att.feature_names))
+    cache[id(km)] = (km, out)  # keeps km alive, so its id is not reused
+    return out
+
+
+def _fail(axiom, profile, km, row, where, what, got, expected, gap, tol):
+    raise AssertionError(
+        f"check_explainer: {axiom} violated by {profile.name} on the {km.description}, at "
+        f"row {row}, {where}: {what} = {got:.6g}, expected {expected:.6g} (gap {gap:.3g} > "
+        f"tolerance {tol:.3g}).")
+
+
+def _check_known(explainer, km, axioms, profile, atol, random_state, cache):
+    phi, base, std, names = _explain_known(explainer, km, random_state, cache)
+    pred = km.predict()
+    scale = max(1.0, float(np.max(np.abs(pred))), float(np.max(np.abs(base))))
+    # round-off: 1e-7 of the output, more for a model that predicts in float32
+    tol0 = max(1e-7, 128 * km.output_eps) * scale if atol is None else float(atol)
+    if "efficiency" in axioms:
+        got = base + phi.sum(axis=1)
+        gap = np.abs(got - pred)
+        tol = tol0 + _Z * np.sqrt((std**2).sum(axis=1))
+        r = int(np.argmax(gap - tol))
+        if not gap[r] <= tol[r]:
+            _fail("efficiency", profile, km, r, "all features", "base value + sum of "
+                  "attributions", got[r], pred[r], gap[r], tol[r])
+    if "dummy" in axioms:
+        for d in km.dummy_features:
+            gap, tol = np.abs(phi[:, d]), tol0 + _Z * std[:, d]
+            r = int(np.argmax(gap - tol))
+            if not gap[r] <= tol[r]:
+                _fail("dummy", profile, km, r, f"feature {names[d]!r} (never read by the "
+                      "model)", "attribution", phi[r, d], 0.0, gap[r], tol[r])
+    if "symmetry" in axioms:
+        for a, b in km.symmetric_pairs:
+            gap = np.abs(phi[:, a] - phi[:, b])
+            tol = tol0 + _Z * np.hypot(std[:, a], std[:, b])
+            r = int(np.argmax(gap - tol))
+            if not gap[r] <= tol[r]:
+                _fail("symmetry", profile, km, r, f"features {names[a]!r} and {names[b]!r} "
+                      "(interchangeable)", f"attribution of {names[a]!r}", phi[r, a],
+                      phi[r, b], gap[r], tol[r])
+    if "closed_form" in axioms:
+        effects = km.component_effects()
+        for k, G in enumerate(km.components):
+            G = list(G)
+            joint = phi[:, G].sum(axis=1)
+            resid = joint - effects[:, k]
+            const = np.median(resid)  # a broken row does not move the constant
+            gap = np.abs(resid - const)
+            tol = tol0 + _Z * np.sqrt((std[:, G] ** 2).sum(axis=1))
+            r = int(np.argmax(gap - tol))
+            if not gap[r] <= tol[r]:
+                where = (f"feature {names[G[0]]!r}" if len(G) == 1 else
+                         "features " + " + ".join(repr(names[j]) for j in G) +
+                         " (the planted pair, jointly)")
+                _fail("closed form", profile, km, r, where, "attribution",
+                      joint[r], effects[r, k] + const, gap[r], tol[r])
+    if "linearity" in axioms and km.parts:
+        expect_phi = np.zeros_like(phi)
+        expect_base = np.zeros_like(base)
+        var = std**2
+        for coef, part in km.parts:
+            p_phi, p_base, p_std, _ = _explain_known(explainer, part, random_state, cache)
+            expect_phi += coef * p_phi
+            expect_base += coef * p_base
+            var = var + coef**2 * p_std**2
+        weight = 1.0 + sum(abs(c) for c, _ in km.parts)
+        gap = np.abs(phi - expect_phi)
+        tol = weight * tol0 + _Z * np.sqrt(var)
+        r, j = np.unravel_index(int(np.argmax(gap - tol)), gap.shape)
+        if not gap[r, j] <= tol[r, j]:
+            _fail("linearity", profile, km, r, f"feature {names[j]!r}", "attribution",
+                  phi[r, j], expect_phi[r, j], gap[r, j], tol[r, j])
+        gap = np.abs(base - expect_base)
+        r = int(np.argmax(gap))
+        if not gap[r] <= weight * tol0:
+            _fail("linearity", profile, km, r, "the base value", "base value", base[r],
+                  expect_base[r], gap[r], weight * tol0)
+
+
+def check_explainer(explainer, X, y=None, *, axioms="all", atol=None, models=None,
+                    random_state=0):
+    """Check an attribution explainer on models whose attributions are known.
+
+    A clone of ``explainer`` explains each known model (its ``model`` parameter set to
+    the fitted model in a ``FrozenEstimator``; fitted on, and explaining, the model's
+    data), and every axiom that the explainer promises on that model is checked:
+
+    * ``"efficiency"``: ``base + sum(phi) == f(x)``;
+    * ``"dummy"``: a feature the model never reads gets 0;
+    * ``"symmetry"``: two interchangeable features (equal components, equal columns)
+      get equal attributions;
+    * ``"linearity"``: the attributions (and base values) of ``a f + b g`` equal ``a``
+      times those of ``f`` plus ``b`` times those of ``g``, all explained with one seed;
+    * ``"closed_form"``: the attributions of each component (a feature, or the planted
+      pair jointly) equal ``g(x) - g(z)`` plus one constant over the rows (the explainer's
+      baseline, whatever it is).
+
+    Which models and axioms apply depends on the explainer (a table in
+    :mod:`sklearn_xai.testing`): tree explainers get tree ensembles; knockoff imputation
+    depends on the row, so it is not checked for the closed form or symmetry; SHEAR
+    without antithetic pairing is not exact on the planted pair. Check an explainer in
+    the regime where it is exact, or a sampled one whose result reports standard errors
+    (``Attribution.std``): a value may then miss an exact relation by six of its
+    standard errors (an unknown, ``NaN``, standard error counts as 0).
+
+    Parameters
+    ----------
+    explainer : attribution explainer
+        An unfitted explainer with a ``model`` parameter, ``fit(X)`` and ``explain(X)``
+        returning an :class:`~sklearn_xai.Attribution` with one player per feature (a
+        subclass of :class:`sklearn_xai.base.BaseExplainer`, ours or yours). A
+        ``random_state`` that is not an int is set to ``random_state``.
+    X : array-like or DataFrame of shape (n_samples, n_features), numeric
+        Data the default known models are built on (a few dozen rows suffice: every
+        row is explained several times).
+    y : array-like of shape (n_samples,) or None, default=None
+        Targets of the known models (see :func:`make_known_model`); ``None``: synthetic.
+    axioms : "all" or iterable of str, default="all"
+        Among ``AXIOMS``; ``"all"``: every axiom the explainer promises. Asking for one it
+        does not promise is a ValueError that says why.
+    atol : float or None, default=None
+        Absolute tolerance; ``None``: ``1e-7`` times the largest model output (at least
+        1), or ``128`` float32 epsilons of it for a model that predicts in float32
+        (XGBoost).
+    models : iterable of KnownModel or None, default=None
+        The known models (e.g. drawn by :func:`known_models`; each carries its own data,
+        and ``X`` and ``y`` are then not used). ``None``: one model per family and
+        structure the explainer fits, plus a linear combination per combinable family.
+    random_state : int, default=0
+        Seeds the default models and explainers whose ``random_state`` is not an int.
+
+    Raises
+    ------
+    AssertionError
+        Naming the axiom, the explainer, the model, the row, the feature and the gap.
+    """
+    if not (hasattr(explainer, "get_params") and hasattr(explainer, "explain")
+            and "model" in explainer.get_params(deep=False)):
+        raise TypeError(f"check_explainer needs an attribution explainer with a 'model' "
+                        f"parameter and an explain method (a subclass of "
+                        f"sklearn_xai.base.BaseExplainer); got {type(explainer).__name__}.")
+    if models is None:
+        A, y = _check_data(X, y, 2)
+        width = A.shape[1]
+    else:
+        models = list(models)
+        if not models or not all(isinstance(m, KnownModel) for m in models):
+            raise TypeError("models must be a non-empty iterable of KnownModel.")
+        width = np.shape(models[0].X)[1]
+    profile = _explainer_profile(explainer, width)
+    wanted = _resolve_axioms(axioms, profile)
+    if models is None:
+        models = _default_models(X, y, profile, wanted, random_state)
+    cache = {}
+    for km in models:
+        prof = _explainer_profile(explainer, np.shape(km.X)[1])
+        if km.family not in prof.allowed or km.structure not in prof.structures:
+            raise ValueError(
+                f"{prof.name} is not checked on the {km.description}: it is checked on "
+                f"the families {prof.allowed} with the structures {prof.structures}.")
+        _check_known(explainer, km, wanted, prof, atol, random_state, cache)

@@ -355,9 +355,9 @@ def test_one_table_of_algorithms_used_by_knockoff_shap(monkeypatch):
     model = FrozenEstimator(LinearRegression().fit(X, X @ [1.0, 2.0, 3.0]))
     calls = []
     for name, fn in list(ALGORITHMS.items()):
-        def spy(game, n_evals=None, generators=None, _fn=fn, _name=name):
+        def spy(game, n_evals=None, generators=None, _fn=fn, _name=name, **kwargs):
             calls.append((_name, n_evals))
-            return _fn(game, n_evals, generators)
+            return _fn(game, n_evals, generators, **kwargs)
 
         monkeypatch.setitem(ALGORITHMS, name, spy)
     for algorithm in ["exact", "permutation", "kernel"]:
@@ -419,3 +419,46 @@ def test_n_evals_is_one_budget_unit(explainer):
         assert per_row == budget
     if explainer != "shear":
         assert att.extras["n_evaluations"] == n * per_row
+
+
+# ------------------------------------------------------------------- units and per-draw games
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_every_algorithm_returns_its_units(name):
+    """``return_units=True`` adds the independent units (None when exact) and changes
+    nothing else; the units of a sampling estimate average to it (KernelSHAP's
+    pseudo-values to about it)."""
+    game = DividendGame(5, {(0,): 1.0, (1, 2): 2.0, (0, 3, 4): -1.5}, n_rows=3)
+    budget = 2 if name == "kernel" else 8  # KernelSHAP below full enumeration
+    plain = ALGORITHMS[name](game, budget, None if name == "exact" else _gens(3))
+    phi, base, units = ALGORITHMS[name](game, budget, None if name == "exact" else _gens(3),
+                                        return_units=True)
+    np.testing.assert_array_equal(phi, plain[0])
+    np.testing.assert_array_equal(base, plain[1])
+    if name == "exact":
+        assert units is None
+        return
+    assert units.ndim == 4 and units.shape[0] == 3 and units.shape[2:] == phi.shape[1:]
+    if name == "permutation":
+        np.testing.assert_allclose(units.mean(axis=1), phi, atol=1e-12)
+    else:  # jackknife pseudo-values (checked against refits in test_error_bars.py)
+        assert units.shape[1] == 5 and np.isfinite(units).all()
+
+
+def test_per_imputation_game_averages_to_the_mean_game():
+    rng = np.random.default_rng(0)
+    X, R = rng.normal(size=(4, 3)), rng.normal(size=(4, 5, 3))
+
+    def model(Z):
+        return np.column_stack([Z[:, 0] * Z[:, 1] + Z[:, 2], np.sin(Z[:, 0])])
+
+    mean_game = ImputationGame(model, X, R)
+    per_draw = ImputationGame(model, X, R, per_imputation=True)
+    assert per_draw.n_outputs == 5 * 2
+    masks = all_masks(3)
+    v = per_draw.value(masks).reshape(4, 8, 5, 2)
+    np.testing.assert_allclose(v.mean(axis=2), mean_game.value(masks), atol=1e-12)
+    # imputation row k alone is the game of that row
+    single = ImputationGame(model, X, R[:, 2:3]).value(masks)
+    np.testing.assert_allclose(v[:, :, 2], single, atol=1e-12)
+    phi = exact_shapley(per_draw)[0].reshape(4, 3, 5, 2).mean(axis=2)
+    np.testing.assert_allclose(phi, exact_shapley(mean_game)[0], atol=1e-12)

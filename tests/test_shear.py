@@ -741,3 +741,38 @@ def test_random_cooperators_uniform_over_subsets_of_the_others():
                                   coop[[7, 3]])
     full = S._random_cooperators(P, P - 1, [0], 3)[0]
     np.testing.assert_array_equal(full, [np.delete(np.arange(P), i) for i in range(P)])
+
+
+def test_rounds_of_fresh_fills_and_their_standard_errors():
+    """Round 0 is the one-round estimate; R rounds average R independent fills, and the
+    standard error is sum_pairs w^2 var_rounds(pair) / R."""
+    rng = np.random.default_rng(0)
+    terms = {T: rng.normal(size=2) for k in (1, 2, 3) for T in itertools.combinations(range(6), k)}
+    game = DividendGame(6, terms, n_rows=2)
+    coop = S._top_k_cooperators(S._cross_contribution_finite_difference(game.value, 2, 6), 3)
+    keys = np.arange(2)
+    one, base, _ = S._shear_estimate(game.value, coop, keys, 5)
+    rounds = []
+    for r in range(4):
+        masks = S._shear_coalitions(coop, keys, S._round_seed(5, r))
+        v = game.value(masks)[:, :-2].reshape(2, 6, 8, 2, 1)
+        rounds.append(v[:, :, :, 0] - v[:, :, :, 1])            # (n, P, 2^K, O)
+    w = S._cooperator_weights(3)
+    np.testing.assert_allclose(np.einsum("t,npto->npo", w, rounds[0]), one, atol=1e-12)
+    phi, base4, _, std = S._shear_estimate(game.value, coop, keys, 5, n_rounds=4,
+                                           return_std=True)
+    np.testing.assert_allclose(base4, base)
+    np.testing.assert_allclose(phi, np.einsum("t,npto->npo", w, np.mean(rounds, axis=0)),
+                               atol=1e-12)
+    t = np.arange(4)
+    pairs = np.stack([d[:, :, t] + d[:, :, 7 - t] for d in rounds], axis=1)  # (n, R, P, 4, O)
+    var = np.einsum("u,npuo->npo", w[t] ** 2, pairs.var(axis=1, ddof=1)) / 4
+    np.testing.assert_allclose(std, np.sqrt(var), atol=1e-12)
+    assert np.all(std > 0)  # three-way terms with non-cooperators: the fills matter
+    # pairwise games are exact whatever the fill: standard errors 0, in one round or four
+    pair_game = DividendGame(6, {T: rng.normal(size=2) for k in (1, 2)
+                                 for T in itertools.combinations(range(6), k)}, n_rows=2)
+    for R in (1, 4):
+        *_, std = S._shear_estimate(pair_game.value, coop, keys, 5, n_rounds=R,
+                                    return_std=True)
+        np.testing.assert_allclose(std, 0.0, atol=1e-12)

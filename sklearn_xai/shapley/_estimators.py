@@ -9,6 +9,12 @@ row**. A sampling estimator evaluates at most ``n_evals * n_players`` coalitions
 besides the empty and the full one (evaluated once per row), so ``n_evals * n_players + 2``
 in all; one coalition evaluation costs ``n_imputations`` model rows in an
 :class:`~sklearn_xai.shapley.ImputationGame`.
+
+Standard errors. Called with ``return_units=True`` an estimator also returns its
+*independent units*, ``(n_rows, n_units, n_players, n_outputs)`` estimates whose spread
+gives the standard error of the estimate (:func:`unit_std`): the antithetic pairs of
+permutations (one unit per pair), or the jackknife pseudo-values of KernelSHAP over
+groups of complementary pairs; ``None`` when the estimate is exact.
 """
 
 from math import ceil, comb, factorial
@@ -16,7 +22,62 @@ from math import ceil, comb, factorial
 import numpy as np
 
 __all__ = ["exact_shapley", "permutation_shapley", "kernel_shapley", "all_masks",
-           "ALGORITHMS", "default_n_evals", "MAX_EXACT_PLAYERS"]
+           "ALGORITHMS", "default_n_evals", "unit_std", "crossed_std", "MAX_EXACT_PLAYERS"]
+
+# jackknife groups of KernelSHAP's complementary pairs (at most)
+MAX_JACKKNIFE_GROUPS = 64
+
+
+def unit_std(units, axis=1):
+    """Standard error of the mean of independent units: ``sd(units) / sqrt(n_units)``.
+
+    Parameters
+    ----------
+    units : ndarray
+        Unit estimates along ``axis``.
+    axis : int, default=1
+
+    Returns
+    -------
+    ndarray, ``units`` without ``axis``; NaN where there are fewer than two units.
+    """
+    units = np.asarray(units, dtype=np.float64)
+    U = units.shape[axis]
+    if U < 2:
+        return np.full(np.delete(units.shape, axis), np.nan)
+    return units.std(axis=axis, ddof=1) / np.sqrt(U)
+
+
+def crossed_std(units):
+    """Standard error of the grand mean of a crossed design of two independent sources.
+
+    ``units[:, u, k]`` is the estimate from algorithm unit ``u`` (e.g. an antithetic pair
+    of permutations) and imputation draw ``k`` (e.g. one knockoff), every unit crossed with
+    every draw. With the two-way random-effects decomposition, the variance of the grand
+    mean is ``(MS_u + MS_k - MS_e) / (U K)``, bounded below by each one-way term (each is
+    at most the true variance in expectation). One source alone is :func:`unit_std`.
+
+    Parameters
+    ----------
+    units : ndarray of shape (n_rows, U, K, ...)
+
+    Returns
+    -------
+    ndarray of shape (n_rows, ...); NaN with a single unit and a single draw.
+    """
+    units = np.asarray(units, dtype=np.float64)
+    U, K = units.shape[1], units.shape[2]
+    if U == 1:
+        return unit_std(units[:, 0], axis=1)
+    if K == 1:
+        return unit_std(units[:, :, 0], axis=1)
+    by_unit, by_draw = units.mean(axis=2), units.mean(axis=1)
+    va = by_unit.var(axis=1, ddof=1) / U
+    vb = by_draw.var(axis=1, ddof=1) / K
+    grand = by_unit.mean(axis=1)
+    resid = units - by_unit[:, :, None] - by_draw[:, None, :] + grand[:, None, None]
+    ve = (resid**2).sum(axis=(1, 2)) / ((U - 1) * (K - 1)) / (U * K)
+    return np.sqrt(np.maximum(va + vb - ve, np.maximum(va, vb)))
 
 MAX_EXACT_PLAYERS = 20
 
@@ -38,7 +99,7 @@ def _shapley_weights(n_players):
     return np.array([factorial(s) * factorial(P - s - 1) / factorial(P) for s in range(P)])
 
 
-def exact_shapley(game, n_evals=None, generators=None):
+def exact_shapley(game, n_evals=None, generators=None, *, return_units=False):
     """Exact Shapley values by evaluating all ``2**P`` coalitions once.
 
     Every coalition value is shared by all players:
@@ -49,12 +110,16 @@ def exact_shapley(game, n_evals=None, generators=None):
     game : Game with ``n_players <= 20``
     n_evals, generators : ignored
         Accepted so that every entry of :data:`ALGORITHMS` is called the same way.
+    return_units : bool, default=False
+        Also return ``None`` (an exact estimate has no sampling units).
 
     Returns
     -------
     phi : ndarray of shape (n_rows, n_players, n_outputs)
     base : ndarray of shape (n_rows, n_outputs)
         ``v(empty)``.
+    units : None
+        Only with ``return_units=True``.
 
     Notes
     -----
@@ -74,6 +139,8 @@ def exact_shapley(game, n_evals=None, generators=None):
         has_i = masks[:, i]
         coef = np.where(has_i, w[np.maximum(sizes - 1, 0)], -w[sizes])
         phi[:, i, :] = np.einsum("c,nco->no", coef, v)
+    if return_units:
+        return phi, v[:, 0, :].copy(), None
     return phi, v[:, 0, :].copy()
 
 
@@ -89,7 +156,7 @@ def _check_n_evals(n_evals):
     return int(n_evals)
 
 
-def permutation_shapley(game, n_evals, generators, antithetic=True):
+def permutation_shapley(game, n_evals, generators, antithetic=True, *, return_units=False):
     """Permutation sampling with a cached prefix walk, optionally antithetic.
 
     Each permutation walks its prefixes ``{}, {p1}, {p1, p2}, ..., all``; the empty and full
@@ -107,18 +174,25 @@ def permutation_shapley(game, n_evals, generators, antithetic=True):
         one. ``n_evals >= 2`` always affords one antithetic pair.
     generators : list of numpy.random.Generator, one per row
     antithetic : bool, default=True
+    return_units : bool, default=False
+        Also return the independent units: the mean marginal contributions of each
+        antithetic pair of permutations (of each permutation without pairing).
 
     Returns
     -------
     phi : ndarray of shape (n_rows, n_players, n_outputs)
     base : ndarray of shape (n_rows, n_outputs)
+    units : ndarray of shape (n_rows, n_units, n_players, n_outputs) or None
+        Only with ``return_units=True``; ``phi`` is their mean. ``None`` for one player
+        (exact).
     """
     P, n = game.n_players, game.n_rows
     n_evals = _check_n_evals(n_evals)
     _check_generators(generators, n)
     ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]))  # (n, 2, O)
     if P == 1:
-        return (ends[:, 1] - ends[:, 0])[:, None, :], ends[:, 0].copy()
+        phi = (ends[:, 1] - ends[:, 0])[:, None, :]
+        return (phi, ends[:, 0].copy(), None) if return_units else (phi, ends[:, 0].copy())
     n_perm = n_evals * P // (P - 1)
     if antithetic:
         n_perm -= n_perm % 2
@@ -141,8 +215,12 @@ def permutation_shapley(game, n_evals, generators, antithetic=True):
     V[:, :, 1:P] = inner
     after = np.take_along_axis(V, (pos + 1)[..., None], axis=2)       # v(prefix with i)
     before = np.take_along_axis(V, pos[..., None], axis=2)            # v(prefix before i)
-    phi = (after - before).mean(axis=1)
-    return phi, ends[:, 0].copy()
+    contrib = after - before                                          # (n, T, P, O)
+    phi = contrib.mean(axis=1)
+    if not return_units:
+        return phi, ends[:, 0].copy()
+    units = contrib.reshape(n, n_perm // 2, 2, P, O).mean(axis=2) if antithetic else contrib
+    return phi, ends[:, 0].copy(), units
 
 
 def _kernel_size_probs(P):
@@ -151,7 +229,7 @@ def _kernel_size_probs(P):
     return s, w / w.sum()
 
 
-def kernel_shapley(game, n_evals, generators):
+def kernel_shapley(game, n_evals, generators, *, return_units=False):
     """KernelSHAP: paired coalition sampling and least squares with exact efficiency.
 
     Coalition sizes are drawn from the Shapley kernel distribution ``p(s) ~ (P-1)/(s(P-s))``
@@ -171,11 +249,19 @@ def kernel_shapley(game, n_evals, generators):
         (rounded down to an even number: they come in complementary pairs) besides the
         empty and the full one.
     generators : list of numpy.random.Generator, one per row
+    return_units : bool, default=False
+        Also return the jackknife pseudo-values over ``G = min(n_pairs, 64)`` groups of
+        complementary pairs (pair ``k`` in group ``k mod G``): ``G phi - (G - 1)
+        phi_(-g)``, with ``phi_(-g)`` the constrained fit without group ``g``; the spread
+        of the pseudo-values gives the jackknife standard error.
 
     Returns
     -------
     phi : ndarray of shape (n_rows, n_players, n_outputs)
     base : ndarray of shape (n_rows, n_outputs)
+    units : ndarray of shape (n_rows, G, n_players, n_outputs) or None
+        Only with ``return_units=True``; ``None`` when the budget enumerates every
+        coalition (exact).
     """
     P, n = game.n_players, game.n_rows
     n_evals = _check_n_evals(n_evals)
@@ -183,7 +269,8 @@ def kernel_shapley(game, n_evals, generators):
     ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]))
     v0, v1 = ends[:, 0], ends[:, 1]
     if P == 1:
-        return (v1 - v0)[:, None, :], v0.copy()
+        phi = (v1 - v0)[:, None, :]
+        return (phi, v0.copy(), None) if return_units else (phi, v0.copy())
     n_sample = n_evals * P
     if n_sample >= 2**P - 2:
         masks = all_masks(P)[1:-1]
@@ -209,23 +296,33 @@ def kernel_shapley(game, n_evals, generators):
                     masks[r, 2 * k, rng.choice(players, size=s, replace=False)] = True
             masks[r, 1::2] = ~masks[r, 0::2]
         vals = game.value(masks)
-        return _constrained_wls(masks, vals, np.ones((n, 2 * n_pairs)), v0, v1,
-                                active), v0.copy()
-    return _constrained_wls(masks, vals, weights, v0, v1), v0.copy()
+        groups = None
+        if return_units:
+            groups = (np.arange(2 * n_pairs) // 2) % max(1, min(n_pairs, MAX_JACKKNIFE_GROUPS))
+        phi, units = _constrained_wls(masks, vals, np.ones((n, 2 * n_pairs)), v0, v1,
+                                      active, groups)
+        return (phi, v0.copy(), units) if return_units else (phi, v0.copy())
+    phi, _ = _constrained_wls(masks, vals, weights, v0, v1)
+    return (phi, v0.copy(), None) if return_units else (phi, v0.copy())
 
 
 def comb_array(P, sizes):
     return np.array([comb(P, int(s)) for s in sizes], dtype=np.float64)
 
 
-def _constrained_wls(masks, vals, weights, v0, v1, active=None):
+def _constrained_wls(masks, vals, weights, v0, v1, active=None, groups=None):
     """Solve min sum_c w_c (v_c - v0 - z_c.phi)^2 subject to sum(phi) = v1 - v0, per row.
 
     Players outside ``active`` (n, P) get phi = 0 and are left out of the regression.
+    With ``groups`` (the jackknife group of each coalition, shape (C,)), also return the
+    jackknife pseudo-values (n, G, P, O) of deleting one group at a time (from the normal
+    equations less the group's share); else ``None``.
     """
     n, _, P = masks.shape
     O = vals.shape[-1]
     phi = np.zeros((n, P, O))
+    G = 0 if groups is None else int(groups.max()) + 1
+    units = None if groups is None else np.zeros((n, G, P, O))
     for r in range(n):
         cols = np.arange(P) if active is None else np.flatnonzero(active[r])
         delta = v1[r] - v0[r]                                 # (O,)
@@ -233,6 +330,8 @@ def _constrained_wls(masks, vals, weights, v0, v1, active=None):
             continue
         if cols.size == 1:
             phi[r, cols[0]] = delta
+            if units is not None:
+                units[r, :, cols[0]] = delta
             continue
         Z = masks[r][:, cols].astype(np.float64)
         y = vals[r] - v0[r]                                   # (C, O)
@@ -242,13 +341,26 @@ def _constrained_wls(masks, vals, weights, v0, v1, active=None):
         sol, *_ = np.linalg.lstsq(A * sw, b * sw, rcond=None)
         phi[r, cols[:-1]] = sol
         phi[r, cols[-1]] = delta - sol.sum(axis=0)
-    return phi
+        if units is None:
+            continue
+        Aw, bw = A * sw, b * sw
+        member = (groups[None, :] == np.arange(G)[:, None]).astype(np.float64)  # (G, C)
+        M_out = np.einsum("gc,ci,cj->gij", member, Aw, Aw)
+        rhs_out = np.einsum("gc,ci,co->gio", member, Aw, bw)
+        # the fit without group g, from the normal equations less the group's share (a
+        # pseudo-inverse: a group may leave too few coalitions to pin every player)
+        leave = np.linalg.pinv((Aw.T @ Aw)[None] - M_out) @ ((Aw.T @ bw)[None] - rhs_out)
+        pseudo = G * sol[None] - (G - 1) * leave                     # (G, p, O)
+        units[r][:, cols[:-1]] = pseudo
+        units[r][:, cols[-1]] = delta[None, :] - pseudo.sum(axis=1)
+    return phi, units
 
 
 # The one table of Shapley algorithms: name -> ``fn(game, n_evals, generators) -> (phi, base)``
 # with ``n_evals`` in coalition evaluations per player and row (ignored by "exact") and one
-# random generator per row (``None`` for "exact"). SHEAR is its own algorithm (it chooses
-# cooperators before coalitions) and is not an entry.
+# random generator per row (``None`` for "exact"); ``fn(..., return_units=True)`` also
+# returns the independent units of the estimate (``None`` when exact). SHEAR is its own
+# algorithm (it chooses cooperators before coalitions) and is not an entry.
 ALGORITHMS = {
     "exact": exact_shapley,
     "permutation": permutation_shapley,

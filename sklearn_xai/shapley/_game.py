@@ -134,6 +134,12 @@ class ImputationGame(Game):
         Players as groups of columns; ``None`` makes each column a player.
     batch_size : int, default=65536
         Largest number of model rows per call of ``model_fn``.
+    per_imputation : bool, default=False
+        Return the value of every imputation row instead of their mean: ``n_outputs`` is
+        then ``n_imputations * n_model_outputs``, output ``k * n_model_outputs + o`` the
+        model output ``o`` with imputation row ``k``. Every estimator is linear in the
+        game, so the Shapley values of the mean game are the mean of these, and their
+        spread over ``k`` is the error from drawing the imputation rows (e.g. knockoffs).
 
     Attributes
     ----------
@@ -143,7 +149,8 @@ class ImputationGame(Game):
         rows).
     """
 
-    def __init__(self, model_fn, X, imputation, groups=None, batch_size=65536):
+    def __init__(self, model_fn, X, imputation, groups=None, batch_size=65536,
+                 per_imputation=False):
         self.model_fn = model_fn
         self.X = np.asarray(X)
         if self.X.ndim != 2:
@@ -166,6 +173,7 @@ class ImputationGame(Game):
             np.asarray(g, dtype=np.intp) for g in groups]
         self._G = group_matrix(self.groups, n_features)
         self.batch_size = int(batch_size)
+        self.per_imputation = bool(per_imputation)
         self.n_evaluations = 0
         self._n_outputs = None
 
@@ -223,7 +231,8 @@ class ImputationGame(Game):
                 hybrid = np.where(fm[:, :, None, :], x, R)             # (r, c, K, M)
                 flat = hybrid.reshape(-1, self.n_features)
                 y = np.asarray(self.model_fn(flat), dtype=np.float64)
-                y = y.reshape(rsel.size, c1 - c0, K, -1).mean(axis=2)
+                y = y.reshape(rsel.size, c1 - c0, K, -1)
+                y = y.reshape(rsel.size, c1 - c0, -1) if self.per_imputation else y.mean(axis=2)
                 if out is None:
                     out = np.empty((row_ids.size, n_coal, y.shape[-1]))
                 out[r0:r0 + rsel.size, c0:c1] = y

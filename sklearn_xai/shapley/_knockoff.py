@@ -27,12 +27,25 @@ from ..base import (
     resolve_feature_groups,
 )
 from ..knockoffs import GaussianKnockoffs, SequentialKnockoffs
-from ._estimators import ALGORITHMS, MAX_EXACT_PLAYERS, all_masks, default_n_evals
+from ._estimators import (
+    ALGORITHMS,
+    MAX_EXACT_PLAYERS,
+    all_masks,
+    crossed_std,
+    default_n_evals,
+    unit_std,
+)
 from ._game import Game, ImputationGame
 
 __all__ = ["KnockoffSHAP", "KnockoffSAGE"]
 
 MAX_AUTO_EXACT = 12
+# n_evals="auto": at least this many units (antithetic pairs of permutations, KernelSHAP's
+# jackknife groups) and knockoffs before a row may stop, so that the standard errors it
+# stops on are calibrated; caps on the budget and on the knockoffs (times n_knockoffs)
+AUTO_MIN_UNITS = 32
+MAX_AUTO_N_EVALS = 1024
+MAX_AUTO_KNOCKOFF_FACTOR = 16
 # permutation rounds of KnockoffSAGE when n_permutations=None (a ConvergenceWarning if hit)
 MAX_PERMUTATION_ROUNDS = 1000
 # standard errors below this times the largest loss count as 0 (round-off) in the SAGE
@@ -172,6 +185,23 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         ``n_evals * P`` coalitions (exact enumeration once that covers all of them).
         ``None``: ``2 + ceil(2048 / P)`` for KernelSHAP (about shap's ``2 P + 2048``
         coalitions) and 32 for permutation sampling. Ignored by ``"exact"``.
+        ``"auto"``: per row, start from 32 units at least (antithetic pairs of
+        permutations, ``n_evals=64`` for many players; KernelSHAP's jackknife groups,
+        ``n_evals=16`` from four players) and ``max(n_knockoffs, 32)`` knockoffs, so that
+        the standard errors it stops on are calibrated, and double the budget of the
+        larger error source, the sampling's ``n_evals`` or (knockoff imputation) the
+        number of knockoffs, until every standard error of the row is at most ``tol``
+        times the row's range of attributions, or both caps are reached
+        (``n_evals <= MAX_AUTO_N_EVALS = 1024``; at most ``MAX_AUTO_KNOCKOFF_FACTOR = 16``
+        times ``n_knockoffs``; a ``ConvergenceWarning`` counts the rows stopped there).
+        With the exact algorithm only the knockoffs grow. Each step recomputes the rows
+        still running from scratch (their draws are keyed by the row), so a row costs at
+        most twice its final budget and its result depends only on ``random_state`` and
+        the row; ``extras["n_evals"]`` and ``extras["n_knockoffs"]`` hold each row's
+        final budget.
+    tol : float > 0, default=0.05
+        Tolerance of ``n_evals="auto"``, relative to each row's range of attributions
+        (``max - min`` over players); ignored otherwise.
     imputation : {"knockoff", "marginal"}, default="knockoff"
         ``"marginal"`` fills absent features from the ``background`` rows instead
         (ordinary marginal SHAP with the same algorithm), for comparison.
@@ -205,7 +235,7 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
     output_names_ : list of str
     algorithm_ : str
         The algorithm ``"auto"`` resolved to.
-    n_evals_ : int or None
+    n_evals_ : int, "auto" or None
         Coalition evaluations per player and row of the sampling algorithm (``None`` for
         exact).
     reference_ : ndarray of shape (1, n_features)
@@ -218,6 +248,16 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
     ``n_samples * (n_evals * P + 2) * K`` model rows (``2**P`` coalitions per row for the
     exact algorithm). ``extras["n_evaluations"]`` of the result counts the coalition
     evaluations.
+
+    Standard errors (``Attribution.std``) measure the distance to the values with an
+    unlimited budget: of the sampling algorithm (its units: antithetic pairs of
+    permutations, or KernelSHAP's jackknife groups of complementary pairs;
+    ``extras["n_units"]`` of them) and, with knockoff imputation, of the ``K`` knockoff
+    draws (the values are the mean of the Shapley values of the ``K`` one-knockoff games,
+    so their spread over the knockoffs measures it; crossed with the sampling units in a
+    two-way random-effects estimate). ``None`` for exact values with marginal imputation.
+    With fewer than about 30 units (or knockoffs) ``values +- 1.96 std`` covers a bit
+    less than 95 % (a t quantile is wider).
     """
 
     _parameter_constraints: dict = {
@@ -225,7 +265,8 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         "sampler": [HasMethods(["fit", "sample"]), None],
         "n_knockoffs": [Interval(Integral, 1, None, closed="left")],
         "algorithm": [StrOptions({"auto", *ALGORITHMS})],
-        "n_evals": [Interval(Integral, 2, None, closed="left"), None],
+        "n_evals": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
+        "tol": [Interval(Real, 0, None, closed="neither")],
         "imputation": [StrOptions({"knockoff", "marginal"})],
         "background": ["array-like", None],
         "feature_groups": "no_validation",
@@ -251,12 +292,14 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         from sklearn.linear_model import LinearRegression
 
         return [lambda: cls(LinearRegression(), n_knockoffs=2, algorithm="permutation",
-                            n_evals=8, random_state=0)]
+                            n_evals=8, random_state=0),
+                lambda: cls(LinearRegression(), n_knockoffs=2, algorithm="kernel",
+                            n_evals="auto", tol=0.3, random_state=0)]
 
     def __init__(self, model=None, *, sampler=None, n_knockoffs=10, algorithm="auto",
-                 n_evals=None, imputation="knockoff", background=None, feature_groups=None,
-                 response_method="auto", target=None, batch_size=8192, n_jobs=None,
-                 random_state=None):
+                 n_evals=None, tol=0.05, imputation="knockoff", background=None,
+                 feature_groups=None, response_method="auto", target=None, batch_size=8192,
+                 n_jobs=None, random_state=None):
         self.model = model
         self.sampler = sampler
         self.n_knockoffs = n_knockoffs
@@ -264,6 +307,7 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         self.background = background
         self.algorithm = algorithm
         self.n_evals = n_evals
+        self.tol = tol
         self.feature_groups = feature_groups
         self.response_method = response_method
         self.target = target
@@ -296,6 +340,8 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         self.algorithm_ = algorithm
         if algorithm == "exact":
             self.n_evals_ = None
+        elif self.n_evals == "auto":
+            self.n_evals_ = "auto"
         elif self.n_evals is not None:
             self.n_evals_ = int(self.n_evals)
         else:
@@ -309,29 +355,177 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         seed = draw_base_seed(self.random_state)
         ko_seed = _sub_seed(seed, 1)
         keys = row_keys(data)
+        auto = self.n_evals == "auto"
 
         def run(rows):
-            if self.imputation == "knockoff":
-                ko = _draw_knockoffs(self.sampler_, take_rows(X, rows), self.n_knockoffs,
-                                     ko_seed, keys[rows])
-            else:
-                ko = self.background_
-            game = ImputationGame(self.model_fn_, data[rows], ko, groups=self.groups_,
-                                  batch_size=self.batch_size)
-            gens = None if self.algorithm_ == "exact" else row_generators(seed, keys[rows])
-            phi, base = ALGORITHMS[self.algorithm_](game, self.n_evals_, gens)
-            return phi, base, game.n_evaluations
+            idx = np.arange(rows.start, rows.stop)
+            if not auto:
+                return self._explain_rows(X, data, keys, idx, seed, ko_seed,
+                                          self.n_evals_, self.n_knockoffs)
+            return self._auto_rows(X, data, keys, idx, seed, ko_seed)
 
         parts = self._map_batches(run, data.shape[0])
         phi = np.concatenate([p[0] for p in parts])
         base = np.concatenate([p[1] for p in parts])
+        std = None if parts[0][2] is None else np.concatenate([p[2] for p in parts])
         if phi.shape[2] == 1:
             phi, base = phi[:, :, 0], base[:, 0]
+            std = None if std is None else std[:, :, 0]
         extras = {"algorithm": self.algorithm_, "imputation": self.imputation,
                   "n_knockoffs": self.n_knockoffs,
-                  "n_evaluations": int(sum(p[2] for p in parts))}
+                  "n_evaluations": int(sum(p[3] for p in parts)),
+                  "n_units": int(parts[0][4])}
+        if auto:
+            budget = np.concatenate([p[5] for p in parts])
+            if self.algorithm_ != "exact":
+                extras["n_evals"] = budget[:, 0]
+            if self.imputation == "knockoff":
+                extras["n_knockoffs"] = budget[:, 1]
+            capped = int(np.sum(~np.concatenate([p[6] for p in parts])))
+            if capped:
+                warnings.warn(
+                    f"KnockoffSHAP(n_evals='auto') stopped {capped} row(s) at the caps "
+                    f"(n_evals <= MAX_AUTO_N_EVALS = {MAX_AUTO_N_EVALS}, n_knockoffs <= "
+                    f"{MAX_AUTO_KNOCKOFF_FACTOR} * n_knockoffs); their standard errors may "
+                    f"exceed tol={self.tol} times their range of attributions. Pass a "
+                    "larger tol.", ConvergenceWarning, stacklevel=3)
         return Attribution(phi, base, data, list(self.player_names_),
-                           list(self.output_names_), extras)
+                           list(self.output_names_), extras, std)
+
+    def _explain_rows(self, X, data, keys, idx, seed, ko_seed, n_evals, n_knockoffs,
+                      parts=False):
+        """Values, base values and standard errors of the rows ``idx`` (positions in
+        ``data``), in sub-batches whose per-knockoff coalition values stay below about 16M
+        floats (a row's result does not depend on its batch). With ``parts``, also the
+        variances of the sampling and of the knockoff draws, per row."""
+        P = len(self.groups_)
+        knockoffs = self.imputation == "knockoff"
+        K = n_knockoffs if knockoffs else 1
+        coalitions = 2**P if self.algorithm_ == "exact" else n_evals * P + 2
+        step = max(1, 2**24 // max(coalitions * K * len(self.output_names_), 1))
+        outs = [self._run_rows(X, data, keys, idx[a:a + step], seed, ko_seed, n_evals,
+                               n_knockoffs)
+                for a in range(0, len(idx), step)]
+        cat = [None if outs[0][i] is None else np.concatenate([o[i] for o in outs])
+               for i in (0, 1, 2, 5, 6)]
+        result = (cat[0], cat[1], cat[2], sum(o[3] for o in outs), outs[0][4])
+        return result + (cat[3], cat[4]) if parts else result
+
+    def _run_rows(self, X, data, keys, idx, seed, ko_seed, n_evals, n_knockoffs):
+        knockoffs = self.imputation == "knockoff"
+        n_out = len(self.output_names_)
+        if knockoffs:
+            ko = _draw_knockoffs(self.sampler_, take_rows(X, idx), n_knockoffs, ko_seed,
+                                 keys[idx])
+        else:
+            ko = self.background_
+        # knockoffs: one output per knockoff, so that their spread gives the error of the
+        # knockoff draws (the Shapley values of the mean game are their mean)
+        game = ImputationGame(self.model_fn_, data[idx], ko, groups=self.groups_,
+                              batch_size=self.batch_size, per_imputation=knockoffs)
+        gens = None if self.algorithm_ == "exact" else row_generators(seed, keys[idx])
+        phi, base, units = ALGORITHMS[self.algorithm_](game, n_evals, gens,
+                                                       return_units=True)
+        n, P = phi.shape[:2]
+        n_units = 0 if units is None else units.shape[1]
+        if not knockoffs:
+            std = None if units is None else unit_std(units)
+            var_s = np.zeros(n) if std is None else np.nan_to_num(
+                std**2, nan=np.inf).max(axis=(1, 2))
+            return phi, base, std, game.n_evaluations, n_units, var_s, np.zeros(n)
+        K = game.n_imputations
+        per_draw = phi.reshape(n, P, K, n_out)
+        crossed = (per_draw[:, None] if units is None else
+                   units.reshape(n, n_units, P, K, n_out)).transpose(0, 1, 3, 2, 4)
+        std = crossed_std(crossed)                                  # (n, P, O)
+        # which source dominates: the sampling (spread over units) or the knockoffs
+        var_s = np.nan_to_num(unit_std(crossed.mean(axis=2)) ** 2, nan=np.inf).max(
+            axis=(1, 2)) if n_units else np.zeros(n)
+        var_k = np.nan_to_num(unit_std(crossed.mean(axis=1)) ** 2, nan=np.inf).max(
+            axis=(1, 2))
+        return (per_draw.mean(axis=2), base.reshape(n, K, n_out).mean(axis=1), std,
+                game.n_evaluations, n_units, var_s, var_k)
+
+    def _auto_rows(self, X, data, keys, idx, seed, ko_seed):
+        """``n_evals="auto"``: per row, double the budget of the larger error source (the
+        sampling's ``n_evals`` or, with knockoffs, the number of knockoffs) until every
+        standard error is at most ``tol`` times the row's range of attributions, or both
+        caps are reached. Each step recomputes the rows still running from scratch (their
+        draws are keyed by the row), so a row's result depends only on it and the seed,
+        and it costs at most twice its final budget."""
+        sampled = self.algorithm_ != "exact"
+        knockoffs = self.imputation == "knockoff"
+        n, P = len(idx), len(self.groups_)
+        budget = np.empty((n, 2), dtype=np.int64)
+        budget[:, 0] = _auto_start_n_evals(self.algorithm_, P) if sampled else 0
+        budget[:, 1] = max(self.n_knockoffs, AUTO_MIN_UNITS) if knockoffs else 0
+        cap = (MAX_AUTO_N_EVALS if sampled else 0,
+               max(MAX_AUTO_KNOCKOFF_FACTOR * self.n_knockoffs, budget[0, 1])
+               if knockoffs else 0)
+        out = [None] * 3
+        done = np.zeros(n, dtype=bool)
+        converged = np.zeros(n, dtype=bool)
+        evaluations = n_units = 0
+        while not done.all():
+            todo = np.flatnonzero(~done)
+            for ne, K in np.unique(budget[todo], axis=0):
+                sel = todo[(budget[todo, 0] == ne) & (budget[todo, 1] == K)]
+                phi, base, std, n_ev, units, var_s, var_k = self._explain_rows(
+                    X, data, keys, idx[sel], seed, ko_seed, int(ne) if sampled else None,
+                    int(K) if knockoffs else self.n_knockoffs, parts=True)
+                evaluations += n_ev
+                n_units = max(n_units, units)
+                for i, part in enumerate((phi, base, std)):
+                    if part is None:
+                        continue
+                    if out[i] is None:
+                        out[i] = np.zeros((n,) + part.shape[1:])
+                    out[i][sel] = part
+                if std is None:  # exact values
+                    done[sel] = converged[sel] = True
+                    continue
+                full = base + phi.sum(axis=1)
+                ok = _stop_rule(phi, std, base, full, self.tol)
+                converged[sel] |= ok
+                # a source is worth growing while it has room and an error above round-off
+                scale = np.maximum(np.max(np.abs(phi), axis=(1, 2)),
+                                   np.max(np.abs(full), axis=1))
+                floor = (1024 * np.finfo(np.float64).eps * scale) ** 2
+                more_s = sampled & (budget[sel, 0] < cap[0]) & (var_s > floor)
+                more_k = knockoffs & (budget[sel, 1] < cap[1]) & (var_k > floor)
+                grow_s = more_s & (~more_k | (var_s >= var_k))
+                grow_k = more_k & ~grow_s
+                up_s, up_k = sel[~ok & grow_s], sel[~ok & grow_k]
+                budget[up_s, 0] = np.minimum(2 * budget[up_s, 0], cap[0])
+                budget[up_k, 1] = np.minimum(2 * budget[up_k, 1], cap[1])
+                done[sel] |= ok | ~(more_s | more_k)
+        return out[0], out[1], out[2], evaluations, n_units, budget, converged
+
+
+def _auto_start_n_evals(algorithm, n_players):
+    """The smallest power of two, at least 16, that gives ``AUTO_MIN_UNITS`` units:
+    antithetic pairs of ``n_evals * P // (P - 1)`` permutations, or KernelSHAP's
+    ``n_evals * P / 2`` complementary pairs."""
+    P = max(int(n_players), 2)
+    n_evals = 16
+    while n_evals < MAX_AUTO_N_EVALS:
+        units = n_evals * P // (P - 1) // 2 if algorithm == "permutation" else \
+            n_evals * P // 2
+        if units >= AUTO_MIN_UNITS:
+            break
+        n_evals *= 2
+    return n_evals
+
+
+def _stop_rule(phi, std, base, full, tol):
+    """Rows whose every standard error is at most ``tol`` times the row's range of
+    attributions (the widest output), or round-off (``64 eps`` of the row's largest
+    value); NaN is not small."""
+    spread = np.max(np.ptp(phi, axis=1), axis=1)
+    scale = np.maximum.reduce([np.max(np.abs(phi), axis=(1, 2)),
+                               np.max(np.abs(base), axis=1), np.max(np.abs(full), axis=1)])
+    worst = np.max(np.where(np.isnan(std), np.inf, std), axis=(1, 2))
+    return worst <= np.maximum(tol * spread, 64 * np.finfo(np.float64).eps * scale)
 
 
 def _loss_values(loss, pred, y, classes):
@@ -374,6 +568,15 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
     ends the rounds when every importance is equal, e.g. for a constant model), or
     ``n_permutations`` rounds have run. With a single player the value is exact
     (``loss(empty) - loss(full)`` per row) and no rounds are run.
+
+    The standard errors of the permutation algorithm measure the distance to the exact
+    SAGE values of the explained rows (with their knockoffs, which are drawn once): each
+    row's permutations are its independent units, so from two rounds on
+    ``std = sqrt(mean_rows var_row / (n_rounds * n_samples))`` with ``var_row`` the
+    variance of a row's credits over the rounds. After one round the variance over every
+    credit is used, which also counts the differences between rows (an upper bound).
+    Those of ``algorithm="exact"`` are the spread of the rows' exact values over
+    ``sqrt(n_samples)``, the error of the mean over a sample of rows.
 
     Parameters
     ----------
@@ -672,14 +875,24 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
             if shift is None:
                 shift = credit.mean(axis=0)
                 total, total_sq = np.zeros(P), np.zeros(P)
+                row_total, row_sq = np.zeros((n, P)), np.zeros((n, P))
             credit -= shift
             total += credit.sum(axis=0)
             total_sq += (credit**2).sum(axis=0)
+            row_total += credit
+            row_sq += credit**2
             count += n
             rounds += 1
             mean = total / count
             values = shift + mean
-            if count > 1:
+            if rounds > 1:
+                # the error against the exact SAGE values of these rows (and knockoffs): a
+                # row's permutations are its independent units
+                var_rows = np.maximum(row_sq - row_total**2 / rounds, 0.0) / (rounds - 1)
+                std = np.sqrt(var_rows.mean(axis=0) / (rounds * n))
+            elif count > 1:
+                # one round: the spread over rows also counts the rows' differences (an
+                # upper bound)
                 var = np.maximum(total_sq / count - mean**2, 0.0) * count / (count - 1)
                 std = np.sqrt(var / count)
             if self.convergence_tol is not None and count > 1:

@@ -14,12 +14,14 @@ The functions in this module only choose coalitions and weights; they call a val
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from math import factorial
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -40,6 +42,11 @@ from ._estimators import ALGORITHMS
 from ._game import Game, ImputationGame
 
 # --------------------------------------------------------------------------- budget
+
+# n_evals="auto": the cooperators of n_evals=16 (K = 3), rounds of fresh fills 1, 16, 32, ...
+# up to this many (n_evals = 16 * 64 = 1024 coalition evaluations per player and row)
+AUTO_N_COOPERATORS = 3
+MAX_AUTO_ROUNDS = 64
 
 
 def _n_cooperators(n_evals: int, n_players: int) -> int:
@@ -281,22 +288,6 @@ def _shear_coalitions(cooperators, keys, seed, *, antithetic=True,
                             non_cooperators == "shapley")
 
 
-def _shear_combine(values, n_cooperators):
-    """phi_i = sum_T w(|T|) [v(T u R_T u {i}) - v(T u R_T)].
-
-    Parameters
-    ----------
-    values : ndarray of shape (n, P, 2^K, 2, n_outputs)
-
-    Returns
-    -------
-    phi : ndarray of shape (n, P, n_outputs)
-    """
-    w = _cooperator_weights(n_cooperators)
-    diff = values[:, :, :, 0] - values[:, :, :, 1]
-    return np.einsum("t,npto->npo", w, diff)
-
-
 def _redistribute(phi, total, how):
     """Spread the efficiency residual total - sum_i phi_i over the players.
 
@@ -313,30 +304,137 @@ def _redistribute(phi, total, how):
     return phi + share * resid[:, None, :]
 
 
+# the fills of round r >= 1 take their own streams (round 0 keeps the base seed's)
+_ROUND_STREAM = 2
+
+
+def _round_seed(seed, r):
+    return seed if r == 0 else int(stream_seeds(stream_seeds(seed, _ROUND_STREAM), r))
+
+
+def _shear_units(diff, n_cooperators, antithetic):
+    """SHEAR's independent units: the antithetic pairs of subsets (each subset without
+    pairing), their weights and their size classes.
+
+    Parameters
+    ----------
+    diff : ndarray of shape (n, P, 2^K, O)
+        ``v(T u R u {i}) - v(T u R)`` of every subset ``T``.
+
+    Returns
+    -------
+    units : ndarray of shape (n, P, U, O)
+        ``phi = sum_u weight_u units_u``.
+    weight : ndarray of shape (U,)
+    size_class : ndarray of shape (U,)
+        Units of one class have the same weight and fill law (the subset size, or the
+        pair's smaller size).
+    """
+    K = n_cooperators
+    w = _cooperator_weights(K)
+    size = _subset_bits(K).sum(axis=1)
+    if antithetic and K >= 1:
+        t = np.arange(2 ** (K - 1))
+        partner = 2**K - 1 - t
+        return diff[:, :, t] + diff[:, :, partner], w[t], np.minimum(size[t], size[partner])
+    return diff, w, size
+
+
+def _shear_std(rounds, weight, size_class):
+    """Standard errors of SHEAR from its units over ``R`` rounds (n, R, P, U, O).
+
+    Each unit is one draw of the random fill in its own stratum (a subset, or an
+    antithetic pair of subsets). With ``R >= 2`` rounds every stratum has ``R``
+    independent draws: ``var = sum_u weight_u^2 var_r(unit_u) / R``. With one round the
+    variance within each stratum is pooled over the strata of one size class (same weight,
+    same fill law), which also counts the differences between their means: an upper bound
+    when interactions of order three or more involve the cooperators, exact otherwise.
+    NaN where no stratum has a second draw.
+    """
+    n, R, P, U, O = rounds.shape
+    w2 = weight**2
+    if R >= 2:
+        var = np.einsum("u,npuo->npo", w2, rounds.var(axis=1, ddof=1)) / R
+        return np.sqrt(var)
+    units = rounds[:, 0]
+    ss, dof = np.zeros((n, P, O)), 0
+    for c in np.unique(size_class):
+        sel = size_class == c
+        if sel.sum() > 1:
+            block = units[:, :, sel]
+            ss += ((block - block.mean(axis=2, keepdims=True)) ** 2).sum(axis=2)
+            dof += int(sel.sum()) - 1
+    if dof == 0:
+        return np.full((n, P, O), np.nan)
+    return np.sqrt(ss / dof * w2.sum())
+
+
 def _shear_estimate(value, cooperators, keys, seed, *, antithetic=True,
-                    non_cooperators="shapley", efficiency="none"):
+                    non_cooperators="shapley", efficiency="none", n_rounds=1,
+                    return_std=False):
     """SHEAR estimates for a batch of rows from a value function.
 
     Evaluates P * 2^(K+1) + 2 coalitions per row (the SHEAR coalitions, the empty one for
-    the base value and the full one for the efficiency residual) in one call of ``value``.
+    the base value and the full one for the efficiency residual) in one call of ``value``,
+    and ``P * 2^(K+1)`` more per extra round.
+
+    Parameters
+    ----------
+    n_rounds : int, default=1
+        Independent draws of the random fill (each round all ``2^K`` subsets of every
+        player's cooperators with fresh fills; round 0 is the single-round estimate);
+        the estimate is their mean.
+    return_std : bool, default=False
+        Also return the standard errors (:func:`_shear_std`).
 
     Returns
     -------
     phi : ndarray of shape (n, P, n_outputs)
     base : ndarray of shape (n, n_outputs), v(empty)
     full : ndarray of shape (n, n_outputs), v(U)
+    std : ndarray of shape (n, P, n_outputs)
+        Only with ``return_std=True``; standard errors of ``phi`` before any efficiency
+        redistribution.
     """
     cooperators = np.asarray(cooperators, dtype=np.intp)
     n, P, K = cooperators.shape
-    masks = _shear_coalitions(cooperators, keys, seed, antithetic=antithetic,
-                              non_cooperators=non_cooperators)
-    v = np.asarray(value(masks), dtype=np.float64)
-    base, full = v[:, -2], v[:, -1]
-    pairs = v[:, :-2].reshape(n, P, 2**K, 2, v.shape[-1])
-    phi = _shear_combine(pairs, K)
+    rounds = []
+    for r in range(int(n_rounds)):
+        masks = _shear_coalitions(cooperators, keys, _round_seed(seed, r),
+                                  antithetic=antithetic, non_cooperators=non_cooperators)
+        v = np.asarray(value(masks if r == 0 else masks[:, :-2]), dtype=np.float64)
+        if r == 0:
+            base, full = v[:, -2], v[:, -1]
+            v = v[:, :-2]
+        pairs = v.reshape(n, P, 2**K, 2, v.shape[-1])
+        rounds.append(pairs[:, :, :, 0] - pairs[:, :, :, 1])
+    mean = rounds[0] if len(rounds) == 1 else np.mean(rounds, axis=0)
+    phi = np.einsum("t,npto->npo", _cooperator_weights(K), mean)
+    if return_std:
+        units = [_shear_units(d, K, antithetic) for d in rounds]
+        std = _shear_std(np.stack([u[0] for u in units], axis=1), units[0][1], units[0][2])
     if efficiency != "none":
         phi = _redistribute(phi, full - base, efficiency)
+    if return_std:
+        return phi, base, full, std
     return phi, base, full
+
+
+def _converged(phi, std, base, full, tol):
+    """Rows whose every standard error is at most ``tol`` times the row's range of
+    attributions (over players, the widest output), or round-off (``64 eps`` of the row's
+    largest value: equal attributions would otherwise never stop). NaN is not converged.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+    """
+    spread = np.max(np.ptp(phi, axis=1), axis=1)                        # (n,)
+    scale = np.maximum.reduce([np.max(np.abs(phi), axis=(1, 2)),
+                               np.max(np.abs(base), axis=1), np.max(np.abs(full), axis=1)])
+    floor = 64 * np.finfo(np.float64).eps * scale
+    worst = np.max(np.where(np.isnan(std), np.inf, std), axis=(1, 2))
+    return worst <= np.maximum(tol * spread, floor)
 
 
 # --------------------------------------------------------------------------- reference row
@@ -590,6 +688,19 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
         with and without the player (``2^(K+1) = N``). When ``N >= 2^n_players`` the
         values are exact (computed by enumerating the ``2^n_players`` coalitions once,
         which gives the same numbers as the SHEAR coalitions at a lower cost).
+        ``"auto"``: the cooperators of ``n_evals=16`` (``K = 3``) and rounds of fresh
+        random fills, 1, then 16, 32, 64 (each ``16 * n_players`` coalition evaluations),
+        per row until every standard error of the row is at most ``tol`` times the row's
+        range of attributions (one round stops only a row whose values are exact; from
+        16 rounds on each pair of subsets has enough draws for a calibrated standard
+        error), or ``MAX_AUTO_ROUNDS = 64`` rounds (``n_evals = 1024``;
+        a ``ConvergenceWarning`` names the rows stopped there). A step recomputes the
+        rows still running with the rounds so far (drawn again, identically), so a row
+        costs at most twice its final budget; ``extras["n_evals"]`` records the budget
+        each row used. The result depends only on ``random_state`` and the row.
+    tol : float > 0, default=0.05
+        Tolerance of ``n_evals="auto"``, relative to each row's range of attributions
+        (``max - min`` over players); ignored otherwise.
     reference : "mean" or array-like of shape (n_features,) or (1, n_features), default="mean"
         The reference row ``r``. ``"mean"``: numeric column means, the most frequent value
         of non-numeric columns, and for a feature group made of two-valued columns
@@ -682,17 +793,32 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
     element-wise activations by a written-out R-operator. All are exact; other modules are
     evaluated on hybrid rows built on the model's device.
 
+    Standard errors (``Attribution.std``; ``None`` in the exact regime) come from SHEAR's
+    independent units, the random fills: one per antithetic pair of subsets (per subset
+    without pairing) and per round. With two or more rounds (``n_evals="auto"``), every
+    pair has a draw per round and the variance within each is estimated directly. With
+    one round (a fixed ``n_evals``) each pair has a single draw, so the variance is pooled
+    over the pairs of one subset size, which also counts the differences between their
+    means: exact for models without interactions of order three or more (the standard
+    error is then 0, as the values are exact), an upper bound otherwise, loose when the
+    cooperators carry strong three-way interactions, and rough (few pairs share a size):
+    ``NaN`` when no two pairs do (``n_evals <= 8``). They are the errors of the values
+    before any ``efficiency`` redistribution.
+
     The values are neither guaranteed efficient nor symmetric (each player uses its own
     cooperators); see ``efficiency``. :meth:`explain` returns an
     :class:`~sklearn_xai.Attribution` whose ``extras`` hold ``"cooperators"`` (int array
     of shape (n_samples, n_players, K), the players selected for each player) and
     ``"cross_contribution"`` ((n_samples, n_players, n_players), ``-inf`` on the diagonal;
-    ``None`` for random or exact selection).
+    ``None`` for random or exact selection), ``"n_evals"`` (int array (n_samples,), the
+    coalition evaluations per player each row used: ``2^(K+1)`` times its rounds, or
+    ``2^n_players`` in the exact regime) and ``"n_rounds"`` (0 in the exact regime).
     """
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
-        "n_evals": [Interval(Integral, 2, None, closed="left")],
+        "n_evals": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
+        "tol": [Interval(Real, 0, None, closed="neither")],
         "reference": [StrOptions({"mean"}), "array-like"],
         "cooperators": [StrOptions({"auto", "hessian", "finite_difference", "random"})],
         "antithetic": ["boolean"],
@@ -730,14 +856,19 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
             # the subset / sample-order checks test that a row's draws follow its content
             lambda: cls(make_pipeline(PolynomialFeatures(degree=3, interaction_only=True),
                                       Ridge(alpha=1e-3)), n_evals=4, random_state=0),
+            # the self-stopping budget: rounds per row, which must follow the row too
+            lambda: cls(make_pipeline(PolynomialFeatures(degree=3, interaction_only=True),
+                                      Ridge(alpha=1e-3)), n_evals="auto", tol=0.3,
+                        random_state=0),
         ]
 
-    def __init__(self, model=None, *, n_evals=16, reference="mean", cooperators="auto",
-                 antithetic=True, non_cooperators="shapley", efficiency="none",
-                 feature_groups=None, response_method="auto", target=None, device=None,
-                 batch_size=128, n_jobs=None, random_state=None):
+    def __init__(self, model=None, *, n_evals=16, tol=0.05, reference="mean",
+                 cooperators="auto", antithetic=True, non_cooperators="shapley",
+                 efficiency="none", feature_groups=None, response_method="auto", target=None,
+                 device=None, batch_size=128, n_jobs=None, random_state=None):
         self.model = model
         self.n_evals = n_evals
+        self.tol = tol
         self.reference = reference
         self.cooperators = cooperators
         self.antithetic = antithetic
@@ -766,9 +897,11 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
         -------
         self
         """
-        n = int(self.n_evals)
+        auto = isinstance(self.n_evals, str)
+        n = 2 ** (AUTO_N_COOPERATORS + 1) if auto else int(self.n_evals)
         if n & (n - 1):
-            raise ValueError(f"n_evals must be a power of two (2, 4, 8, ...); got {n}.")
+            raise ValueError(f"n_evals must be a power of two (2, 4, 8, ...) or 'auto'; got "
+                             f"{n}.")
         torch_model = is_torch_model(self.model)
         plain_module = torch_model and not hasattr(_unwrap_frozen(self.model), "module_") \
             and not hasattr(_unwrap_frozen(self.model), "fit")
@@ -822,14 +955,20 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
     def _exact_regime(self):
         return self.n_cooperators_ == len(self.groups_) - 1
 
+    def _game(self, Xb, positions):
+        """The reference game of the rows ``Xb`` (``positions`` among the explained rows,
+        for error messages)."""
+        if isinstance(self.model_fn_, TorchModelFunction):
+            offset = int(np.min(positions)) if len(positions) else 0
+            return _TorchReferenceGame(self.model_fn_, Xb, self.reference_,
+                                       self.col_to_player_, len(self.groups_),
+                                       row_offset=offset)
+        return ImputationGame(self.model_fn_, Xb, self.reference_, groups=self.groups_)
+
     def _explain_batch(self, rows, Xa, keys, base_seed):
         P, K = len(self.groups_), self.n_cooperators_
         Xb = Xa[rows]
-        if isinstance(self.model_fn_, TorchModelFunction):
-            game = _TorchReferenceGame(self.model_fn_, Xb, self.reference_, self.col_to_player_,
-                                       P, row_offset=rows.start)
-        else:
-            game = ImputationGame(self.model_fn_, Xb, self.reference_, groups=self.groups_)
+        game = self._game(Xb, np.arange(rows.start, rows.stop))
         n = Xb.shape[0]
         if self._exact_regime():
             phi, base = ALGORITHMS["exact"](game)
@@ -839,7 +978,7 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
             full = game.value(np.ones((1, P), dtype=bool))[:, 0]
             if self.efficiency != "none":
                 phi = _redistribute(phi, full - base, self.efficiency)
-            return phi, base, coop, None
+            return phi, base, coop, None, None, None
         keys = keys[rows]
         eta = None
         if self.cross_contribution_ == "random":
@@ -853,10 +992,43 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
             else:
                 eta = _cross_contribution_finite_difference(game.value, n, P)
             coop = _top_k_cooperators(eta, K)
-        phi, base, _ = _shear_estimate(
-            game.value, coop, keys, base_seed, antithetic=self.antithetic,
-            non_cooperators=self.non_cooperators, efficiency=self.efficiency)
-        return phi, base, coop, eta
+        kw = {"antithetic": self.antithetic, "non_cooperators": self.non_cooperators}
+        if self.n_evals != "auto":
+            phi, base, full, std = _shear_estimate(game.value, coop, keys, base_seed,
+                                                   return_std=True, **kw)
+            rounds = np.ones(n, dtype=np.int64)
+        else:
+            phi, base, full, std, rounds = self._auto_rounds(game, Xb, rows, coop, keys,
+                                                             base_seed, kw)
+        if self.efficiency != "none":
+            phi = _redistribute(phi, full - base, self.efficiency)
+        return phi, base, coop, eta, std, rounds
+
+    def _auto_rounds(self, game, Xb, rows, coop, keys, base_seed, kw):
+        """Rounds of fresh fills (1, then 16, 32, ... up to ``MAX_AUTO_ROUNDS``) per row
+        until every standard error of the row is at most ``tol`` times the row's range of
+        attributions. One round stops only rows whose errors are round-off (exact values,
+        e.g. no interactions of order three); from 16 rounds on every antithetic pair's
+        own variance has 15 degrees of freedom at least. Each step
+        recomputes the rows still running with more rounds (the rounds' draws are keyed
+        by the row, so the first ones repeat): at most twice the final cost, and a row's
+        result depends only on the row and the seed."""
+        phi, base, full, std = _shear_estimate(game.value, coop, keys, base_seed,
+                                               return_std=True, **kw)
+        rounds = np.ones(len(keys), dtype=np.int64)
+        # one round stops only rows whose values are exact (errors at round-off): its
+        # pooled standard errors are too rough to stop on
+        todo = ~_converged(phi, std, base, full, 0.0)
+        R = 1
+        while todo.any() and R < MAX_AUTO_ROUNDS:
+            R = min(max(16, 2 * R), MAX_AUTO_ROUNDS)
+            idx = np.flatnonzero(todo)
+            sub = self._game(Xb[idx], rows.start + idx) if idx.size < len(keys) else game
+            p, _, _, s = _shear_estimate(sub.value, coop[idx], keys[idx], base_seed,
+                                         n_rounds=R, return_std=True, **kw)
+            phi[idx], std[idx], rounds[idx] = p, s, R
+            todo[idx] = ~_converged(p, s, base[idx], full[idx], self.tol)
+        return phi, base, full, std, rounds
 
     def _explain(self, X):
         Xa = as_array(X)
@@ -870,14 +1042,34 @@ class ShearExplainer(AttributionMixin, BaseExplainer):
         base = np.concatenate([p[1] for p in parts])
         coop = np.concatenate([p[2] for p in parts])
         eta = None if parts[0][3] is None else np.concatenate([p[3] for p in parts])
+        std = None if parts[0][4] is None else np.concatenate([p[4] for p in parts])
+        K = self.n_cooperators_
+        if parts[0][5] is None:  # exact: 2^P coalitions per row
+            rounds = np.zeros(Xa.shape[0], dtype=np.int64)
+            n_evals = np.full(Xa.shape[0], 2 ** len(self.groups_), dtype=np.int64)
+        else:
+            rounds = np.concatenate([p[5] for p in parts])
+            n_evals = rounds * 2 ** (K + 1)
+        if self.n_evals == "auto" and parts[0][5] is not None:
+            capped = int(np.sum(rounds >= MAX_AUTO_ROUNDS))
+            if capped:
+                warnings.warn(
+                    f"ShearExplainer(n_evals='auto') stopped {capped} row(s) at the cap of "
+                    f"MAX_AUTO_ROUNDS = {MAX_AUTO_ROUNDS} rounds (n_evals = "
+                    f"{MAX_AUTO_ROUNDS * 2 ** (K + 1)}); their standard errors may exceed "
+                    f"tol={self.tol} times their range of attributions. Pass a larger tol.",
+                    ConvergenceWarning, stacklevel=3)
         if phi.shape[2] == 1:
             phi, base = phi[:, :, 0], base[:, 0]
+            std = None if std is None else std[:, :, 0]
         return Attribution(
             values=phi, base_values=base, data=Xa, feature_names=list(self.player_names_),
             output_names=list(self.output_names_),
             extras={"cooperators": coop, "cross_contribution": eta,
                     "n_cooperators": self.n_cooperators_,
-                    "cross_contribution_method": self.cross_contribution_})
+                    "cross_contribution_method": self.cross_contribution_,
+                    "n_evals": n_evals, "n_rounds": rounds},
+            std=std)
 
     def explain(self, X):
         """SHEAR attributions of the rows of ``X``.
