@@ -53,8 +53,9 @@ __all__ = [
 
 
 class DividendGame(Game):
-    """A :class:`~sklearn_xai.shapley.Game` given by its Harsanyi dividends, one value per
-    explained row.
+    """A :class:`~sklearn_xai.shapley.Game` given by its Harsanyi dividends.
+
+    One value per explained row.
 
     Parameters
     ----------
@@ -89,14 +90,17 @@ class DividendGame(Game):
 
     @property
     def n_players(self):
+        """Number of players."""
         return self._n_players
 
     @property
     def n_rows(self):
+        """Number of explained rows."""
         return self.n_rows_
 
     @property
     def n_outputs(self):
+        """Number of values per coalition (always 1)."""
         return 1
 
     def _symmetric(self, i, j):
@@ -110,8 +114,20 @@ class DividendGame(Game):
         return True
 
     def value(self, masks, rows=None, count=True):
-        """``v(S)`` for boolean masks (C, P) or (n_rows, C, P) -> (n_rows, C, 1); see
-        :meth:`sklearn_xai.shapley.Game.value`."""
+        """Evaluate coalitions, as :meth:`sklearn_xai.shapley.Game.value`.
+
+        Parameters
+        ----------
+        masks : ndarray of bool, shape (C, P) or (n_rows, C, P)
+        rows : array-like of int or None
+            Rows to evaluate; ``None``: every row.
+        count : bool, default=True
+            Whether to add to ``n_evaluations``.
+
+        Returns
+        -------
+        ndarray of shape (n_rows, C, 1)
+        """
         masks, row_ids = self._check_masks(masks, rows)
         if masks.ndim == 2:
             masks = np.broadcast_to(masks, (row_ids.size,) + masks.shape)
@@ -306,6 +322,7 @@ def check_matches_exact(estimator, game, atol=1e-10):
 # satisfy sum_{j in G} phi_j(x) = g_G(x_G) + c_G for a constant c_G: the closed form,
 # whatever the explainer's baseline.
 
+#: The axioms :func:`check_explainer` can check.
 AXIOMS = ("efficiency", "dummy", "symmetry", "linearity", "closed_form")
 _FAMILIES = ("linear", "forest", "hist_gradient_boosting", "xgboost", "lightgbm")
 _STRUCTURES = ("additive", "dummy", "symmetric", "pair")

@@ -361,6 +361,9 @@ def _constrained_wls(masks, vals, weights, v0, v1, active=None, groups=None):
 # random generator per row (``None`` for "exact"); ``fn(..., return_units=True)`` also
 # returns the independent units of the estimate (``None`` when exact). SHEAR is its own
 # algorithm (it chooses cooperators before coalitions) and is not an entry.
+#: The Shapley algorithms by name ("exact", "permutation", "kernel"), each called as
+#: ``fn(game, n_evals, generators)`` with ``n_evals`` in coalition evaluations per player
+#: and row.
 ALGORITHMS = {
     "exact": exact_shapley,
     "permutation": permutation_shapley,

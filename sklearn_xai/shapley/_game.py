@@ -179,6 +179,7 @@ class ImputationGame(Game):
 
     @property
     def n_rows(self):
+        """Number of explained rows."""
         return self.X.shape[0]
 
     @property
@@ -187,6 +188,7 @@ class ImputationGame(Game):
 
     @property
     def n_players(self):
+        """Number of players."""
         return len(self.groups)
 
     @property

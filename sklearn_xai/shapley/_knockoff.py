@@ -816,8 +816,9 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         return losses, keys
 
     def score(self, X, y):
-        """Faithfulness correlation of the global importances on ``(X, y)`` (higher is
-        better).
+        """Faithfulness correlation of the global importances on ``(X, y)``.
+
+        Higher is better.
 
         For 64 random player subsets ``S`` (each player in with probability 1/2; the same
         subsets for every call), the Pearson correlation between the sum of the
