@@ -430,5 +430,5 @@ def test_ranker_and_regressor_output_names():
     np.testing.assert_allclose(att.values, contrib[:, :4], rtol=0, atol=1e-10)
     reg = RandomForestRegressor(3, random_state=0).fit(X, np.c_[X[:, 0], X[:, 1]])
     att = TreeShapExplainer(FrozenEstimator(reg)).fit(X).explain(X[:5])
-    assert att.output_names == ["margin[0]", "margin[1]"] and att.values.shape == (5, 4, 2)
+    assert att.output_names == ["predict[0]", "predict[1]"] and att.values.shape == (5, 4, 2)
     np.testing.assert_allclose(att.predicted(), reg.predict(X[:5]), rtol=0, atol=1e-10)
