@@ -206,11 +206,11 @@ class NeighborIndex(BaseEstimator):
         data = self._indexed()
         dist = np.empty((Q.shape[0], k))
         idx = np.empty((Q.shape[0], k), dtype=np.int64)
+        index_size = max(np.abs(self.center_).max(), 2.0 * self.scale_)
         for r, q in enumerate(Q):
             # work in units of a power of two above every magnitude involved, so no
             # difference or square overflows
-            f = _pow2_at_least(max(np.abs(q).max(), np.abs(self.center_).max(),
-                                   2.0 * self.scale_))
+            f = _pow2_at_least(max(np.abs(q).max(), index_size))
             diff = (q / f - self.center_ / f) - data * (self.scale_ / f)
             d = f * np.sqrt((diff**2).sum(axis=1))
             order = np.argsort(d, kind="stable")[:k]

@@ -1,6 +1,6 @@
 """TreeShapExplainer: exact TreeSHAP for scikit-learn, XGBoost, LightGBM and CatBoost trees."""
 
-import math
+import contextlib
 import warnings
 from numbers import Integral, Real
 
@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._explanation import Attribution
 from .._utils import batch_slices
 from ..base import AttributionMixin, BaseExplainer, _is_frame, as_array
+from ..shapley._estimators import _shapley_weights
 from ._ensemble import apply_link, predict_raw, subset_outputs, zero_fractions
 
 __all__ = ["TreeShapExplainer", "parse_model"]
@@ -491,8 +492,8 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         self.reference_ = np.nanmean(Z, axis=0)[None, :] if Z.shape[0] else None
         if self.model_output == "log_loss":
             # loss of every class label on every background row, (n_background, C)
-            self._bg_loss = _class_losses(ens, predict_raw(ens, self.background_))
-            self.expected_value_ = self._bg_loss.mean(axis=0)
+            # log_loss takes the pairwise path, so the background's margins are at hand
+            self.expected_value_ = _class_losses(ens, self._bg_raw[0]).mean(axis=0)
             self.output_names_ = ["log_loss"]
             self.algorithm_ = "enumeration"
             self.table_nbytes_ = 0
@@ -614,22 +615,17 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         # tree input is a DataFrame, else the numeric tree input
         return Z, (as_array(Xt) if _is_frame(Xt) else Z)
 
+    @contextlib.contextmanager
     def _numba_threads(self):
-        """Context manager: numba's thread count as ``n_jobs`` says, for fit-time kernels."""
-        import contextlib
-
+        """Context manager: numba's thread count as ``n_jobs`` says."""
         import numba
 
-        @contextlib.contextmanager
-        def ctx():
-            old = numba.get_num_threads()
-            numba.set_num_threads(self._threads())
-            try:
-                yield
-            finally:
-                numba.set_num_threads(old)
-
-        return ctx()
+        old = numba.get_num_threads()
+        numba.set_num_threads(self._threads())
+        try:
+            yield
+        finally:
+            numba.set_num_threads(old)
 
     def _threads(self):
         import numba
@@ -658,9 +654,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
 
         slices = batch_slices(Z.shape[0], self.batch_size)
         if self.n_jobs in (None, 1) or len(slices) == 1:
-            old = numba.get_num_threads()
-            numba.set_num_threads(self._threads())
-            try:
+            with self._numba_threads():
                 if out is None:
                     return [func(Z[s]) for s in slices]
                 for s in slices:
@@ -669,8 +663,6 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                     else:
                         out[s] = func(Z[s])
                 return out
-            finally:
-                numba.set_num_threads(old)
 
         def one_batch(rows):
             old = numba.get_num_threads()
@@ -1003,8 +995,7 @@ def _log_loss_shapley(ens, x, background, used, label):
         rows[:, players] = np.where(bits == 1, x[players], z[players])
         v = _class_losses(ens, predict_raw(ens, rows))[:, label]
         size = bits.sum(axis=1)
-        w = np.array([math.factorial(s) * math.factorial(u - s - 1) / math.factorial(u)
-                      for s in range(u)])
+        w = _shapley_weights(u)
         for i in range(u):
             without = masks[bits[:, i] == 0]
             phi[players[i]] += np.dot(w[size[without]], v[without | (1 << i)] - v[without])
