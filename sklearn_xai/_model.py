@@ -73,6 +73,11 @@ def output_names(quantity, labels=None, columns=None, width=None):
     return [f"{quantity}[{k}]" for k in columns]
 
 
+def shown_positions(idx):
+    """The first few of the integer positions ``idx``, as text."""
+    return ", ".join(str(int(i)) for i in idx[:5]) + (", ..." if len(idx) > 5 else "")
+
+
 def model_name(model):
     """The class name of a model, looking through ``FrozenEstimator``."""
     from sklearn.frozen import FrozenEstimator
@@ -123,7 +128,7 @@ def check_model_output(raw, model, method, X):
     finite = np.isfinite(out)
     if not finite.all():
         bad = np.flatnonzero(~finite.all(axis=1))
-        shown = ", ".join(str(int(i)) for i in bad[:5]) + (", ..." if bad.size > 5 else "")
+        shown = shown_positions(bad)
         raise ValueError(
             f"The model {name}'s {method} returned NaN or infinite values for "
             f"{bad.size} of {n_rows} evaluated row(s) (positions {shown} of the call); "

@@ -16,6 +16,7 @@ import threading
 import numpy as np
 
 from ._model import output_names as _output_names
+from ._model import shown_positions as _shown_positions
 
 __all__ = ["TorchModelFunction", "is_torch_model"]
 
@@ -114,11 +115,6 @@ def _eval_mode(module):
                 del _EVAL_STATE[key]
                 for m, flag in entry[1]:
                     m.training = flag
-
-
-def _shown_positions(idx):
-    """The first few of the integer positions ``idx``, as text."""
-    return ", ".join(str(int(i)) for i in idx[:5]) + (", ..." if len(idx) > 5 else "")
 
 
 def _ELEMENTWISE_ACTIVATIONS(nn):

@@ -61,7 +61,8 @@ def row_generators(base_seed, row_indices):
     ----------
     base_seed : int
     row_indices : array-like of int, shape (n_rows,)
-        Global positions of the rows in the explained ``X``.
+        One key per row: its content key (:func:`sklearn_xai._random.row_keys`) or its
+        global position in the explained ``X``.
 
     Returns
     -------

@@ -509,15 +509,11 @@ class BaseExplainer(BaseEstimator):
         """
         template = X.iloc[:0] if _is_frame(X) else None
         probe = take_rows(X, slice(0, 2))  # two rows: a per-row output shape is checkable
+        # probed once, as an array rebuilt through the template like every later call; a
+        # model that cannot take the rows is a TypeError naming it (_model.probe_model)
         self.model_fn_ = make_model_function(
-            self.model_, self.response_method, self.target, probe, template, None)
-        try:
-            self.model_fn_(as_array(probe) if template is not None else probe)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise TypeError(
-                f"The model {type(self.model_).__name__} cannot evaluate rows of X as given "
-                f"({type(exc).__name__}: {exc}). Check the column types it expects."
-            ) from exc
+            self.model_, self.response_method, self.target,
+            as_array(probe) if template is not None else probe, template, None)
         self.output_names_ = list(self.model_fn_.output_names)
         return self.model_fn_
 
