@@ -197,7 +197,11 @@ class ModelFunction:
             return X
         import pandas as pd
 
-        frame = pd.DataFrame(np.asarray(X), columns=self.template.columns)
+        X = np.asarray(X)
+        # object rows stay object (pandas would infer a string dtype and turn None into
+        # NaN, an unknown category to an encoder that learned None); astype restores dtypes
+        frame = pd.DataFrame(X, columns=self.template.columns,
+                             dtype=object if X.dtype == object else None)
         dtypes = self.template.dtypes
         for name in frame.columns:
             if frame[name].dtype != dtypes[name]:

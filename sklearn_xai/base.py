@@ -20,8 +20,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._model import RESPONSE_METHODS, make_model_function
 from ._utils import batch_slices, take_rows
 
-__all__ = ["BaseExplainer", "AttributionMixin", "RecourseMixin", "reference_row",
-           "resolve_feature_groups", "groups_from_transformer"]
+__all__ = ["BaseExplainer", "OutputExplainer", "AttributionExplainer", "AttributionMixin",
+           "RecourseMixin", "reference_row", "resolve_feature_groups", "groups_from_transformer",
+           "split_pipeline"]
 
 
 def _is_frame(X):
@@ -102,10 +103,12 @@ def reference_row(X):
     Parameters
     ----------
     X : ndarray or DataFrame of shape (n_rows, n_features)
+        Rows the reference summarises (missing values are skipped).
 
     Returns
     -------
     ndarray of shape (1, n_features)
+        float64 when every column is numeric, else object.
     """
     import pandas as pd
 
@@ -132,11 +135,15 @@ def resolve_feature_groups(feature_groups, feature_names):
         ``None``: one player per column. Otherwise every column must belong to exactly one
         group; names in a list are taken from ``feature_names``.
     feature_names : list of str, length n_features
+        Names of the columns, used to resolve names in ``feature_groups``.
 
     Returns
     -------
     groups : list of ndarray of int
+        Column indices of each player.
     group_names : list of str
+        Name of each player: the dict key, the column's name for a single column, else
+        the columns' names joined by ``+``.
     """
     names = [str(n) for n in feature_names]
     n_features = len(names)
@@ -181,6 +188,7 @@ def groups_from_transformer(transformer):
     Parameters
     ----------
     transformer : fitted ColumnTransformer, OneHotEncoder or Pipeline ending in one
+        The preprocessing whose output columns are grouped.
 
     Returns
     -------
@@ -254,8 +262,6 @@ class BaseExplainer(BaseEstimator):
 
     _parameter_constraints: dict = {
         "model": "no_validation",
-        "response_method": [StrOptions(set(RESPONSE_METHODS))],
-        "target": "no_validation",
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [None, Interval(Integral, None, -1, closed="right"),
                    Interval(Integral, 1, None, closed="left")],
@@ -315,7 +321,7 @@ class BaseExplainer(BaseEstimator):
     # -- the steps of fit -----------------------------------------------------------------
 
     def fit(self, X, y=None, **fit_params):
-        """Validate ``X``, fit or keep the model, resolve the outputs, then ``_fit``.
+        """Validate ``X``, fit or keep the model, prepare the family's state, then ``_fit``.
 
         Parameters
         ----------
@@ -328,14 +334,23 @@ class BaseExplainer(BaseEstimator):
 
         Returns
         -------
-        self
+        object
+            The fitted explainer (``self``).
         """
         self._validate_params()
         X = self._validate_X(X, reset=True)
         self._fit_model(X, y, **fit_params)
-        self._setup_outputs(X)
+        X = self._fit_family(X)
         self._fit(X, y)
         return self
+
+    def _fit_family(self, X):
+        """What the explainer's family prepares between the model and ``_fit``.
+
+        Returns the rows ``_fit`` receives. The base prepares nothing;
+        :class:`AttributionExplainer` resolves the explained space and outputs.
+        """
+        return X
 
     def _fit(self, X, y):
         """What the method learns from validated rows (the extension point of ``fit``).
@@ -343,8 +358,9 @@ class BaseExplainer(BaseEstimator):
         Parameters
         ----------
         X : ndarray or DataFrame of shape (n_samples, n_features)
-            Validated rows (a DataFrame stays a DataFrame).
+            Validated rows (a DataFrame stays a DataFrame), in the explained space.
         y : array-like or None
+            The targets given to ``fit``.
         """
 
     # -- model ----------------------------------------------------------------------------
@@ -455,14 +471,22 @@ class BaseExplainer(BaseEstimator):
                     if not allow_nan and np.isnan(col).any():
                         raise ValueError(
                             f"Input X contains NaN in column {name!r}; this model/method "
-                            f"cannot take missing values.")
+                            "cannot take missing values: impute them (e.g. a SimpleImputer "
+                            "in the model's pipeline) or drop those rows.")
             if reset:
                 self._input_template = X.iloc[:0]
             return X
         if reset:
             self._input_template = None
-        return validate_data(self, X, reset=reset, dtype=np.float64,
-                             ensure_all_finite="allow-nan" if allow_nan else True)
+        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan")
+        if not allow_nan:
+            bad = np.flatnonzero(np.isnan(X).any(axis=0))
+            if bad.size:
+                raise ValueError(
+                    f"Input X contains NaN in column {int(bad[0])}; this model/method cannot "
+                    "take missing values: impute them (e.g. a SimpleImputer in the model's "
+                    "pipeline) or drop those rows.")
+        return X
 
     def _frame_from_array(self, X):
         """Rows given as an array to an explainer fitted on a DataFrame, as that frame.
@@ -496,26 +520,6 @@ class BaseExplainer(BaseEstimator):
                     f"Column {name!r} of X cannot be converted to the dtype {dtype} it had "
                     f"in fit ({exc}); pass a DataFrame with the fitted columns.") from exc
         return frame
-
-    # -- outputs --------------------------------------------------------------------------
-
-    def _setup_outputs(self, X):
-        """Set ``model_fn_`` (the explained function) and ``output_names_``.
-
-        ``batch_size`` of an explainer counts explained rows per task (see
-        :meth:`_map_batches`); the model itself is called on whatever block a game builds
-        (an :class:`~sklearn_xai.shapley.ImputationGame` bounds it by its own
-        ``batch_size`` of model rows), so the model function is not re-batched here.
-        """
-        template = X.iloc[:0] if _is_frame(X) else None
-        probe = take_rows(X, slice(0, 2))  # two rows: a per-row output shape is checkable
-        # probed once, as an array rebuilt through the template like every later call; a
-        # model that cannot take the rows is a TypeError naming it (_model.probe_model)
-        self.model_fn_ = make_model_function(
-            self.model_, self.response_method, self.target,
-            as_array(probe) if template is not None else probe, template, None)
-        self.output_names_ = list(self.model_fn_.output_names)
-        return self.model_fn_
 
     def _feature_names(self):
         names = getattr(self, "feature_names_in_", None)
@@ -554,7 +558,8 @@ class AttributionMixin(TransformerMixin):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to explain, with the columns given to ``fit``.
 
         Returns
         -------
@@ -564,10 +569,15 @@ class AttributionMixin(TransformerMixin):
         """
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        return self._explain(X)
+        return self._explain(self._explained_rows(X))
 
     def transform(self, X):
         """Attributions as a flat array.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to explain, with the columns given to ``fit``.
 
         Returns
         -------
@@ -580,7 +590,18 @@ class AttributionMixin(TransformerMixin):
         return values
 
     def get_feature_names_out(self, input_features=None):
-        """Names of the :meth:`transform` columns: ``phi__<player>[__<output>]``."""
+        """Names of the :meth:`transform` columns: ``phi__<player>[__<output>]``.
+
+        Parameters
+        ----------
+        input_features : None
+            Ignored (the names come from the fitted players and outputs).
+
+        Returns
+        -------
+        ndarray of str of shape (n_players * n_outputs,)
+            Output-major, as :meth:`transform`'s columns.
+        """
         check_is_fitted(self)
         players = list(self.player_names_)
         if len(self.output_names_) == 1:
@@ -608,15 +629,99 @@ class AttributionMixin(TransformerMixin):
 
         Returns
         -------
-        float in [-1, 1]
+        float
+            The mean correlation, in [-1, 1].
         """
         from .metrics import faithfulness_correlation
 
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
+        X = self._explained_rows(self._validate_X(X, reset=False))
         attribution = self._explain(X)
         return faithfulness_correlation(self.model_fn_, as_array(X), attribution,
                                         self.reference_, groups=getattr(self, "groups_", None))
+
+
+class OutputExplainer(BaseExplainer):
+    """Base of the explainers of a model's outputs: explained space and outputs.
+
+    Its ``fit`` step (between the model and the subclass's ``_fit``) resolves
+    ``feature_space``: with ``"input"`` the players are the columns given to ``fit``;
+    with ``"model"`` and a :class:`~sklearn.pipeline.Pipeline` model, the rows are sent
+    through the pipeline's preprocessing steps and the players are the columns its last
+    step receives. Then ``model_fn_`` and ``output_names_`` are set from
+    ``response_method`` and ``target`` (see :func:`sklearn_xai._model.output_names`).
+    ``_fit`` and ``_explain`` receive rows in the explained space. Local attribution
+    explainers derive from :class:`AttributionExplainer`; global ones (such as
+    ``KnockoffSAGE``) from this class.
+    """
+
+    _parameter_constraints: dict = {
+        **BaseExplainer._parameter_constraints,
+        "response_method": [StrOptions(set(RESPONSE_METHODS))],
+        "target": "no_validation",
+        "feature_space": [StrOptions({"input", "model"})],
+    }
+
+    def _fit_family(self, X):
+        pre, final = split_pipeline(self.model_)
+        space = getattr(self, "feature_space", "input")
+        if space == "model" and pre is not None:
+            self.preprocessor_, self.explained_model_ = pre, final
+            self.feature_space_ = "model"
+            X = self._explained_rows(X)
+        else:
+            self.preprocessor_, self.explained_model_ = None, self.model_
+            self.feature_space_ = "input"
+        self.n_features_explained_ = X.shape[1]
+        self._setup_outputs(X)
+        return X
+
+    def _explained_rows(self, X):
+        """Validated input rows in the explained space (the preprocessing's output)."""
+        pre = getattr(self, "preprocessor_", None)
+        if pre is None:
+            return X
+        Xt = pre.transform(X)
+        if hasattr(Xt, "toarray"):  # a sparse one-hot block
+            Xt = Xt.toarray()
+        return Xt if _is_frame(Xt) else np.asarray(Xt, dtype=np.float64)
+
+    def _feature_names(self):
+        pre = getattr(self, "preprocessor_", None)
+        if pre is None:
+            return super()._feature_names()
+        try:
+            return [str(n) for n in pre.get_feature_names_out()]
+        except (AttributeError, ValueError, TypeError):
+            return [f"x{j}" for j in range(self.n_features_explained_)]
+
+    # -- outputs --------------------------------------------------------------------------
+
+    def _setup_outputs(self, X):
+        """Set ``model_fn_`` (the explained function) and ``output_names_``.
+
+        ``batch_size`` of an explainer counts explained rows per task (see
+        :meth:`_map_batches`); the model itself is called on whatever block a game builds
+        (an :class:`~sklearn_xai.shapley.ImputationGame` bounds it by its own
+        ``batch_size`` of model rows), so the model function is not re-batched here.
+        """
+        template = X.iloc[:0] if _is_frame(X) else None
+        probe = take_rows(X, slice(0, 2))  # two rows: a per-row output shape is checkable
+        # probed once, as an array rebuilt through the template like every later call; a
+        # model that cannot take the rows is a TypeError naming it (_model.probe_model)
+        self.model_fn_ = make_model_function(
+            getattr(self, "explained_model_", self.model_), self.response_method, self.target,
+            as_array(probe) if template is not None else probe, template, None)
+        self.output_names_ = list(self.model_fn_.output_names)
+        return self.model_fn_
+
+
+class AttributionExplainer(AttributionMixin, OutputExplainer):
+    """Base of the local attribution explainers (``explain``/``transform``/``score``).
+
+    Subclasses implement ``_fit(X, y)`` and ``_explain(X) -> Attribution`` on rows in the
+    explained space (see :class:`OutputExplainer`).
+    """
 
 
 class RecourseMixin(TransformerMixin):
@@ -628,9 +733,15 @@ class RecourseMixin(TransformerMixin):
     def explain(self, X):
         """Counterfactuals of the rows of ``X``.
 
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Queries, with the columns given to ``fit``.
+
         Returns
         -------
         Counterfactuals
+            The counterfactuals found for each query (see its documentation).
         """
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
@@ -638,6 +749,11 @@ class RecourseMixin(TransformerMixin):
 
     def transform(self, X):
         """The best counterfactual per row, NaN where none was found.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Queries, with the columns given to ``fit``.
 
         Returns
         -------
@@ -660,6 +776,43 @@ class RecourseMixin(TransformerMixin):
         return out
 
     def get_feature_names_out(self, input_features=None):
-        """The input feature names (a counterfactual has the query's columns)."""
+        """The input feature names (a counterfactual has the query's columns).
+
+        Parameters
+        ----------
+        input_features : None
+            Ignored (the names are those seen in ``fit``).
+
+        Returns
+        -------
+        ndarray of str of shape (n_features,)
+            The names of the columns given to ``fit`` (``x0``, ``x1``, ... for arrays).
+        """
         check_is_fitted(self)
         return np.asarray(self._feature_names(), dtype=object)
+
+
+def split_pipeline(model):
+    """``(preprocessing, final_step)`` of a (possibly frozen) model.
+
+    Parameters
+    ----------
+    model : estimator
+        A model, a :class:`~sklearn.pipeline.Pipeline` or either wrapped in
+        :class:`~sklearn.frozen.FrozenEstimator`.
+
+    Returns
+    -------
+    preprocessing : Pipeline or None
+        The steps before the last one; ``None`` for a model that is not a Pipeline of two
+        or more steps.
+    final_step : estimator
+        The last step (the model itself when it is not a Pipeline).
+    """
+    from sklearn.pipeline import Pipeline
+
+    inner = model.estimator if isinstance(model, FrozenEstimator) else model
+    if isinstance(inner, Pipeline):
+        pre = inner[:-1] if len(inner.steps) > 1 else None
+        return pre, inner.steps[-1][1]
+    return None, inner

@@ -5,24 +5,26 @@ import numpy as np
 from sklearn_xai._explanation import Attribution
 from sklearn_xai._random import row_keys
 from sklearn_xai._utils import draw_base_seed, row_generators
-from sklearn_xai.base import AttributionMixin, BaseExplainer, as_array, reference_row
+from sklearn_xai.base import AttributionExplainer, as_array, reference_row
 from sklearn_xai.shapley import ALGORITHMS, ImputationGame
 
 
-class ToyBaselineShapley(AttributionMixin, BaseExplainer):
+class ToyBaselineShapley(AttributionExplainer):
     """Baseline Shapley values against the mean reference row (exact or permutation)."""
 
-    _parameter_constraints = {**BaseExplainer._parameter_constraints,
+    _parameter_constraints = {**AttributionExplainer._parameter_constraints,
                               "algorithm": "no_validation", "n_evals": "no_validation",
                               "random_state": ["random_state"]}
 
     def __init__(self, model=None, *, algorithm="exact", n_evals=32, response_method="auto",
-                 target=None, batch_size=64, n_jobs=None, random_state=None):
+                 target=None, feature_space="input", batch_size=64, n_jobs=None,
+                 random_state=None):
         self.model = model
         self.algorithm = algorithm
         self.n_evals = n_evals
         self.response_method = response_method
         self.target = target
+        self.feature_space = feature_space
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.random_state = random_state

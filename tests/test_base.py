@@ -275,3 +275,35 @@ def test_global_importance_object():
     assert res.plot_bar() is not None
     with pytest.raises(KeyError):
         res["nope"]
+
+
+def test_object_rows_reach_a_frame_model_with_none_kept():
+    # an encoder that learned None as a category must see None, not NaN (pandas would
+    # infer a string dtype for the rebuilt frame)
+    import pandas as pd
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    X = pd.DataFrame({"c": pd.Series(["a", None, "b", "a", None, "b"] * 5, dtype=object),
+                      "x": np.arange(30, dtype=float)})
+    y = (X["x"] % 2).to_numpy()
+    model = make_pipeline(make_column_transformer(
+        (OneHotEncoder(handle_unknown="error"), ["c"]), remainder="passthrough"),
+        LinearRegression()).fit(X, y)
+    from sklearn_xai._model import make_model_function
+
+    fn = make_model_function(model, "predict", None, X.to_numpy(dtype=object)[:2],
+                             X.iloc[:0], None)
+    np.testing.assert_allclose(fn(X.to_numpy(dtype=object))[:, 0], model.predict(X))
+
+
+def test_nan_in_an_array_names_the_column_and_the_remedy():
+    X, y = make_regression(40, 4, random_state=0)
+    explainer = ToyBaselineShapley(LinearRegression()).fit(X, y)
+    bad = X[:3].copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"NaN in column 2.*impute"):
+        explainer.explain(bad)
+    with pytest.raises(ValueError, match=r"NaN in column 2.*impute"):
+        ToyBaselineShapley(LinearRegression()).fit(np.vstack([X, bad]), np.r_[y, y[:3]])

@@ -8,11 +8,11 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from sklearn_xai import Attribution
-from sklearn_xai.base import AttributionMixin, BaseExplainer, reference_row
+from sklearn_xai.base import AttributionExplainer, reference_row
 from sklearn_xai.shapley import ImputationGame, exact_shapley
 
 
-class BaselineShapley(AttributionMixin, BaseExplainer):
+class BaselineShapley(AttributionExplainer):
     """Exact Shapley values of ``v(S) = f(x_S, r_~S)`` against one reference row ``r``.
 
     Parameters
@@ -21,29 +21,28 @@ class BaselineShapley(AttributionMixin, BaseExplainer):
         The model to explain (a ``FrozenEstimator`` is explained as it is).
     reference : {"mean"}, default="mean"
         The reference row: column means (modes for categorical columns).
-    response_method, target, batch_size, n_jobs
-        As in every explainer of sklearn-xai.
+    response_method, target, feature_space, batch_size, n_jobs
+        As in every attribution explainer of sklearn-xai.
     """
 
-    _parameter_constraints = {**BaseExplainer._parameter_constraints,
+    _parameter_constraints = {**AttributionExplainer._parameter_constraints,
                               "reference": [StrOptions({"mean"})]}
 
     def __init__(self, model=None, *, reference="mean", response_method="auto", target=None,
-                 batch_size=256, n_jobs=None):
+                 feature_space="input", batch_size=256, n_jobs=None):
         self.model = model
         self.reference = reference
         self.response_method = response_method
         self.target = target
+        self.feature_space = feature_space
         self.batch_size = batch_size
         self.n_jobs = n_jobs
 
     def _fit(self, X, y):
-        # the base has validated X, fitted or kept the model and set model_fn_ and
-        # output_names_; learn what the method needs
+        # the base has validated X, fitted or kept the model, put X in the explained
+        # space and set model_fn_ and output_names_; learn what the method needs
         self.reference_ = reference_row(X)
-        names = getattr(self, "feature_names_in_", None)
-        self.player_names_ = ([str(n) for n in names] if names is not None
-                              else [f"x{j}" for j in range(self.n_features_in_)])
+        self.player_names_ = self._feature_names()
 
     def _explain(self, X):
         data = np.asarray(X, dtype=object) if hasattr(X, "columns") else np.asarray(X)
