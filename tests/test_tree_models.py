@@ -285,10 +285,14 @@ def test_pipeline_is_explained_in_transformed_space():
     X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["p", "q", "r"])
     y = (X.p + X.q > 0).astype(int)
     pipe = make_pipeline(StandardScaler(), RandomForestClassifier(10, random_state=0))
-    exp = TreeShapExplainer(pipe).fit(X, y)
+    exp = TreeShapExplainer(pipe, feature_space="model").fit(X, y)
     att = exp.explain(X.iloc[:20])
     assert att.feature_names == ["p", "q", "r"]
     np.testing.assert_allclose(att.data, exp.model_[:-1].transform(X.iloc[:20]))
+    # a column-wise scaler: the input columns are the same players, shown as given
+    inputs = TreeShapExplainer(pipe).fit(X, y).explain(X.iloc[:20])
+    np.testing.assert_allclose(inputs.values, att.values, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(inputs.data, X.iloc[:20].to_numpy())
     np.testing.assert_allclose(att.predicted(), exp.model_.predict_proba(X.iloc[:20])[:, 1],
                                atol=1e-10)
     assert list(exp.get_feature_names_out()) == ["phi__p", "phi__q", "phi__r"]

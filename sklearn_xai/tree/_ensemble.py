@@ -9,80 +9,19 @@ Format (stable; other modules rely on it)
 ------------------------------------------
 All per-node arrays are concatenated over the trees and indexed by **global node
 index**. Tree ``t`` owns nodes ``tree_offsets[t]:tree_offsets[t + 1]`` and its
-root is node ``tree_offsets[t]``. Children indices are global too.
-
-``tree_offsets`` : int64 (T + 1,)
-``children_left``, ``children_right`` : int64 (n_nodes,)
-    Global indices of the children; ``-1`` at leaves (both).
-``feature`` : int64 (n_nodes,)
-    Split column of the *explained* input (after any reordering); ``-1`` at leaves.
-``threshold`` : float64 (n_nodes,)
-    Numeric threshold; for ``MODE_LT32`` it is already the float32 threshold
-    widened to float64. Unused (0) for categorical nodes and leaves.
-``mode`` : int8 (n_nodes,)
-    How a present (non-missing) value is compared:
-
-    * ``MODE_LE64`` (0): left iff ``x <= threshold`` in float64 (LightGBM, HGB);
-    * ``MODE_LE32`` (1): left iff ``float32(x) <= threshold`` (scikit-learn trees);
-    * ``MODE_LT32`` (2): left iff ``float32(x) < float32(threshold)`` (XGBoost);
-    * ``MODE_CAT`` (3): left iff ``int(x)`` (truncated toward zero, so ``-0.5`` is 0)
-      is one of the node's categories ``cat_values[cat_offsets[i]:cat_offsets[i + 1]]``;
-      every other present value (``x <= -1``, unknown, not listed) goes right
-      (LightGBM, HGB);
-    * ``MODE_CAT32`` (4): the same after rounding ``x`` to float32, and every negative
-      ``float32(x)`` goes right (XGBoost: ``-0.5`` is no category, ``1.99999999999``
-      is 2).
-
-    Parsers swap children where the library lists the categories that go right.
-``missing`` : int8 (n_nodes,)
-    What counts as missing and how it is routed:
-
-    * ``MISSING_NAN`` (0): NaN is missing and follows ``default_left``;
-    * ``MISSING_NONE`` (1): NaN is replaced by 0.0, then compared (LightGBM "None");
-    * ``MISSING_ZERO`` (2): NaN is replaced by 0.0; values with ``|x| <= 1e-35``
-      are missing and follow ``default_left`` (LightGBM "Zero").
-``default_left`` : bool (n_nodes,)
-    Direction of missing values.
-``cat_offsets`` : int64 (n_nodes + 1,), ``cat_values`` : int64 (n_cat_total,)
-    CSR of the categories that go LEFT at each categorical node (sorted); empty
-    segments elsewhere.
-``cover`` : float64 (n_nodes,)
-    The library's node weight used for the path-dependent expectation (sample
-    weights, hessian sums or counts). Zero-fraction of edge ``p -> c`` is
-    ``cover[c] / cover[p]`` (``0.5`` when ``cover[p] <= 0``).
-``value`` : float64 (n_nodes, n_value_outputs)
-    Leaf values in margin space, already multiplied by learning rate, DART
-    weight or forest averaging 1/T. Internal rows are the cover-weighted means of
-    their leaves (informational only).
-``tree_output`` : int64 (T,)
-    The output each tree adds to; ``-1`` means the leaf vector ``value[i, :]``
-    covers all outputs (then ``n_value_outputs == n_outputs``). When every tree has
-    an index, ``n_value_outputs == 1``.
-``base_score`` : float64 (n_outputs,)
-    Constant added in margin space.
-``n_features``, ``n_outputs`` : int
-``link`` : ``'identity'``, ``'logistic'``, ``'softmax'``, ``'logistic2x'`` or ``'exp'``
-    Maps the margin to the model's prediction (probability for classifiers;
-    ``'logistic2x'`` is ``1 / (1 + exp(-2 m))``, ``'exp'`` is for log-link regressors).
-``output_names`` : list of str
-    One name per output (class labels or target names).
-``feature_names`` : list of str or None
-``missing_value`` : float
-    Input values equal to it are missing (XGBoost's ``missing=``); NaN by default.
-``model_name`` : str
-``raw_space`` : str
-    What the margin is: ``'margin'`` (log-odds / logits / regression value) or
-    ``'probability'`` (forest classifiers average probabilities).
+root is node ``tree_offsets[t]``. Children indices are global too. Every field is
+described in the ``Parameters`` section of :class:`FlatEnsemble`.
 
 Helpers
 -------
 ``goes_left(ens, nodes, values)`` (vectorised routing of one value per node),
+``with_players(ens, feature_player, n_players)``,
 ``apply(ens, X)`` (global leaf per row and tree), ``predict_raw(ens, X)``
 (margins), ``apply_link(link, raw)``, ``zero_fractions(ens)``, ``preorder(ens, t)``,
 ``subset_outputs(ens, outputs)`` and ``make_ensemble(trees, ...)`` (what the parsers
 call). Parsers: ``_parse_sklearn.parse_sklearn``, ``_parse_xgboost.parse_xgboost``,
 ``_parse_lightgbm.parse_lightgbm``, ``_parse_catboost.parse_catboost`` or
-``sklearn_xai.tree.parse_model`` (any of them, Pipelines' last step); each returns
+``sklearn_xai.tree.parse_model`` (any of them); each returns
 ``(ens, input_transform)`` where ``input_transform`` (or None) maps model inputs to the
 ensemble's numeric columns (HistGradientBoosting's categorical encoding).
 """
@@ -105,7 +44,108 @@ MISSING_ZERO = 2
 
 @dataclass
 class FlatEnsemble:
-    """A tree ensemble as flat arrays; see the module docstring for the format."""
+    """A fitted tree ensemble as flat arrays, the input of the TreeSHAP kernels.
+
+    The per-node arrays are concatenated over the trees and indexed by *global node
+    index*: tree ``t`` owns nodes ``tree_offsets[t]:tree_offsets[t + 1]``, its root is
+    node ``tree_offsets[t]`` and children indices are global too. The parsers build it
+    (see :func:`parse_model`); every parameter is stored as the attribute of the same
+    name.
+
+    Parameters
+    ----------
+    tree_offsets : ndarray of shape (n_trees + 1,), dtype int64
+        First global node of each tree, then the total number of nodes.
+    children_left : ndarray of shape (n_nodes,), dtype int64
+        Global index of the left child of each node; ``-1`` at leaves.
+    children_right : ndarray of shape (n_nodes,), dtype int64
+        Global index of the right child of each node; ``-1`` at leaves.
+    feature : ndarray of shape (n_nodes,), dtype int64
+        Split column of the explained input (after any reordering); ``-1`` at leaves.
+    threshold : ndarray of shape (n_nodes,), dtype float64
+        Numeric threshold of each split; for ``MODE_LT32`` it is already the float32
+        threshold widened to float64. Unused (0) at categorical nodes and leaves.
+    mode : ndarray of shape (n_nodes,), dtype int8
+        How a present (non-missing) value is compared:
+
+        * ``MODE_LE64`` (0): left iff ``x <= threshold`` in float64 (LightGBM, HGB);
+        * ``MODE_LE32`` (1): left iff ``float32(x) <= threshold`` (scikit-learn trees);
+        * ``MODE_LT32`` (2): left iff ``float32(x) < float32(threshold)`` (XGBoost);
+        * ``MODE_CAT`` (3): left iff ``int(x)`` (truncated toward zero, so ``-0.5`` is
+          0) is one of the node's categories
+          ``cat_values[cat_offsets[i]:cat_offsets[i + 1]]``; every other present value
+          (``x <= -1``, unknown, not listed) goes right (LightGBM, HGB);
+        * ``MODE_CAT32`` (4): the same after rounding ``x`` to float32, and every
+          negative ``float32(x)`` goes right (XGBoost: ``-0.5`` is no category,
+          ``1.99999999999`` is 2).
+
+        Parsers swap children where the library lists the categories that go right.
+    missing : ndarray of shape (n_nodes,), dtype int8
+        What counts as missing and how it is routed:
+
+        * ``MISSING_NAN`` (0): NaN is missing and follows ``default_left``;
+        * ``MISSING_NONE`` (1): NaN is replaced by 0.0, then compared (LightGBM
+          "None");
+        * ``MISSING_ZERO`` (2): NaN is replaced by 0.0; values with ``|x| <= 1e-35``
+          are missing and follow ``default_left`` (LightGBM "Zero").
+    default_left : ndarray of shape (n_nodes,), dtype bool
+        Whether missing values go left at each node.
+    cat_offsets : ndarray of shape (n_nodes + 1,), dtype int64
+        Row pointers (CSR) into ``cat_values``: the categories that go left at node
+        ``i`` are ``cat_values[cat_offsets[i]:cat_offsets[i + 1]]``, an empty segment
+        at numeric nodes and leaves.
+    cat_values : ndarray of shape (n_cat_total,), dtype int64
+        The categories that go left at each categorical node, sorted within a node.
+    cover : ndarray of shape (n_nodes,), dtype float64
+        The library's node weight (sample weights, hessian sums or counts) used for the
+        path-dependent expectation. The zero fraction of edge ``p -> c`` is
+        ``cover[c] / cover[p]`` (``0.5`` when ``cover[p] <= 0``).
+    value : ndarray of shape (n_nodes, n_value_outputs), dtype float64
+        Leaf values in margin space, already multiplied by the learning rate, DART
+        weight or forest averaging ``1 / n_trees``. Internal rows hold the cover-weighted
+        means of their leaves (informational only).
+    tree_output : ndarray of shape (n_trees,), dtype int64
+        The output each tree adds to; ``-1`` means the leaf vector ``value[i, :]``
+        covers all outputs (then ``n_value_outputs == n_outputs``). When every tree has
+        an index, ``n_value_outputs == 1``.
+    base_score : ndarray of shape (n_outputs,), dtype float64
+        Constant added to the sum of the trees in margin space.
+    n_features : int
+        Number of columns of the ensemble's numeric input.
+    n_outputs : int
+        Number of outputs (margins) the trees add to.
+    link : {"identity", "logistic", "softmax", "logistic2x", "exp"}, default="identity"
+        Maps the margin to the model's prediction (probability for classifiers;
+        ``"logistic2x"`` is ``1 / (1 + exp(-2 m))``, ``"exp"`` is for log-link
+        regressors).
+    output_names : list of str, default=[]
+        One name per output (class labels or target names).
+    feature_names : list of str or None, default=None
+        Names of the ``n_features`` input columns, when the model knows them.
+    missing_value : float, default=nan
+        Input values equal to it are missing (XGBoost's ``missing=``).
+    model_name : str, default=""
+        Name of the parsed model's class, used in messages.
+    raw_space : {"margin", "probability", "path_length"}, default="margin"
+        What the margin is: ``"margin"`` (log-odds, logits or regression value),
+        ``"probability"`` (forest classifiers average probabilities) or
+        ``"path_length"`` (IsolationForest's expected path length).
+    player : ndarray of shape (n_nodes,), dtype int64, default=None
+        The player of each split (``-1`` at leaves), in ``range(n_players)``: the SHAP
+        kernels look a row's value up by ``feature`` and do the combinatorics (unique
+        path, pattern bits) by ``player``, so several columns computed from one input
+        column (its one-hot columns) are one player. None (what the parsers give): the
+        player is the feature.
+    n_players : int, default=None
+        Number of players when ``player`` is set, else None.
+
+    Attributes
+    ----------
+    n_trees : int
+        Number of trees, ``len(tree_offsets) - 1``.
+    n_nodes : int
+        Total number of nodes, ``len(feature)``.
+    """
 
     tree_offsets: np.ndarray
     children_left: np.ndarray
@@ -129,9 +169,12 @@ class FlatEnsemble:
     missing_value: float = float("nan")
     model_name: str = ""
     raw_space: str = "margin"
+    player: np.ndarray | None = None
+    n_players: int | None = None
 
     @property
     def n_trees(self):
+        """Number of trees."""
         return len(self.tree_offsets) - 1
 
     def __setstate__(self, state):
@@ -139,10 +182,17 @@ class FlatEnsemble:
 
     @property
     def n_nodes(self):
+        """Total number of nodes over all trees."""
         return len(self.feature)
 
     def validate(self):
-        """Check shapes and index ranges; raise ValueError naming the problem."""
+        """Check shapes and index ranges; raise ValueError naming the problem.
+
+        Returns
+        -------
+        FlatEnsemble
+            The ensemble itself (unchanged), so that calls chain.
+        """
         n = self.n_nodes
         for name in ("children_left", "children_right", "threshold", "mode", "missing",
                      "default_left", "cover"):
@@ -166,15 +216,56 @@ class FlatEnsemble:
             raise ValueError("vector-leaf trees need value.shape[1] == n_outputs")
         if len(self.base_score) != self.n_outputs:
             raise ValueError("FlatEnsemble.base_score must have n_outputs entries")
+        if self.player is not None:
+            if len(self.player) != n or self.n_players is None:
+                raise ValueError("FlatEnsemble.player must have n_nodes entries and "
+                                 "n_players must be set")
+            if np.any(self.player[leaf] >= 0) or np.any(self.player[~leaf] < 0) or \
+                    np.any(self.player >= self.n_players):
+                raise ValueError("FlatEnsemble.player out of range")
         return self
 
+    def players(self):
+        """The player of every node and the number of players.
+
+        Returns
+        -------
+        player : ndarray of shape (n_nodes,), dtype int64
+            The player of each split, ``-1`` at leaves; ``feature`` when ``player`` is
+            None.
+        n_players : int
+            Number of players; ``n_features`` when ``player`` is None.
+        """
+        if self.player is None:
+            return self.feature, self.n_features
+        return self.player, self.n_players
+
     def arrays(self):
-        """The routing arrays in the order the numba helpers take them."""
+        """The routing arrays in the order the numba helpers take them.
+
+        Returns
+        -------
+        tuple of ndarray
+            ``(children_left, children_right, feature, threshold, mode, missing,
+            default_left, cat_offsets, cat_values)``, the arrays themselves (no copy).
+        """
         return (self.children_left, self.children_right, self.feature, self.threshold,
                 self.mode, self.missing, self.default_left, self.cat_offsets, self.cat_values)
 
     def prepare_X(self, X):
-        """``X`` as C-contiguous float64 with ``missing_value`` entries set to NaN."""
+        """``X`` as C-contiguous float64 with ``missing_value`` entries set to NaN.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in the ensemble's numeric input space.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features), dtype float64
+            A writeable C-contiguous array (a copy unless ``X`` already is one and
+            ``missing_value`` is NaN), NaN wherever ``X`` equals ``missing_value``.
+        """
         X = np.ascontiguousarray(X, dtype=np.float64)
         if not X.flags.writeable:  # one numba specialisation: writeable C arrays only
             X = X.copy()
@@ -252,6 +343,7 @@ def goes_left(ens, node_indices, x_values):
     Parameters
     ----------
     ens : FlatEnsemble
+        The ensemble the nodes belong to.
     node_indices : array-like of int, shape (n,)
         Global indices of internal nodes.
     x_values : array-like of float, shape (n,)
@@ -261,6 +353,8 @@ def goes_left(ens, node_indices, x_values):
     Returns
     -------
     ndarray of bool, shape (n,)
+        True where the value goes to the left child, with the node's missing-value
+        and categorical rules; the broadcast shape of the two inputs.
     """
     nodes, xs = np.broadcast_arrays(np.asarray(node_indices, dtype=np.int64),
                                     np.asarray(x_values, dtype=np.float64))
@@ -298,9 +392,22 @@ def apply(ens, X):
 
 
 def predict_raw(ens, X):
-    """Margin-space prediction ``base_score + sum of leaf values``, shape (n, n_outputs).
+    """Margin-space prediction ``base_score + sum of leaf values``.
 
     Trees are summed in order in float64.
+
+    Parameters
+    ----------
+    ens : FlatEnsemble
+        The ensemble to evaluate.
+    X : array-like of shape (n_samples, n_features)
+        Rows in the ensemble's numeric input space; entries equal to
+        ``ens.missing_value`` are missing.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_outputs)
+        The margin of every row and output, before the link function.
     """
     leaves = apply(ens, X)
     n = leaves.shape[0]
@@ -538,4 +645,32 @@ def subset_outputs(ens, outputs):
         missing_value=ens.missing_value,
         model_name=ens.model_name,
         raw_space=ens.raw_space,
+        player=None if ens.player is None else ens.player[idx],
+        n_players=ens.n_players,
     ).validate()
+
+
+def with_players(ens, feature_player, n_players):
+    """A copy of ``ens`` whose splits on feature ``j`` belong to player ``feature_player[j]``.
+
+    Parameters
+    ----------
+    ens : FlatEnsemble
+    feature_player : array-like of int, shape (n_features,)
+        The player (e.g. the input column of a pipeline) of every feature.
+    n_players : int
+
+    Returns
+    -------
+    FlatEnsemble
+        Sharing the arrays of ``ens``, with ``player`` and ``n_players`` set.
+    """
+    from dataclasses import replace
+
+    fp = np.asarray(feature_player, dtype=np.int64)
+    if fp.shape != (ens.n_features,):
+        raise ValueError(f"feature_player must have one entry per feature "
+                         f"({ens.n_features}), got shape {fp.shape}")
+    player = np.where(ens.feature >= 0, fp[np.maximum(ens.feature, 0)], -1)
+    return replace(ens, player=np.ascontiguousarray(player, dtype=np.int64),
+                   n_players=int(n_players)).validate()

@@ -5,19 +5,25 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context
 from sklearn.frozen import FrozenEstimator
-from sklearn.pipeline import Pipeline
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Attribution
+from .._pipeline import input_column_map
 from .._utils import batch_slices
-from ..base import AttributionMixin, BaseExplainer, _is_frame, as_array
+from ..base import (
+    AttributionExplainer,
+    BaseExplainer,
+    _is_frame,
+    as_array,
+    reference_row,
+    split_pipeline,
+)
 from ..shapley._estimators import _shapley_weights
-from ._ensemble import apply_link, predict_raw, subset_outputs, zero_fractions
+from ._ensemble import apply_link, predict_raw, subset_outputs, with_players, zero_fractions
 
 __all__ = ["TreeShapExplainer", "parse_model"]
 
@@ -53,13 +59,23 @@ def _is_booster(model):
 
 
 def parse_model(model):
-    """Parse a fitted tree model (or a Pipeline ending in one) into a FlatEnsemble.
+    """Parse a fitted tree model into a FlatEnsemble.
+
+    Parameters
+    ----------
+    model : estimator
+        A fitted tree model of scikit-learn, XGBoost (``XGB*`` or ``Booster``),
+        LightGBM (``LGBM*`` or ``Booster``) or CatBoost, or a ``FrozenEstimator`` of
+        one; the models :class:`~sklearn_xai.TreeShapExplainer` supports, not a
+        ``Pipeline`` (pass its last step).
 
     Returns
     -------
     ens : FlatEnsemble
+        The model's trees, leaf values in margin space.
     input_transform : callable or None
-        Maps (pipeline-transformed) inputs to the ensemble's numeric columns.
+        Maps the model's inputs to the ensemble's numeric columns (HistGradientBoosting
+        with categorical features); None when the inputs already are those columns.
     """
     if isinstance(model, FrozenEstimator):
         model = model.estimator
@@ -86,15 +102,6 @@ def parse_model(model):
         "HistGradientBoosting*, IsolationForest (and their subclasses), XGBoost (XGB* / "
         "Booster), LightGBM (LGBM* / Booster) and CatBoost (oblivious trees on numeric "
         "features), or a Pipeline ending in one of them.")
-
-
-def _split_pipeline(model):
-    """(preprocessing steps or None, final tree model)."""
-    inner = model.estimator if isinstance(model, FrozenEstimator) else model
-    if isinstance(inner, Pipeline):
-        pre = inner[:-1] if len(inner.steps) > 1 else None
-        return pre, inner.steps[-1][1]
-    return None, inner
 
 
 class _CategoryCodes:
@@ -155,22 +162,76 @@ def _xgboost_codes(col, table, name):
     return mapped[codes]
 
 
-class _EnsembleFunction:
-    """Picklable ``f(Z) -> (n, K)`` of the explained outputs on numeric tree inputs."""
+class _TreeInput:
+    """Picklable map of explained rows to the ensemble's numeric columns.
 
-    def __init__(self, ens, outputs, probability, sign, offset, output_names):
+    ``pre``: the pipeline's preprocessing when the explained rows are its input columns
+    (else None); ``transform``: the model's own input encoding (HistGradientBoosting's
+    categorical encoder); ``codes``: pandas ``category`` columns to codes; ``template``:
+    an empty DataFrame that numpy rows are rebuilt into (input columns of a pipeline fitted
+    on a DataFrame), else None.
+    """
+
+    def __init__(self, ens, pre=None, transform=None, codes=None, template=None):
+        self.ens = ens
+        self.pre = pre
+        self.transform = transform
+        self.codes = codes
+        self.template = template
+
+    def __call__(self, X):
+        if self.template is not None and not _is_frame(X):
+            X = _frame_like(self.template, X)
+        return self.numeric(self.pre.transform(X) if self.pre is not None else X)
+
+    def numeric(self, Xt):
+        """Rows after ``pre`` -> C-contiguous float64 tree inputs."""
+        if hasattr(Xt, "toarray"):  # a sparse one-hot block: absent entries are zeros
+            Xt = Xt.toarray()
+        if self.transform is not None:
+            Z = self.transform(Xt)
+        elif self.codes is not None:
+            Z = self.codes(Xt)
+        else:
+            Z = np.asarray(Xt, dtype=np.float64)
+        return self.ens.prepare_X(Z)
+
+
+def _frame_like(template, X):
+    """Rows of an array as a DataFrame with the columns and dtypes of ``template``."""
+    import pandas as pd
+
+    frame = pd.DataFrame(np.asarray(X), columns=template.columns)
+    for name, dtype in template.dtypes.items():
+        if frame[name].dtype != dtype:
+            frame[name] = frame[name].astype(dtype)
+    return frame
+
+
+class _EnsembleFunction:
+    """Picklable ``f(Z) -> (n, K)`` of the explained outputs.
+
+    ``Z`` are numeric tree inputs, or the explained rows when ``tree_input`` (a
+    :class:`_TreeInput`) maps them.
+    """
+
+    def __init__(self, ens, outputs, probability, sign, offset, output_names,
+                 tree_input=None):
         self.ens = ens
         self.outputs = list(outputs)
         self.probability = probability
         self.sign = sign
         self.offset = offset
         self.output_names = list(output_names)
+        self.tree_input = tree_input
 
     @property
     def n_outputs(self):
         return len(self.outputs)
 
     def __call__(self, Z):
+        if self.tree_input is not None:
+            Z = self.tree_input(Z)
         raw = predict_raw(self.ens, np.asarray(Z, dtype=np.float64))
         if self.probability:
             raw = apply_link(self.ens.link, raw)
@@ -182,7 +243,7 @@ class _EnsembleFunction:
 # ---------------------------------------------------------------------------
 
 
-class TreeShapExplainer(AttributionMixin, BaseExplainer):
+class TreeShapExplainer(AttributionExplainer):
     """Exact SHAP values of tree ensembles (path-dependent or interventional).
 
     Path-dependent values use the quadrature form of TreeSHAP: Gauss-Legendre with
@@ -201,8 +262,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         ``HistGradientBoosting*``, ``IsolationForest`` (its average path length) or a
         subclass of one; XGBoost ``XGB*`` or ``Booster``; LightGBM ``LGBM*`` or
         ``Booster``; CatBoost (oblivious trees on numeric features); or a ``Pipeline``
-        ending in one (explained in the space after
-        the preceding steps, named by their ``get_feature_names_out``). It is cloned
+        ending in one (see ``feature_space``). It is cloned
         and fitted on ``fit(X, y)`` unless it is a ``FrozenEstimator`` (or a Booster,
         which is used as is). Pandas ``category`` columns are coded as the model codes
         them: by HistGradientBoosting's encoder or LightGBM's stored categories (an
@@ -246,6 +306,19 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
     target : class label or None
         Explain only this class. ``None``: the positive class of a binary classifier,
         every class of a multi-class one, every output of a regressor.
+    feature_space : {"input", "model"}, default="input"
+        Explain a Pipeline in the columns given to fit ("input") or in the columns its
+        last step receives ("model"). With ``"input"``, every input column is one player
+        inside the tree algorithms (a split on any of its transformed columns, e.g. its
+        one-hot columns, is a split on that player), so the values are the exact Shapley
+        values of the game over input columns, for every ``feature_perturbation``,
+        ``index`` and for interactions -- not sums of per-column values. This needs
+        preprocessing steps that are column-wise (encoders, scalers, imputers,
+        ``"passthrough"``, ``"drop"``, in Pipelines and ColumnTransformers; the list is in
+        the TreeSHAP user guide); a step that
+        may mix columns (``PCA``, ``PolynomialFeatures``, ``FunctionTransformer``, ...)
+        gives a ``UserWarning`` naming it and the model's columns are explained instead
+        (``feature_space_ == "model"``). Without preprocessing both are the same.
     max_background : int or None
         Largest number of background rows kept for interventional values; more rows
         are subsampled (seeded by ``random_state``) with a warning naming the counts.
@@ -270,8 +343,20 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
 
     Attributes
     ----------
+    feature_space_ : {"input", "model"}
+        The space explained: ``"model"`` with ``feature_space="model"`` and a Pipeline, or
+        when its preprocessing mixes columns; else ``"input"``.
+    preprocessor_ : Pipeline or None
+        The preprocessing steps that map rows to the explained space (``"model"``), else
+        None.
+    explained_model_ : estimator
+        The model explained on the explained space: the last step (``"model"``) or the
+        whole model.
+    n_features_explained_ : int
+        Columns of the explained space.
     ensemble_ : FlatEnsemble
-        The parsed model (all outputs).
+        The parsed model (all outputs); with a Pipeline explained in its input columns,
+        ``ensemble_.player`` holds the input column of every split.
     n_quadrature_points_ : ndarray of int (n_trees,)
         Q per tree (path-dependent only).
     algorithm_ : str
@@ -287,7 +372,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
     """
 
     _parameter_constraints = {
-        **BaseExplainer._parameter_constraints,
+        **AttributionExplainer._parameter_constraints,
         "feature_perturbation": [StrOptions({"tree_path_dependent", "interventional"})],
         "model_output": [StrOptions({"raw", "probability", "log_loss"})],
         "index": [StrOptions({"shapley", "banzhaf"})],
@@ -311,21 +396,29 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
 
     @classmethod
     def _test_instances(cls):
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
         from sklearn.tree import DecisionTreeRegressor
 
         return [lambda: cls(DecisionTreeRegressor(max_depth=3, random_state=0)),
                 lambda: cls(DecisionTreeRegressor(max_depth=3, random_state=0),
                             feature_perturbation="interventional", max_background=20,
-                            random_state=0)]
+                            random_state=0),
+                # a Pipeline explained in its input columns
+                lambda: cls(make_pipeline(StandardScaler(),
+                                          DecisionTreeRegressor(max_depth=3, random_state=0)),
+                            feature_perturbation="interventional")]
 
     def __init__(self, model=None, *, feature_perturbation="tree_path_dependent",
-                 model_output="raw", index="shapley", target=None, max_background=None,
-                 max_table_mib=1024, batch_size=1024, n_jobs=None, random_state=None):
+                 model_output="raw", index="shapley", target=None, feature_space="input",
+                 max_background=None, max_table_mib=1024, batch_size=1024, n_jobs=None,
+                 random_state=None):
         self.model = model
         self.feature_perturbation = feature_perturbation
         self.model_output = model_output
         self.index = index
         self.target = target
+        self.feature_space = feature_space
         self.max_background = max_background
         self.max_table_mib = max_table_mib
         self.batch_size = batch_size
@@ -344,46 +437,79 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             return
         BaseExplainer._check_classes(model)
 
-    @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y=None, **fit_params):
-        """Parse the (fitted or cloned-and-fitted) model and precompute tables.
-
-        Parameters
-        ----------
-        X : array-like or DataFrame (n_samples, n_features)
-            Training rows when ``y`` is given; the background for interventional values.
-        y : array-like or None
-            Targets to fit a clone of ``model``; ``None`` needs a frozen model.
-
-        Returns
-        -------
-        self
-        """
-        X = self._validate_X(X, reset=True)
+    def _fit_model(self, X, y=None, **fit_params):
+        """Keep a raw XGBoost / LightGBM Booster as is (it is never cloned)."""
         if _is_booster(self.model):
             self.model_ = self.model
+            return self.model_
+        return super()._fit_model(X, y, **fit_params)
+
+    def _fit_family(self, X):
+        """Resolve the explained space; TreeSHAP sets its own outputs in ``_fit``.
+
+        With ``feature_space="input"`` and a Pipeline, the rows stay in the input columns
+        and each split of the trees is labelled by the input column it reads (the players);
+        a preprocessing that is not known to be column-wise falls back to the model's
+        columns with a warning.
+        """
+        pre, final = split_pipeline(self.model_)
+        column_map = None
+        if pre is not None and self.feature_space == "input":
+            try:
+                column_map = input_column_map(pre, X.shape[1],
+                                              BaseExplainer._feature_names(self))
+            except ValueError as exc:
+                warnings.warn(
+                    f"TreeShapExplainer explains the columns the model "
+                    f"{type(final).__name__} receives instead of the Pipeline's input "
+                    f"columns (feature_space_='model'): {exc} Pass feature_space='model' "
+                    "to ask for this explicitly.", UserWarning, stacklevel=3)
+        if pre is not None and column_map is None:
+            self.feature_space_ = "model"
+            self.preprocessor_, self.explained_model_ = pre, final
         else:
-            self._fit_model(X, y, **fit_params)
-        pre, final = _split_pipeline(self.model_)
-        self._pre = pre
+            self.feature_space_ = "input"
+            self.preprocessor_, self.explained_model_ = None, self.model_
+        self._column_map = column_map
+        X = self._explained_rows(X)
+        self.n_features_explained_ = X.shape[1]
+        return X
+
+    def _fit(self, X, y):
+        """Parse the model, map the explained rows to the trees and precompute tables."""
+        pre, final = split_pipeline(self.model_)
+        input_pre = pre if self._column_map is not None else None
         ens, transform = parse_model(final)
-        self.ensemble_ = ens
-        Xt = pre.transform(X) if pre is not None else X
+        Xt = input_pre.transform(X) if input_pre is not None else X
+        if hasattr(Xt, "toarray"):
+            Xt = Xt.toarray()
         names = None
-        if pre is not None:
+        if input_pre is not None or pre is None:
+            if getattr(self, "feature_names_in_", None) is not None:
+                names = [str(n) for n in self.feature_names_in_]
+            elif input_pre is not None:
+                names = [f"x{j}" for j in range(X.shape[1])]
+        else:
             try:
                 names = [str(n) for n in pre.get_feature_names_out()]
             except (AttributeError, ValueError, TypeError):
                 names = None
-        elif getattr(self, "feature_names_in_", None) is not None:
-            names = [str(n) for n in self.feature_names_in_]
-        self._codes = None
+        codes = None
         if _is_frame(Xt) and transform is None:
-            self._codes = self._category_coder(Xt, final)
+            codes = self._category_coder(Xt, final)
             if names is None:
                 names = [str(c) for c in Xt.columns]
-        self._input_transform = transform
-        Z = self._numeric(Xt)
+        if input_pre is not None:
+            n_tree_inputs = Xt.shape[1]
+            if len(self._column_map) != n_tree_inputs or ens.n_features != n_tree_inputs:
+                raise ValueError(
+                    f"The model {ens.model_name} takes {ens.n_features} features but the "
+                    f"Pipeline's preprocessing outputs {n_tree_inputs} columns.")
+            ens = with_players(ens, self._column_map, X.shape[1])
+        self.ensemble_ = ens
+        template = self._input_template if input_pre is not None else None
+        self._tree_input = _TreeInput(ens, input_pre, transform, codes, template)
+        Z = self._tree_input.numeric(Xt)
         if Z.shape[1] != ens.n_features:
             raise ValueError(f"The model takes {ens.n_features} features but X has "
                              f"{Z.shape[1]} columns after preprocessing.")
@@ -419,8 +545,10 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             self.output_names_ = [space]
         else:
             self.output_names_ = [f"{space}[{k}]" for k in outputs]
-        self.model_fn_ = _EnsembleFunction(ens, outputs, probability, sign, offset,
-                                           self.output_names_)
+        # on the explained rows: the numeric tree inputs, or the input columns of a Pipeline
+        self.model_fn_ = _EnsembleFunction(
+            ens, outputs, probability, sign, offset, self.output_names_,
+            tree_input=self._tree_input if input_pre is not None else None)
         if self.feature_perturbation == "tree_path_dependent":
             from ._kernels import PATH_TABLE_FEATURES, PathTables, PatternTables
 
@@ -459,7 +587,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                 idx = np.sort(rng.choice(bg.shape[0], self.max_background, replace=False))
                 warnings.warn(f"Using max_background={self.max_background} of "
                               f"{bg.shape[0]} background rows for interventional values.",
-                              UserWarning, stacklevel=2)
+                              UserWarning, stacklevel=3)
                 bg = bg[idx]
             self.background_ = bg
             self._depth = _max_depth(self._sub)
@@ -489,7 +617,10 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                 pr = apply_link(ens.link, fr) if probability else fr
                 self._bg_raw = (fr, pr)
                 self.expected_value_ = offset + sign * pr[:, outputs].mean(axis=0)
-        self.reference_ = np.nanmean(Z, axis=0)[None, :] if Z.shape[0] else None
+        if input_pre is not None:  # score() removes input columns, as model_fn_ takes them
+            self.reference_ = reference_row(X)
+        else:
+            self.reference_ = np.nanmean(Z, axis=0)[None, :] if Z.shape[0] else None
         if self.model_output == "log_loss":
             # loss of every class label on every background row, (n_background, C)
             # log_loss takes the pairwise path, so the background's margins are at hand
@@ -548,16 +679,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
 
     def _numeric(self, Xt):
         """Preprocessed input -> float64 array in the ensemble's feature space."""
-        if self._input_transform is not None:
-            Z = self._input_transform(Xt)
-        elif self._codes is not None:
-            Z = self._codes(Xt)
-        else:
-            if hasattr(Xt, "toarray"):
-                raise TypeError("Sparse input is not supported by TreeShapExplainer; "
-                                "densify it (absent entries become what the model saw).")
-            Z = np.asarray(Xt, dtype=np.float64)
-        return self.ensemble_.prepare_X(Z)
+        return self._tree_input.numeric(Xt)
 
     @staticmethod
     def _is_classifier(final, ens):
@@ -607,13 +729,14 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
     # -- explain ------------------------------------------------------------------------
 
     def _transform_input(self, X, with_data=False):
-        Xt = self._pre.transform(X) if self._pre is not None else X
-        Z = self._numeric(Xt)
+        """Explained rows -> numeric tree inputs (and the values the attribution shows)."""
+        Z = self._tree_input(X)
         if not with_data:
             return Z
-        # what the attribution shows: original values (categories as labels) when the
-        # tree input is a DataFrame, else the numeric tree input
-        return Z, (as_array(Xt) if _is_frame(Xt) else Z)
+        # what the attribution shows: the explained rows themselves (categories as labels)
+        # when they are a DataFrame or a Pipeline's input columns, else the tree input
+        shown = as_array(X) if (_is_frame(X) or self._tree_input.pre is not None) else Z
+        return Z, shown
 
     @contextlib.contextmanager
     def _numba_threads(self):
@@ -686,6 +809,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
     def _phi(self, Z):
         sub = self._sub
         K = sub.n_outputs
+        P = sub.players()[1]
         if self.feature_perturbation == "tree_path_dependent":
             from ._kernels import shap_path_dependent, shap_pattern_tables
 
@@ -717,7 +841,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                     px = apply_link(ens.link, fx)
                     cols = self._kernel_outputs
                     resc = (fx[:, cols], fr[:, cols], px[:, cols], pr[:, cols])
-                phi = np.zeros((B.shape[0], B.shape[1], K))
+                phi = np.zeros((B.shape[0], P, K))
                 if tables is not None and tables.use_tree.any():
                     phi += shap_pattern_tables(sub, tables, B, K)
                 if pairwise.any():
@@ -726,7 +850,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                                                rescale=resc, trees=pairwise,
                                                index=self.index)
                 return phi
-        phi = self._run(func, Z, out=np.empty((Z.shape[0], Z.shape[1], K)))
+        phi = self._run(func, Z, out=np.empty((Z.shape[0], P, K)))
         select = np.asarray(self._select)
         if not np.array_equal(select, np.arange(K)):
             phi = phi[:, :, select]
@@ -740,15 +864,21 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The rows to explain, with the columns given to ``fit``.
         y : array-like of shape (n_samples,) or None
             The true labels; needed (and only used) with ``model_output="log_loss"``.
 
         Returns
         -------
         Attribution
+            ``values`` of shape (n_samples, n_players) for one explained output, else
+            (n_samples, n_players, n_outputs); ``base_values`` the base value of each
+            row (the expected output; with ``model_output="log_loss"`` the mean
+            background loss of the row's label). With ``index="shapley"``, base value
+            plus the sum of a row's values is its explained output.
         """
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
+        X = self._explained_rows(self._validate_X(X, reset=False))
         if self.model_output == "log_loss":
             return self._explain_log_loss(X, y)
         return self._explain(X)
@@ -760,10 +890,9 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         Z, data = self._transform_input(X, with_data=True)
         labels = self._label_indices(y, Z.shape[0])
         ens, bg = self.ensemble_, self.background_
-        used = np.unique(ens.feature[ens.feature >= 0])
-        phi = np.zeros(Z.shape)
+        phi = np.zeros((Z.shape[0], ens.players()[1]))
         for i in range(Z.shape[0]):
-            phi[i] = _log_loss_shapley(ens, Z[i], bg, used, labels[i])
+            phi[i] = _log_loss_shapley(ens, Z[i], bg, labels[i])
         base = self.expected_value_[labels]
         return Attribution(phi, base, data, list(self.player_names_), ["log_loss"],
                            extras={"feature_perturbation": self.feature_perturbation,
@@ -775,7 +904,7 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         y = column_or_1d(y, warn=True)
         if len(y) != n:
             raise ValueError(f"y has {len(y)} labels for {n} rows of X.")
-        classes = getattr(_split_pipeline(self.model_)[1], "classes_", None)
+        classes = getattr(split_pipeline(self.model_)[1], "classes_", None)
         if classes is None:  # a classifier Booster: labels are class indices
             classes = np.arange(max(2, self.ensemble_.n_outputs))
         classes = np.asarray(classes)
@@ -806,7 +935,8 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
 
         Parameters
         ----------
-        X : array-like (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features)
+            The rows to explain, with the columns given to ``fit``.
         features : list of int or str, or None
             Rows of the interaction matrix to compute (all when None). Memory is
             ``n_samples * len(features) * n_players * n_outputs`` floats; cost
@@ -836,9 +966,9 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
                 "explain_interactions is not available with model_output='probability' "
                 "(the rescaled pairs are no Shapley interaction index); use "
                 "model_output='raw' (the margin).")
-        X = self._validate_X(X, reset=False)
+        X = self._explained_rows(self._validate_X(X, reset=False))
         Z, data = self._transform_input(X, with_data=True)
-        M = Z.shape[1]
+        M = len(self.player_names_)
         if features is None:
             feats = np.arange(M)
         else:
@@ -904,9 +1034,11 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
             with self._numba_threads():
                 table = tables.interaction_table(sub, self.background_)
 
+        P = sub.players()[1]
+
         def func(B):
-            phi = np.zeros((B.shape[0], B.shape[1], K))
-            inter = np.zeros((B.shape[0], len(feats), B.shape[1], K))
+            phi = np.zeros((B.shape[0], P, K))
+            inter = np.zeros((B.shape[0], len(feats), P, K))
             if use.any():
                 p, i = interactions_pattern_tables(sub, tables, table, B, sub.value,
                                                    sub.tree_output, K, feats)
@@ -923,12 +1055,25 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         return func
 
     def score(self, X, y=None):
-        """Faithfulness correlation in the explained (tree input) space.
+        """Faithfulness correlation in the explained space.
 
         As for every attribution explainer (see ``AttributionMixin.score`` and
-        :func:`sklearn_xai.metrics.faithfulness_correlation`), on the numeric tree inputs
-        with the reference row learned in ``fit`` (column means; 0 where a column is
-        all missing).
+        :func:`sklearn_xai.metrics.faithfulness_correlation`). A Pipeline explained in
+        its input columns is scored there, a removed column taking the reference row
+        learned in ``fit`` (numeric mean, categorical mode); otherwise on the numeric tree
+        inputs with the column means (0 where a column is all missing).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows explained and scored, with the columns given to ``fit``.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        float
+            The faithfulness correlation averaged over rows and outputs, in [-1, 1].
         """
         from ..metrics import faithfulness_correlation
 
@@ -936,8 +1081,11 @@ class TreeShapExplainer(AttributionMixin, BaseExplainer):
         if self.model_output == "log_loss":
             raise ValueError("score is not available with model_output='log_loss' (the "
                              "explained loss needs the labels); use model_output='raw'.")
-        X = self._validate_X(X, reset=False)
+        X = self._explained_rows(self._validate_X(X, reset=False))
         attribution, Z = self._explain(X, return_numeric=True)
+        if self.model_fn_.tree_input is not None:
+            return faithfulness_correlation(self.model_fn_, as_array(X), attribution,
+                                            self.reference_)
         ref = np.nan_to_num(self.reference_)
         return faithfulness_correlation(self.model_fn_, Z, attribution, ref)
 
@@ -968,18 +1116,24 @@ def _class_losses(ens, raw):
     return -np.log(np.clip(p, np.finfo(np.float64).tiny, None))
 
 
-def _log_loss_shapley(ens, x, background, used, label):
+def _log_loss_shapley(ens, x, background, label):
     """Exact Shapley values of ``v(S) = mean_z loss(label, f(x_S, z_not S))``.
 
-    For each background row ``z`` only the model's features where ``x`` and ``z``
-    differ are players of the pair's game (the others are dummies); its ``2^u``
-    coalitions are enumerated.
+    The players are those of the ensemble (``ens.players()``: its features, or the input
+    columns behind them); a player brings all the columns its splits read. For each
+    background row ``z`` only the players whose columns differ between ``x`` and ``z``
+    are players of the pair's game (the others are dummies); its ``2^u`` coalitions are
+    enumerated.
     """
-    M = len(x)
-    phi = np.zeros(M)
-    same = (x[used] == background[:, used]) | (np.isnan(x[used]) & np.isnan(background[:, used]))
+    node_player, n_players = ens.players()
+    split = ens.feature >= 0
+    cols = np.unique(ens.feature[split])  # the columns the trees read
+    col_player = np.zeros(ens.n_features, dtype=np.int64)
+    col_player[ens.feature[split]] = node_player[split]
+    phi = np.zeros(n_players)
+    same = (x[cols] == background[:, cols]) | (np.isnan(x[cols]) & np.isnan(background[:, cols]))
     for r, z in enumerate(background):
-        players = used[~same[r]]
+        players = np.unique(col_player[cols[~same[r]]])
         u = len(players)
         if u == 0:
             continue
@@ -992,7 +1146,9 @@ def _log_loss_shapley(ens, x, background, used, label):
         masks = np.arange(2 ** u)
         bits = (masks[:, None] >> np.arange(u)) & 1
         rows = np.tile(z, (len(masks), 1))
-        rows[:, players] = np.where(bits == 1, x[players], z[players])
+        for i, p in enumerate(players):
+            pc = cols[col_player[cols] == p]
+            rows[:, pc] = np.where(bits[:, [i]] == 1, x[pc], z[pc])
         v = _class_losses(ens, predict_raw(ens, rows))[:, label]
         size = bits.sum(axis=1)
         w = _shapley_weights(u)

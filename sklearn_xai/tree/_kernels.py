@@ -2,6 +2,15 @@
 
 Nothing here knows which library a tree came from.
 
+Features and players: a row's value at a split is read from the split's ``feature``
+column, while everything combinatorial (unique path features, alive/one fractions,
+pattern bits, the reference's side) is keyed by the split's *player*
+(``FlatEnsemble.player``; the feature itself when unset). Every algorithm below is exact
+for any labelling of splits by player: a player's factor on a path is the product over
+its splits, whichever columns they read. So the columns computed from one input column
+of a pipeline (its one-hot columns) form one player, and the values are the Shapley
+values of the game over input columns. Below, "feature" means player.
+
 Path-dependent values (quadrature form)
 ---------------------------------------
 For a leaf with value ``v`` and unique path features ``U``, with ``Z_j`` the product
@@ -195,8 +204,8 @@ class PathTables:
 
     def __init__(self, ens, zf, min_points=None, index="shapley"):
         order, depth, starts = _orders(ens.tree_offsets, ens.children_left, ens.children_right)
-        U, D = _path_stats(order, depth, starts, ens.children_left, ens.feature,
-                           ens.n_features)
+        player, n_players = ens.players()
+        U, D = _path_stats(order, depth, starts, ens.children_left, player, n_players)
         Qt = np.maximum(1, (U + 1) // 2)
         if min_points is not None:
             Qt = np.maximum(Qt, int(min_points))
@@ -211,8 +220,8 @@ class PathTables:
                 cache[q] = gauss_legendre_01(int(q)) if index == "shapley" else \
                     (np.array([0.5]), np.array([1.0]))
             qt[t, :q], qw[t, :q] = cache[q]
-        RH, RC, GH, GC, GA = _edge_tables(order, depth, starts, ens.feature, zf, qt, Qt,
-                                          ens.n_features)
+        RH, RC, GH, GC, GA = _edge_tables(order, depth, starts, player, zf, qt, Qt,
+                                          n_players)
         self.order, self.depth, self.starts = order, depth, starts
         self.U, self.max_depth, self.Qt, self.qt, self.qw = U, D, Qt, qt, qw
         self.RH, self.RC, self.GH, self.GC, self.GA = RH, RC, GH, GC, GA
@@ -295,8 +304,9 @@ def _pop_edge(d, b_n, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, Kv, phi,
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
 def _shap_path(X, block, order, depth, starts, use_tree, Qt, qw, RH, RC, GH, GC, zf, is_left,
                value, tree_output, max_depth, children_left, children_right, feature,
-               threshold, mode, missing, default_left, cat_offsets, cat_values, phi):
+               player, threshold, mode, missing, default_left, cat_offsets, cat_values, phi):
     n, M = X.shape
+    P = phi.shape[1]
     Kv = value.shape[1]
     Qmax = qw.shape[1]
     n_blocks = (n + block - 1) // block
@@ -307,7 +317,7 @@ def _shap_path(X, block, order, depth, starts, use_tree, Qt, qw, RH, RC, GH, GC,
         Dm = max_depth + 2
         C = np.ones((Dm, Qmax, block))
         Hs = np.zeros((Dm, Kv, Qmax, block))
-        alive = np.ones((M, block))
+        alive = np.ones((P, block))
         saved = np.zeros((Dm, block))
         hot = np.zeros((Dm, block))
         gl = np.zeros((Dm, block))
@@ -336,7 +346,7 @@ def _shap_path(X, block, order, depth, starts, use_tree, Qt, qw, RH, RC, GH, GC,
                     cur -= 1
                 if d > 0:
                     p = node_at[d - 1]
-                    f = feature[p]
+                    f = player[p]
                     featd[d] = f
                     if is_left[node]:
                         for b in range(bn):
@@ -427,11 +437,12 @@ def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=12
 
     Returns
     -------
-    phi : ndarray (n, M, n_outputs)
+    phi : ndarray (n, n_players, n_outputs)
         Cost ``O(n * nodes * Q)``.
     """
     X = _w(X, dtype=np.float64)
-    phi = np.zeros((X.shape[0], X.shape[1], n_outputs))
+    player, n_players = ens.players()
+    phi = np.zeros((X.shape[0], n_players, n_outputs))
     if X.shape[0] == 0:
         return phi
     use = np.ones(ens.n_trees, dtype=np.bool_) if trees is None else \
@@ -440,8 +451,8 @@ def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=12
                tables.qw, tables.RH, tables.RC, tables.GH, tables.GC, tables.zf,
                tables.is_left, _w(values, dtype=np.float64),
                np.asarray(tree_output, dtype=np.int64), int(tables.max_depth.max()),
-               ens.children_left, ens.children_right, ens.feature, ens.threshold, ens.mode,
-               ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi)
+               ens.children_left, ens.children_right, ens.feature, player, ens.threshold,
+               ens.mode, ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi)
     return phi
 
 
@@ -453,10 +464,11 @@ def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=12
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
 def _shap_inter(X, order, depth, starts, Qt, qt, qw, RH, RC, GH, GC, GA, zf, is_left, value,
                 tree_output, max_depth, slot, n_slots, children_left, children_right,
-                feature, threshold, mode, missing, default_left, cat_offsets, cat_values,
-                phi, inter):
+                feature, player, threshold, mode, missing, default_left, cat_offsets,
+                cat_values, phi, inter):
     """One row per parallel task (interactions are O(D) per edge anyway)."""
-    n, M = X.shape
+    n = X.shape[0]
+    M = phi.shape[1]
     Kv = value.shape[1]
     Qmax = qw.shape[1]
     T = len(starts) - 1
@@ -529,7 +541,7 @@ def _shap_inter(X, order, depth, starts, Qt, qt, qw, RH, RC, GH, GC, GA, zf, is_
                     break
                 if d > 0:
                     p = node_at[d - 1]
-                    f = feature[p]
+                    f = player[p]
                     featd[d] = f
                     h = gl[d - 1] if is_left[node] else 1.0 - gl[d - 1]
                     a = alive[f]
@@ -569,10 +581,12 @@ def shap_interactions(ens, tables, X, values, tree_output, n_outputs, features=N
     inter : ndarray (n, S, M, n_outputs)
         Rows ``features`` (all M when None) of the symmetric interaction matrix,
         diagonal = main effects, each row sums to ``phi`` of that feature. Memory
-        ``n * S * M * n_outputs`` floats; cost ``O(n * nodes * Q * D)``.
+        ``n * S * M * n_outputs`` floats; cost ``O(n * nodes * Q * D)``. ``M`` is the
+        number of players.
     """
     X = _w(X, dtype=np.float64)
-    n, M = X.shape
+    n = X.shape[0]
+    player, M = ens.players()
     feats = np.arange(M) if features is None else np.asarray(features, dtype=np.int64)
     slot = np.full(M, -1, dtype=np.int64)
     slot[feats] = np.arange(len(feats))
@@ -583,7 +597,7 @@ def shap_interactions(ens, tables, X, values, tree_output, n_outputs, features=N
                     tables.qw, tables.RH, tables.RC, tables.GH, tables.GC, tables.GA,
                     tables.zf, tables.is_left, _w(values, dtype=np.float64),
                     np.asarray(tree_output, dtype=np.int64), int(tables.max_depth.max()), slot,
-                    len(feats), ens.children_left, ens.children_right, ens.feature,
+                    len(feats), ens.children_left, ens.children_right, ens.feature, player,
                     ens.threshold, ens.mode, ens.missing, ens.default_left, ens.cat_offsets,
                     ens.cat_values, phi, inter)
     for s, f in enumerate(feats):
@@ -862,7 +876,7 @@ def _unit_keys(idx0, size, g_nu, bn, c0, ux_d, key, gtmp, order, children_left, 
 
 
 @njit(cache=True, inline="always")
-def _unit_walk(fill, key, c, idx0, size, g_nu, order, depth, children_left, feature, pos, nu,
+def _unit_walk(fill, key, c, idx0, size, g_nu, order, depth, children_left, player, pos, nu,
                is_left, ys, iidx, node_at, pf, lc_off, lcnt, ltab, value, kv, fdim, out, o):
     """Walk the unit for one key.
 
@@ -887,7 +901,7 @@ def _unit_walk(fill, key, c, idx0, size, g_nu, order, depth, children_left, feat
         if children_left[node] >= 0:
             iidx[d] = i
             i += 1
-            pf[pos[node]] = feature[node]
+            pf[pos[node]] = player[node]
             continue
         if not fill:
             lcnt[lc_off[node] + ys[d]] += c
@@ -941,8 +955,8 @@ def _leaf_table(counts, off, d, W, ch_w, ch_s, scale, out, out_off):
 def _build_tables(RT, RT32, zf, order, depth, starts, use_tree, pos, nu, is_left, unit_of,
                   u_size, u_bits, u_foff, u_feat, u_off, uc_off, uc_size, lc_off, lc_size,
                   leaf_start, W, ch_w, ch_s, to_units, value, tree_kv, max_depth, children_left,
-                  feature, threshold, mode, missing, default_left, cat_offsets, cat_values, out,
-                  reach):
+                  feature, player, n_players, threshold, mode, missing, default_left,
+                  cat_offsets, cat_values, out, reach):
     """Background pattern counts, leaf tables and (``to_units``) unit tables, per tree.
 
     One tree per parallel task. Counts: each background row's key at each unit
@@ -970,7 +984,7 @@ def _build_tables(RT, RT32, zf, order, depth, starts, use_tree, pos, nu, is_left
         ys = np.zeros(Dm, dtype=np.int64)
         iidx = np.zeros(Dm, dtype=np.int64)
         pf = np.zeros(Dm, dtype=np.int64)
-        fdim = np.zeros(RT.shape[0], dtype=np.int64)  # feature -> slot in its unit's row
+        fdim = np.zeros(n_players, dtype=np.int64)  # player -> slot in its unit's row
         node_at = np.zeros(Dm, dtype=np.int64)
         if path:
             _path_weights(t, order, depth, starts, pos, nu, children_left, zf, lc_off, lcnt,
@@ -979,7 +993,7 @@ def _build_tables(RT, RT32, zf, order, depth, starts, use_tree, pos, nu, is_left
             _count_background(t, RT, RT32, m, block, order, depth, starts, pos, nu, is_left,
                               unit_of, u_size, u_bits, uc_off, uc_size, lc_off, lcnt, ys,
                               iidx, pf, node_at, fdim, value, children_left, feature,
-                              threshold, mode, missing, default_left, cat_offsets,
+                              player, threshold, mode, missing, default_left, cat_offsets,
                               cat_values)
         for idx in range(starts[t], starts[t + 1]):
             node = order[idx]
@@ -1004,7 +1018,7 @@ def _build_tables(RT, RT32, zf, order, depth, starts, use_tree, pos, nu, is_left
             node = order[idx]
             u = unit_of[node]
             if u < 0:
-                pf[pos[node]] = feature[node]
+                pf[pos[node]] = player[node]
                 idx += 1
                 continue
             dims = u_foff[u + 1] - u_foff[u]
@@ -1013,7 +1027,7 @@ def _build_tables(RT, RT32, zf, order, depth, starts, use_tree, pos, nu, is_left
             row = dims * kv
             for kk in range(np.int64(1) << u_bits[u]):
                 _unit_walk(True, kk, 0.0, idx, u_size[u], nu[node], order, depth,
-                           children_left, feature, pos, nu, is_left, ys, iidx, node_at, pf,
+                           children_left, player, pos, nu, is_left, ys, iidx, node_at, pf,
                            lc_off, lcnt, ltab, value, kv, fdim, out, u_off[u] + kk * row)
             idx += u_size[u]
 
@@ -1053,7 +1067,7 @@ def _path_weights(t, order, depth, starts, pos, nu, children_left, zf, lc_off, l
 @njit(cache=True)
 def _count_background(t, RT, RT32, m, block, order, depth, starts, pos, nu, is_left, unit_of,
                       u_size, u_bits, uc_off, uc_size, lc_off, lcnt, ys, iidx, pf, node_at,
-                      fdim, value, children_left, feature, threshold, mode, missing,
+                      fdim, value, children_left, feature, player, threshold, mode, missing,
                       default_left, cat_offsets, cat_values):
     """Each background row's key at each unit of tree ``t``, spread to leaf break sets."""
     Dm = len(ys)
@@ -1094,7 +1108,7 @@ def _count_background(t, RT, RT32, m, block, order, depth, starts, pos, nu, is_l
             c = ucnt[off + kk]
             if c != 0.0:
                 _unit_walk(False, kk, c, idx, u_size[u], nu[node], order, depth,
-                           children_left, feature, pos, nu, is_left, ys, iidx, node_at, pf,
+                           children_left, player, pos, nu, is_left, ys, iidx, node_at, pf,
                            lc_off, lcnt, dummy, value, 1, fdim, dummy, 0)
 
 
@@ -1148,13 +1162,14 @@ class PatternTables:
         if zero_fractions is not None:
             R = np.zeros((0, ens.n_features))
         order, depth, starts = _orders(ens.tree_offsets, ens.children_left, ens.children_right)
-        pos, nu, U = _leaf_positions(order, depth, starts, ens.children_left, ens.feature,
-                                     ens.n_features)
+        player, n_players = ens.players()
+        pos, nu, U = _leaf_positions(order, depth, starts, ens.children_left, player,
+                                     n_players)
         self.max_depth = int(depth.max()) if len(depth) else 0
         candidate = U <= max_features
         unit_of, u_idx, u_tree, u_size, u_bits, u_foff, u_feat = _units(
             order, depth, starts, candidate, ens.children_left, ens.children_right,
-            ens.feature, pos, nu, ens.n_features, self.max_depth, 1)
+            player, pos, nu, n_players, self.max_depth, 1)
         T = ens.n_trees
         tree_kv = np.where(ens.tree_output < 0, values.shape[1], 1).astype(np.int64)
         u_keys = np.left_shift(np.int64(1), u_bits)
@@ -1213,8 +1228,9 @@ class PatternTables:
                       np.asarray([c[0] for c in channels], dtype=np.int64),
                       np.asarray([c[1] for c in channels], dtype=np.int64), to_units,
                       _w(values, dtype=np.float64), self.tree_kv, self.max_depth,
-                      ens.children_left, ens.feature, ens.threshold, ens.mode, ens.missing,
-                      ens.default_left, ens.cat_offsets, ens.cat_values, out, reach)
+                      ens.children_left, ens.feature, *ens.players(), ens.threshold, ens.mode,
+                      ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, out,
+                      reach)
         return out, reach
 
     def interaction_table(self, ens, R):
@@ -1323,7 +1339,8 @@ def _shap_tables(X, block, order, depth, starts, use_tree, pos, nu, is_left, uni
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
 def _inter_tables(X, block, order, depth, starts, use_tree, pos, nu, is_left, leaf_start,
                   table, value, tree_output, max_depth, slot, children_left, feature,
-                  threshold, mode, missing, default_left, cat_offsets, cat_values, phi, inter):
+                  player, threshold, mode, missing, default_left, cat_offsets, cat_values, phi,
+                  inter):
     """Values and off-diagonal interactions from the 9-channel tables."""
     n, M = X.shape
     Kv = value.shape[1]
@@ -1355,7 +1372,7 @@ def _inter_tables(X, block, order, depth, starts, use_tree, pos, nu, is_left, le
                 _enter(d, node, bn, is_left, pos, ux, gl, node_at)
                 if children_left[node] >= 0:
                     fn = feature[node]
-                    pf[pos[node]] = fn
+                    pf[pos[node]] = player[node]
                     _route_block(node, XT[fn], XT32[fn], bn, gl[d], threshold, mode, missing,
                                  default_left, cat_offsets, cat_values)
                     continue
@@ -1425,11 +1442,11 @@ def shap_pattern_tables(ens, tables, X, n_outputs, block=128):
 
     Returns
     -------
-    phi : ndarray (n, M, n_outputs)
+    phi : ndarray (n, n_players, n_outputs)
         Cost ``O(n * (nodes + features of each unit))`` per tree, whatever the background.
     """
     X = _w(X, dtype=np.float64)
-    phi = np.zeros((X.shape[0], X.shape[1], n_outputs))
+    phi = np.zeros((X.shape[0], ens.players()[1], n_outputs))
     if X.shape[0] == 0 or not tables.use_tree.any():
         return phi
     _shap_tables(X, int(block), tables.order, tables.depth, tables.starts, tables.use_tree,
@@ -1455,7 +1472,8 @@ def interactions_pattern_tables(ens, tables, table, X, values, tree_output, n_ou
         Rows ``features`` of the interaction matrix, main effects on the diagonal.
     """
     X = _w(X, dtype=np.float64)
-    n, M = X.shape
+    n = X.shape[0]
+    player, M = ens.players()
     feats, slot = _slots(M, features)
     phi = np.zeros((n, M, n_outputs))
     inter = np.zeros((n, len(feats), M, n_outputs))
@@ -1464,8 +1482,9 @@ def interactions_pattern_tables(ens, tables, table, X, values, tree_output, n_ou
                       tables.use_tree, tables.pos, tables.nu, tables.is_left,
                       tables.leaf_start, table, _w(values, dtype=np.float64),
                       np.asarray(tree_output, dtype=np.int64), tables.max_depth, slot,
-                      ens.children_left, ens.feature, ens.threshold, ens.mode, ens.missing,
-                      ens.default_left, ens.cat_offsets, ens.cat_values, phi, inter)
+                      ens.children_left, ens.feature, player, ens.threshold, ens.mode,
+                      ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi,
+                      inter)
     return phi, _fill_diagonal(phi, inter, feats)
 
 
@@ -1476,9 +1495,10 @@ def interactions_pattern_tables(ens, tables, table, X, values, tree_output, n_ou
 
 @njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
 def _shap_interv(X, R, tree_offsets, use_tree, value, tree_output, W, max_depth, fx, fr, px,
-                 pr, rescale, slot, do_inter, children_left, children_right, feature,
+                 pr, rescale, slot, do_inter, children_left, children_right, feature, player,
                  threshold, mode, missing, default_left, cat_offsets, cat_values, phi, inter):
-    n, M = X.shape
+    n = X.shape[0]
+    M = phi.shape[1]  # players
     nR = R.shape[0]
     Kv = value.shape[1]
     K = phi.shape[2]
@@ -1561,10 +1581,11 @@ def _shap_interv(X, R, tree_offsets, use_tree, value, tree_output, W, max_depth,
                                         k = tout if tout >= 0 else kk
                                         inter[i, s, h, k] += value[node, kk] * w
                         continue
-                    f = feature[node]
-                    gx = _go_left(node, X[i, f], threshold, mode, missing, default_left,
+                    fc = feature[node]
+                    f = player[node]
+                    gx = _go_left(node, X[i, fc], threshold, mode, missing, default_left,
                                   cat_offsets, cat_values)
-                    gr = _go_left(node, R[r, f], threshold, mode, missing, default_left,
+                    gr = _go_left(node, R[r, fc], threshold, mode, missing, default_left,
                                   cat_offsets, cat_values)
                     cx = children_left[node] if gx else children_right[node]
                     cr = children_left[node] if gr else children_right[node]
@@ -1621,7 +1642,8 @@ def _pairwise(ens, X, R, values, tree_output, n_outputs, max_depth, rescale, tre
               features, do_inter):
     X = _w(X, dtype=np.float64)
     R = _w(R, dtype=np.float64)
-    n, M = X.shape
+    n = X.shape[0]
+    player, M = ens.players()
     feats, slot = _slots(M, features)
     phi = np.zeros((n, M, n_outputs))
     inter = np.zeros((n, len(feats) if do_inter else 0, M, n_outputs))
@@ -1639,8 +1661,8 @@ def _pairwise(ens, X, R, values, tree_output, n_outputs, max_depth, rescale, tre
         _shap_interv(X, R, ens.tree_offsets, use, _w(values, dtype=np.float64),
                      np.asarray(tree_output, dtype=np.int64), W, int(max_depth), fx, fr, px,
                      pr, flag, slot, do_inter, ens.children_left, ens.children_right,
-                     ens.feature, ens.threshold, ens.mode, ens.missing, ens.default_left,
-                     ens.cat_offsets, ens.cat_values, phi, inter)
+                     ens.feature, player, ens.threshold, ens.mode, ens.missing,
+                     ens.default_left, ens.cat_offsets, ens.cat_values, phi, inter)
     return phi, inter, feats
 
 
