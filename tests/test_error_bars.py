@@ -257,8 +257,8 @@ def test_shear_random_fill_is_calibrated_over_rounds():
     game = _dense_game(P, n, seed=4)
     truth = game.shapley_values()[0]
     coop = _top_k_cooperators(_cross_contribution_finite_difference(game.value, n, P), 3)
-    phi, _, _, std = _shear_estimate(game.value, coop, np.arange(n), 11, n_rounds=32,
-                                     return_std=True)
+    phi, _, _, std, _ = _shear_estimate(game.value, coop, np.arange(n), 11, n_rounds=32,
+                                        return_std=True)
     _assert_calibrated(_coverage(phi, std, truth), n, "SHEAR, 32 rounds")
 
 
@@ -279,6 +279,49 @@ def test_shear_auto_is_calibrated(poly_data):
             rows)
     _assert_calibrated(_coverage(att.values, att.std, truth), len(rows),
                        "SHEAR n_evals='auto'")
+
+
+@pytest.fixture(scope="module")
+def poly_many():
+    """2,000 rows of a dense three-way polynomial of 8 players and its exact values: the
+    rows are the independent trials of the coverage tests at a fixed budget."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(2000, 8))
+    model = FrozenEstimator(_Polynomial(order=3, seed=0).fit(X))
+    truth = ShearExplainer(model, n_evals=256).fit(X).explain(X).values  # 256 = 2^8: exact
+    return X, model, truth
+
+
+@pytest.mark.parametrize("n_evals", [16, 32])
+def test_shear_fixed_budget_two_rounds_is_calibrated(poly_many, n_evals):
+    X, model, truth = poly_many
+    e = ShearExplainer(model, n_evals=n_evals, n_rounds=2, random_state=0).fit(X)
+    att = e.explain(X)
+    assert e.n_cooperators_ == np.log2(n_evals) - 2
+    np.testing.assert_array_equal(att.extras["n_rounds"], 2)
+    np.testing.assert_array_equal(att.extras["n_evals"], n_evals)
+    # Satterthwaite: between one and the number of pairs; inf where both fills agree
+    dof, finite = att.extras["std_dof"], np.isfinite(att.extras["std_dof"])
+    assert dof.shape == att.std.shape and np.all(att.std[~finite] == 0)
+    assert np.all((dof[finite] >= 1) & (dof[finite] <= 2 ** (e.n_cooperators_ - 1)))
+    assert np.isfinite(att.std).all()
+    _assert_calibrated(_coverage(att.values, att.std, truth), len(X),
+                       f"SHEAR n_evals={n_evals}, n_rounds=2")
+
+
+@pytest.mark.parametrize("n_evals", [8, 32])
+def test_shear_fixed_budget_one_round_is_conservative_and_not_nan(poly_many, n_evals):
+    # the default keeps the most cooperators: one fill per pair of subsets, the variance
+    # pooled over pairs (the differences of their means counted too), so its intervals are
+    # too wide to pass the calibration test above, but never too narrow
+    X, model, truth = poly_many
+    att = ShearExplainer(model, n_evals=n_evals, random_state=0).fit(X).explain(X)
+    assert np.isfinite(att.std).all()
+    rate = float(np.mean(_coverage(att.values, att.std, truth)))
+    assert rate >= 0.95, rate
+    if n_evals == 32:
+        with pytest.raises(AssertionError, match="cover the truth"):
+            _assert_calibrated(_coverage(att.values, att.std, truth), len(X), "one round")
 
 
 class _Pairwise(RegressorMixin, BaseEstimator):
@@ -352,8 +395,8 @@ def test_game_estimators_are_calibrated_large(estimator, P, n_evals):
     truth = game.shapley_values()[0]
     if estimator == "shear":
         coop = _top_k_cooperators(_cross_contribution_finite_difference(game.value, n, P), 3)
-        phi, _, _, std = _shear_estimate(game.value, coop, np.arange(n), 11, n_rounds=32,
-                                         return_std=True)
+        phi, _, _, std, _ = _shear_estimate(game.value, coop, np.arange(n), 11,
+                                            n_rounds=32, return_std=True)
     else:
         fn = permutation_shapley if estimator == "permutation" else kernel_shapley
         phi, _, units = fn(game, n_evals, row_generators(7, range(n)), return_units=True)

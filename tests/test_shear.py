@@ -369,6 +369,35 @@ def test_explainer_as_pipeline_step(data):
     assert pipe.predict(X[:5]).shape == (5,)
 
 
+def test_n_rounds_splits_the_budget(data):
+    X, _ = data
+    model = softplus_mlp(6, seed=17)
+    one = ShearExplainer(model, n_evals=16, random_state=0).fit(X)
+    two = ShearExplainer(model, n_evals=16, n_rounds=2, random_state=0).fit(X)
+    four = ShearExplainer(model, n_evals=16, n_rounds=4, random_state=0).fit(X)
+    assert (one.n_cooperators_, one.n_rounds_) == (3, 1)
+    assert (two.n_cooperators_, two.n_rounds_) == (2, 2)
+    assert (four.n_cooperators_, four.n_rounds_) == (1, 4)
+    a = two.explain(X[:9])
+    assert a.extras["cooperators"].shape == (9, 6, 2)
+    np.testing.assert_array_equal(a.extras["n_rounds"], 2)
+    np.testing.assert_array_equal(a.extras["n_evals"], 16)
+    assert np.isfinite(a.std).all() and a.std.max() > 0  # all interaction orders
+    # a row's rounds follow the row and the seed only
+    b = ShearExplainer(model, n_evals=16, n_rounds=2, random_state=0,
+                       batch_size=4).fit(X).explain(X[:9][::-1])
+    np.testing.assert_allclose(b.values[::-1], a.values, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(b.std[::-1], a.std, rtol=0, atol=1e-12)
+    # pairwise models stay exact with any split, with standard errors 0
+    quad = Quadratic(6, seed=18)
+    ref = ShearExplainer(quad, n_evals=64).fit(X).explain(X[:4]).values
+    for R in (2, 4):
+        att = ShearExplainer(quad, n_evals=16, n_rounds=R, random_state=0).fit(X).explain(
+            X[:4])
+        np.testing.assert_allclose(att.values, ref, atol=1e-9)
+        np.testing.assert_allclose(att.std, 0.0, atol=1e-9)
+
+
 def test_deterministic_for_random_state_n_jobs_and_batch_size(data):
     X, _ = data
     model = softplus_mlp(6, seed=10)
@@ -501,6 +530,9 @@ def test_bad_parameters_raise(data):
         ShearExplainer(model, reference=np.zeros(5)).fit(X)
     with pytest.raises(ValueError, match="cooperators"):
         ShearExplainer(model, cooperators="gradient").fit(X)
+    for n_rounds in (0, 3, 8):  # not a power of two, or more than n_evals / 2
+        with pytest.raises(ValueError, match="n_rounds"):
+            ShearExplainer(model, n_evals=8, n_rounds=n_rounds).fit(X)
     with pytest.raises(ValueError, match="response_method"):
         ShearExplainer(model, response_method="predict_proba").fit(X)
     with pytest.raises(NotFittedError):
@@ -745,7 +777,10 @@ def test_random_cooperators_uniform_over_subsets_of_the_others():
 
 def test_rounds_of_fresh_fills_and_their_standard_errors():
     """Round 0 is the one-round estimate; R rounds average R independent fills, and the
-    standard error is sum_pairs w^2 var_rounds(pair) / R."""
+    standard error is sqrt(V) t(nu) / t(inf), V = sum_pairs w^2 var_rounds(pair) / R with
+    the Satterthwaite degrees of freedom nu."""
+    from scipy.stats import t as student_t
+
     rng = np.random.default_rng(0)
     terms = {T: rng.normal(size=2) for k in (1, 2, 3) for T in itertools.combinations(range(6), k)}
     game = DividendGame(6, terms, n_rows=2)
@@ -759,20 +794,26 @@ def test_rounds_of_fresh_fills_and_their_standard_errors():
         rounds.append(v[:, :, :, 0] - v[:, :, :, 1])            # (n, P, 2^K, O)
     w = S._cooperator_weights(3)
     np.testing.assert_allclose(np.einsum("t,npto->npo", w, rounds[0]), one, atol=1e-12)
-    phi, base4, _, std = S._shear_estimate(game.value, coop, keys, 5, n_rounds=4,
-                                           return_std=True)
+    phi, base4, _, std, dof = S._shear_estimate(game.value, coop, keys, 5, n_rounds=4,
+                                                return_std=True)
     np.testing.assert_allclose(base4, base)
     np.testing.assert_allclose(phi, np.einsum("t,npto->npo", w, np.mean(rounds, axis=0)),
                                atol=1e-12)
     t = np.arange(4)
     pairs = np.stack([d[:, :, t] + d[:, :, 7 - t] for d in rounds], axis=1)  # (n, R, P, 4, O)
-    var = np.einsum("u,npuo->npo", w[t] ** 2, pairs.var(axis=1, ddof=1)) / 4
-    np.testing.assert_allclose(std, np.sqrt(var), atol=1e-12)
-    assert np.all(std > 0)  # three-way terms with non-cooperators: the fills matter
+    a = w[t][None, None, :, None] ** 2 * pairs.var(axis=1, ddof=1) / 4
+    var = a.sum(axis=2)
+    nu = var**2 / ((a**2).sum(axis=2) / 3)
+    assert np.all((nu >= 3 - 1e-9) & (nu <= 12 + 1e-9))
+    np.testing.assert_allclose(dof, nu, rtol=1e-10)
+    np.testing.assert_allclose(
+        std, np.sqrt(var) * student_t.ppf(0.975, nu) / student_t.ppf(0.975, np.inf),
+        rtol=1e-10)
+    assert np.all(std > np.sqrt(var))  # three-way terms with non-cooperators: fills matter
     # pairwise games are exact whatever the fill: standard errors 0, in one round or four
     pair_game = DividendGame(6, {T: rng.normal(size=2) for k in (1, 2)
                                  for T in itertools.combinations(range(6), k)}, n_rows=2)
     for R in (1, 4):
-        *_, std = S._shear_estimate(pair_game.value, coop, keys, 5, n_rounds=R,
-                                    return_std=True)
+        *_, std, dof = S._shear_estimate(pair_game.value, coop, keys, 5, n_rounds=R,
+                                         return_std=True)
         np.testing.assert_allclose(std, 0.0, atol=1e-12)
