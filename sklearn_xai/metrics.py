@@ -53,10 +53,14 @@ def absolute_error(values, reference):
     Parameters
     ----------
     values, reference : Attribution or ndarray of shape (n_samples, n_players[, n_outputs])
+        The estimated attributions and the reference ones (e.g. exact Shapley values),
+        of the same shape.
 
     Returns
     -------
     float
+        The mean over rows (and outputs) of the summed absolute differences; 0 when the
+        two agree.
     """
     a, b = _as_values(values), _as_values(reference)
     if a.shape != b.shape:
@@ -74,11 +78,14 @@ def ranking_accuracy(values, reference):
 
     Parameters
     ----------
-    values, reference : ndarray of shape (n_samples, n_players) (or Attribution)
+    values, reference : Attribution or ndarray of shape (n_samples, n_players[, n_outputs])
+        The estimated attributions and the reference ones, of the same shape. With
+        several outputs every (row, output) pair is ranked separately.
 
     Returns
     -------
-    float in [0, 1]
+    float
+        The mean weighted accuracy, in [0, 1]; 1 when every row's order matches.
     """
     a, b = _as_values(values), _as_values(reference)
     if a.ndim == 3:
@@ -91,7 +98,22 @@ def ranking_accuracy(values, reference):
 
 
 def top_k_accuracy(values, reference, k=3):
-    """Mean overlap of the top-``k`` players by ``|value|`` (as a fraction of ``k``)."""
+    """Mean overlap of the top-``k`` players by ``|value|`` (as a fraction of ``k``).
+
+    Parameters
+    ----------
+    values, reference : Attribution or ndarray of shape (n_samples, n_players[, n_outputs])
+        The estimated attributions and the reference ones, of the same shape. With
+        several outputs every (row, output) pair is compared separately.
+    k : int, default=3
+        Number of top players compared; at most ``n_players`` are used.
+
+    Returns
+    -------
+    float
+        The mean fraction of the reference's top ``k`` players that are also among the
+        estimate's, in [0, 1].
+    """
     a, b = np.abs(_as_values(values)), np.abs(_as_values(reference))
     if a.ndim == 3:
         a = a.transpose(0, 2, 1).reshape(-1, a.shape[1])
@@ -108,7 +130,14 @@ def efficiency_gap(attribution, output):
     Parameters
     ----------
     attribution : Attribution
+        The explained rows' attributions and base values.
     output : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        The model's output for the explained rows (in the explained space).
+
+    Returns
+    -------
+    float
+        The largest absolute gap over rows and outputs, 0.0 when no row is explained.
     """
     return attribution.additivity_gap(output)
 
@@ -120,15 +149,22 @@ def deletion_curve(model_fn, X, values, reference, groups=None):
 
     Parameters
     ----------
-    model_fn : callable ``f(Z) -> (m, n_outputs)``
+    model_fn : callable
+        ``f(Z) -> ndarray of shape (m, n_outputs)`` on 2-D arrays of rows; the curve
+        follows its first output.
     X : ndarray of shape (n_samples, n_features)
-    values : ndarray of shape (n_samples, n_players) (one output)
+        The explained rows.
+    values : ndarray of shape (n_samples, n_players)
+        Attributions of one output, which set each row's deletion order.
     reference : ndarray of shape (1, n_features)
-    groups : list of array of int or None
+        The values a removed player's columns take.
+    groups : list of array of int or None, default=None
+        Columns of each player; ``None``: one player per column.
 
     Returns
     -------
     order : ndarray of int, shape (n_samples, n_players)
+        Each row's players by decreasing ``|value|``.
     curve : ndarray of shape (n_samples, n_players + 1)
         ``curve[:, 0] = f(x)``; ``curve[:, k]`` after removing the first ``k`` players.
     """
@@ -161,34 +197,37 @@ def faithfulness(model_fn, X, attribution, reference, groups=None, output=0):
 
     For each row, players are removed (set to the reference) in order of decreasing
     ``|value|``; the step changes ``|Delta_k|`` are correlated with the sorted ``|value|``.
-    Rows whose steps or values are constant count as 0. Averaged over rows.
+    Rows whose steps or values are constant (up to round-off) count as 0. Averaged over
+    rows.
 
     Parameters
     ----------
-    model_fn : callable ``f(Z) -> (m, n_outputs)``
+    model_fn : callable
+        ``f(Z) -> ndarray of shape (m, n_outputs)`` on 2-D arrays of rows, e.g. an
+        explainer's ``model_fn_``.
     X : ndarray of shape (n_samples, n_features)
+        The explained rows.
     attribution : Attribution or ndarray of shape (n_samples, n_players[, n_outputs])
+        The rows' attributions.
     reference : ndarray of shape (1, n_features)
-    groups : list of array of int or None
-    output : int
-        Which explained output is scored.
+        The values a removed player's columns take.
+    groups : list of array of int or None, default=None
+        Columns of each player; ``None``: one player per column.
+    output : int, default=0
+        Which explained output is scored (a column of ``model_fn``'s output and of the
+        attributions).
 
     Returns
     -------
-    float in [-1, 1]
+    float
+        The mean correlation, in [-1, 1].
     """
     values = _first_output(attribution, output)
     fn = _single_output(model_fn, output)
     order, curve = deletion_curve(fn, X, values, reference, groups)
     delta = np.abs(np.diff(curve, axis=1))
     sorted_abs = np.take_along_axis(np.abs(values), order, axis=1)
-    scores = []
-    for a, d in zip(sorted_abs, delta):
-        if a.std() == 0 or d.std() == 0:
-            scores.append(0.0)
-        else:
-            scores.append(float(np.corrcoef(a, d)[0, 1]))
-    return float(np.mean(scores))
+    return float(np.mean(_pearson_over_axis1(sorted_abs[:, :, None], delta[:, :, None])))
 
 
 def faithfulness_correlation(model_fn, X, attribution, reference, groups=None, *,
@@ -206,9 +245,13 @@ def faithfulness_correlation(model_fn, X, attribution, reference, groups=None, *
 
     Parameters
     ----------
-    model_fn : callable ``f(Z) -> (m, n_outputs)``
+    model_fn : callable
+        ``f(Z) -> ndarray of shape (m, n_outputs)`` on 2-D arrays of rows, e.g. an
+        explainer's ``model_fn_``.
     X : ndarray of shape (n_samples, n_features)
+        The explained rows.
     attribution : Attribution or ndarray of shape (n_samples, n_players[, n_outputs])
+        The rows' attributions, one output per column of ``model_fn``'s output.
     reference : ndarray of shape (1, n_features)
         The values a removed player takes.
     groups : list of array of int or None
@@ -221,7 +264,8 @@ def faithfulness_correlation(model_fn, X, attribution, reference, groups=None, *
 
     Returns
     -------
-    float in [-1, 1]
+    float
+        The mean correlation over rows and outputs, in [-1, 1].
     """
     values = _as_values(attribution)
     if values.ndim == 2:
@@ -232,7 +276,7 @@ def faithfulness_correlation(model_fn, X, attribution, reference, groups=None, *
         groups = [np.array([j]) for j in range(X.shape[1])]
     if len(groups) != P:
         raise ValueError(f"attribution has {P} players but groups lists {len(groups)}.")
-    masks = np.random.default_rng(random_state).random((int(n_subsets), P)) < 0.5
+    masks = _random_subsets(n_subsets, P, random_state)
     column_masks = np.zeros((masks.shape[0], X.shape[1]), dtype=bool)
     for p, cols in enumerate(groups):
         column_masks[:, cols] = masks[:, [p]]
@@ -243,6 +287,12 @@ def faithfulness_correlation(model_fn, X, attribution, reference, groups=None, *
     drops = out[:n, None, :] - out[n:].reshape(n, masks.shape[0], O)
     sums = np.einsum("sp,npo->nso", masks.astype(np.float64), values)
     return float(np.mean(_pearson_over_axis1(sums, drops)))
+
+
+def _random_subsets(n_subsets, n_players, random_state=0):
+    """Random player subsets of the faithfulness correlations, each player in with
+    probability 1/2: boolean array of shape (n_subsets, n_players)."""
+    return np.random.default_rng(random_state).random((int(n_subsets), n_players)) < 0.5
 
 
 def _pearson_over_axis1(a, b):
@@ -266,7 +316,32 @@ def _pearson_over_axis1(a, b):
 
 
 def monotonicity(model_fn, X, attribution, reference, groups=None, output=0):
-    """Fraction of deletion steps with ``|Delta_k| >= |Delta_{k+1}|``, averaged over rows."""
+    """Fraction of deletion steps with ``|Delta_k| >= |Delta_{k+1}|``, averaged over rows.
+
+    Players are removed (set to the reference) in order of decreasing ``|value|``, as in
+    :func:`deletion_curve`; ``Delta_k`` is the output change of the ``k``-th removal.
+
+    Parameters
+    ----------
+    model_fn : callable
+        ``f(Z) -> ndarray of shape (m, n_outputs)`` on 2-D arrays of rows, e.g. an
+        explainer's ``model_fn_``.
+    X : ndarray of shape (n_samples, n_features)
+        The explained rows.
+    attribution : Attribution or ndarray of shape (n_samples, n_players[, n_outputs])
+        The rows' attributions.
+    reference : ndarray of shape (1, n_features)
+        The values a removed player's columns take.
+    groups : list of array of int or None, default=None
+        Columns of each player; ``None``: one player per column.
+    output : int, default=0
+        Which explained output is scored.
+
+    Returns
+    -------
+    float
+        The fraction in [0, 1]; 1.0 with fewer than two players.
+    """
     values = _first_output(attribution, output)
     fn = _single_output(model_fn, output)
     _, curve = deletion_curve(fn, X, values, reference, groups)
@@ -285,5 +360,21 @@ def _single_output(model_fn, output):
 
 
 def faithfulness_scorer(explainer, X, y=None):
-    """``scoring=`` callable for ``GridSearchCV``: the explainer's own ``score``."""
+    """``scoring=`` callable for ``GridSearchCV``: the explainer's own ``score``.
+
+    Parameters
+    ----------
+    explainer : fitted explainer
+        An explainer with a ``score(X, y)`` method.
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        The rows scored.
+    y : array-like of shape (n_samples,) or None, default=None
+        Passed on to ``score``: the targets of :class:`~sklearn_xai.KnockoffSAGE`,
+        ignored by attribution explainers.
+
+    Returns
+    -------
+    float
+        ``explainer.score(X, y)``.
+    """
     return explainer.score(X, y)

@@ -326,3 +326,35 @@ def test_sage_simulation_knockoffs_find_the_sensitive_feature():
     assert ko_first >= 4
     assert np.argmax(ko_mean) == 0
     assert mg_first == 0
+
+
+@pytest.mark.parametrize("target", [0, 2])
+def test_sage_target_class_loss_is_about_that_class(target):
+    # SAGE of P(target) must score it against the indicator of ``target``: enumerate
+    # v_i(S) = -log_loss(y_i == target, mean_b P_target(x_S, b_~S)) over the 3 players
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    X = X[:, :3]
+    model = LogisticRegression(max_iter=500).fit(X, y)
+    bg, rows, labels = X[::15], X[1::7], y[1::7]
+    sage = KnockoffSAGE(FrozenEstimator(model), imputation="marginal", background=bg,
+                        target=target, algorithm="exact", random_state=0).fit(X)
+    got = sage.explain(rows, labels).importances
+
+    def value(S):
+        hybrid = np.repeat(bg[None], len(rows), 0)
+        hybrid[:, :, list(S)] = rows[:, None, list(S)]
+        p = model.predict_proba(hybrid.reshape(-1, 3))[:, target].reshape(len(rows), -1)
+        p = np.clip(p.mean(axis=1), 1e-12, 1 - 1e-12)
+        t = (labels == target).astype(float)
+        return -(t * np.log(p) + (1 - t) * np.log(1 - p))  # loss per row
+
+    ref = np.zeros(3)
+    for j in range(3):
+        others = [k for k in range(3) if k != j]
+        for size in range(3):
+            for S in combinations(others, size):
+                w = factorial(size) * factorial(3 - size - 1) / factorial(3)
+                ref[j] += w * np.mean(value(S) - value(S + (j,)))
+    np.testing.assert_allclose(np.ravel(got), ref, rtol=0, atol=1e-10)

@@ -330,6 +330,17 @@ def test_sequential_errors():
         SequentialKnockoffs(cv=5).fit(df.iloc[:6])
 
 
+def test_sequential_missing_values_name_the_column_and_the_remedy():
+    df = _mixed_frame(60, 3)
+    df.loc[4, "three"] = None
+    for fit, rows in [(df, None), (df.drop(index=4), df.iloc[:6])]:
+        with pytest.raises(ValueError,
+                           match=r"missing values \(NaN\) in column 3 \('three'\)") as info:
+            sk = SequentialKnockoffs(cv=3, Cs=2, random_state=0).fit(fit)
+            sk.sample(rows)
+        assert "impute" in str(info.value)
+
+
 def test_row_streams_are_uniform_independent_and_keyed():
     from scipy import stats
 

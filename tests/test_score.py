@@ -8,7 +8,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_xai import KnockoffSAGE, ShearExplainer
-from sklearn_xai.metrics import faithfulness_correlation
+from sklearn_xai.metrics import faithfulness, faithfulness_correlation
 
 
 class _Interacting(RegressorMixin, BaseEstimator):
@@ -103,8 +103,8 @@ def test_a_rows_score_does_not_depend_on_the_other_rows():
 class _NegatedSAGE(KnockoffSAGE):
     """SAGE whose importances are negated (a broken explainer for the score to catch)."""
 
-    def explain(self, X, y):
-        result = super().explain(X, y)
+    def _explain(self, X, y, classes):
+        result = super()._explain(X, y, classes)
         result.importances = -np.asarray(result.importances)
         return result
 
@@ -123,3 +123,25 @@ def test_knockoff_sage_score_rewards_the_right_sign(imputation):
     s_good, s_bad = good.score(X[:100], y[:100]), bad.score(X[:100], y[:100])
     assert s_good > 0.9
     assert s_bad < -0.9
+
+
+def test_faithfulness_counts_steps_equal_up_to_round_off_as_constant():
+    # every deletion step lowers f = 0.1 * sum(z) by 0.1 (in exact arithmetic): the steps
+    # are constant, so the row scores 0 by the documented rule, whatever the round-off of
+    # the sums makes of them
+    def model_fn(Z):
+        return 0.1 * np.asarray(Z, dtype=float).sum(axis=1, keepdims=True)
+
+    X = np.ones((3, 6))
+    values = np.tile(np.arange(6.0, 0.0, -1.0), (3, 1))
+    assert faithfulness(model_fn, X, values, np.zeros((1, 6))) == 0.0
+    # the Pearson correlation of faithfulness_correlation, row by row
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(3, 6))
+    X = rng.normal(size=(3, 6))
+    order = np.argsort(-np.abs(values), axis=1, kind="stable")
+    steps = 0.1 * np.abs(np.take_along_axis(X, order, axis=1))  # |f| drop per step
+    sorted_abs = np.take_along_axis(np.abs(values), order, axis=1)
+    expected = np.mean([np.corrcoef(a, d)[0, 1] for a, d in zip(sorted_abs, steps)])
+    assert faithfulness(model_fn, X, values, np.zeros((1, 6))) == pytest.approx(expected,
+                                                                                 rel=1e-9)

@@ -113,7 +113,8 @@ class GaussianKnockoffs(BaseEstimator):
 
         Returns
         -------
-        self : GaussianKnockoffs
+        object
+            The fitted sampler (``self``).
         """
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         mean = X.mean(axis=0)
@@ -237,12 +238,15 @@ class GaussianKnockoffs(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Numeric rows, with the columns given to ``fit``.
         y : None
             Ignored.
 
         Returns
         -------
-        score : float
+        float
+            The mean log-density of the rows under ``N(mean_, covariance_)``, over the
+            columns that vary in ``fit`` (constant columns are left out).
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
@@ -276,7 +280,8 @@ class GaussianKnockoffs(BaseEstimator):
 
         Returns
         -------
-        X_tilde : ndarray of shape (n_samples, n_knockoffs, n_features)
+        ndarray of shape (n_samples, n_knockoffs, n_features)
+            ``X_tilde[i, k]`` is the ``k``-th knockoff of row ``i``.
         """
         check_is_fitted(self)
         if not isinstance(n_knockoffs, Integral) or n_knockoffs < 1:

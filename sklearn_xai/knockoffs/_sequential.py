@@ -66,6 +66,7 @@ class SequentialKnockoffs(BaseEstimator):
     order_ : ndarray of shape (n_features,)
         Column order of the sequential construction.
     categorical_ : ndarray of bool, shape (n_features,)
+        Which columns are modelled as categorical.
     levels_ : list
         Per column: the sorted training levels (categorical) or None.
     n_features_in_ : int
@@ -173,7 +174,9 @@ class SequentialKnockoffs(BaseEstimator):
         for j in range(frame.shape[1]):
             col = frame.iloc[:, j]
             if col.isna().any():
-                raise ValueError(f"Column {j} of X contains missing values (NaN).")
+                raise ValueError(
+                    f"X contains missing values (NaN) in column {j} ({str(frame.columns[j])!r}); "
+                    "knockoffs model complete rows: impute them or drop those rows.")
             if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(
                     col.dtype) and np.isinf(col.to_numpy(dtype=float)).any():
                 raise ValueError(f"Column {j} of X contains infinity.")
@@ -193,7 +196,8 @@ class SequentialKnockoffs(BaseEstimator):
 
         Returns
         -------
-        self : SequentialKnockoffs
+        object
+            The fitted sampler (``self``).
         """
         frame = self._check_frame(X, reset=True)
         n, p = frame.shape
@@ -325,6 +329,8 @@ class SequentialKnockoffs(BaseEstimator):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows to draw knockoffs for, with the columns (and categorical levels) given
+            to ``fit``; need not be the training rows.
         n_knockoffs : int, default=1
             Independent knockoffs per row.
         random_state : int, RandomState instance or None, default=None
@@ -333,9 +339,10 @@ class SequentialKnockoffs(BaseEstimator):
 
         Returns
         -------
-        X_tilde : ndarray of shape (n_samples, n_knockoffs, n_features)
-            float64 when every column is numeric (a numeric array with numeric
-            categorical levels included), else object.
+        ndarray of shape (n_samples, n_knockoffs, n_features)
+            ``X_tilde[i, k]`` is the ``k``-th knockoff of row ``i``: float64 when every
+            column is numeric (a numeric array with numeric categorical levels included),
+            else object.
         """
         check_is_fitted(self)
         if not isinstance(n_knockoffs, Integral) or n_knockoffs < 1:

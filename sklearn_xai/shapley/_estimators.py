@@ -36,10 +36,13 @@ def unit_std(units, axis=1):
     units : ndarray
         Unit estimates along ``axis``.
     axis : int, default=1
+        The axis of the units.
 
     Returns
     -------
-    ndarray, ``units`` without ``axis``; NaN where there are fewer than two units.
+    ndarray
+        The standard errors, of the shape of ``units`` without ``axis``; NaN where there
+        are fewer than two units.
     """
     units = np.asarray(units, dtype=np.float64)
     U = units.shape[axis]
@@ -60,10 +63,12 @@ def crossed_std(units):
     Parameters
     ----------
     units : ndarray of shape (n_rows, U, K, ...)
+        Estimates of every (unit, draw) cell.
 
     Returns
     -------
-    ndarray of shape (n_rows, ...); NaN with a single unit and a single draw.
+    ndarray of shape (n_rows, ...)
+        The standard errors; NaN with a single unit and a single draw.
     """
     units = np.asarray(units, dtype=np.float64)
     U, K = units.shape[1], units.shape[2]
@@ -85,9 +90,15 @@ MAX_EXACT_PLAYERS = 20
 def all_masks(n_players):
     """Every coalition as a boolean mask; row ``c`` is the binary expansion of ``c``.
 
+    Parameters
+    ----------
+    n_players : int
+        Number of players.
+
     Returns
     -------
     ndarray of bool, shape (2**n_players, n_players)
+        ``masks[c, p]`` is bit ``p`` of ``c``.
     """
     codes = np.arange(2**n_players, dtype=np.int64)
     return ((codes[:, None] >> np.arange(n_players)) & 1).astype(bool)
@@ -107,7 +118,8 @@ def exact_shapley(game, n_evals=None, generators=None, *, return_units=False):
 
     Parameters
     ----------
-    game : Game with ``n_players <= 20``
+    game : Game
+        The game to explain, with ``n_players <= 20`` (``MAX_EXACT_PLAYERS``).
     n_evals, generators : ignored
         Accepted so that every entry of :data:`ALGORITHMS` is called the same way.
     return_units : bool, default=False
@@ -116,6 +128,7 @@ def exact_shapley(game, n_evals=None, generators=None, *, return_units=False):
     Returns
     -------
     phi : ndarray of shape (n_rows, n_players, n_outputs)
+        The Shapley values of each row's game.
     base : ndarray of shape (n_rows, n_outputs)
         ``v(empty)``.
     units : None
@@ -167,13 +180,17 @@ def permutation_shapley(game, n_evals, generators, antithetic=True, *, return_un
     Parameters
     ----------
     game : Game
+        The game to explain: ``game.value`` gives each row's coalition values.
     n_evals : int >= 2
         Coalition evaluations per player and row:
         ``n_permutations = n_evals * P // (P - 1)`` (rounded down to an even number when
         antithetic), so at most ``n_evals * P`` coalitions besides the empty and the full
         one. ``n_evals >= 2`` always affords one antithetic pair.
-    generators : list of numpy.random.Generator, one per row
+    generators : list of numpy.random.Generator
+        One random generator per row of the game; row ``r``'s permutations are drawn
+        from ``generators[r]`` only.
     antithetic : bool, default=True
+        Pair every permutation with its reverse.
     return_units : bool, default=False
         Also return the independent units: the mean marginal contributions of each
         antithetic pair of permutations (of each permutation without pairing).
@@ -181,7 +198,9 @@ def permutation_shapley(game, n_evals, generators, antithetic=True, *, return_un
     Returns
     -------
     phi : ndarray of shape (n_rows, n_players, n_outputs)
+        The estimated Shapley values of each row's game.
     base : ndarray of shape (n_rows, n_outputs)
+        ``v(empty)``.
     units : ndarray of shape (n_rows, n_units, n_players, n_outputs) or None
         Only with ``return_units=True``; ``phi`` is their mean. ``None`` for one player
         (exact).
@@ -244,11 +263,14 @@ def kernel_shapley(game, n_evals, generators, *, return_units=False):
     Parameters
     ----------
     game : Game
+        The game to explain: ``game.value`` gives each row's coalition values.
     n_evals : int >= 2
         Coalition evaluations per player and row: ``n_evals * P`` sampled coalitions
         (rounded down to an even number: they come in complementary pairs) besides the
         empty and the full one.
-    generators : list of numpy.random.Generator, one per row
+    generators : list of numpy.random.Generator
+        One random generator per row of the game; row ``r``'s coalitions are drawn
+        from ``generators[r]`` only.
     return_units : bool, default=False
         Also return the jackknife pseudo-values over ``G = min(n_pairs, 64)`` groups of
         complementary pairs (pair ``k`` in group ``k mod G``): ``G phi - (G - 1)
@@ -258,7 +280,10 @@ def kernel_shapley(game, n_evals, generators, *, return_units=False):
     Returns
     -------
     phi : ndarray of shape (n_rows, n_players, n_outputs)
+        The estimated Shapley values of each row's game; efficiency,
+        ``phi.sum(axis=1) == v(all) - v(empty)``, holds up to round-off.
     base : ndarray of shape (n_rows, n_outputs)
+        ``v(empty)``.
     units : ndarray of shape (n_rows, G, n_players, n_outputs) or None
         Only with ``return_units=True``; ``None`` when the budget enumerates every
         coalition (exact).

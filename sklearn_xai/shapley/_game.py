@@ -18,11 +18,14 @@ def group_matrix(groups, n_features):
     Parameters
     ----------
     groups : list of array-like of int, length n_players
+        Column indices of each player.
     n_features : int
+        Number of columns.
 
     Returns
     -------
     ndarray of bool, shape (n_players, n_features)
+        ``G[p, j]`` is True when column ``j`` belongs to player ``p``.
     """
     G = np.zeros((len(groups), n_features), dtype=bool)
     for p, cols in enumerate(groups):
@@ -96,6 +99,8 @@ class Game(metaclass=ABCMeta):
         Returns
         -------
         ndarray of shape (n_selected_rows, n_coalitions, n_outputs), float64
+            ``out[r, c]`` is the value of coalition ``c`` in the game of the ``r``-th
+            selected row.
         """
 
     def _check_masks(self, masks, rows=None):
@@ -184,6 +189,7 @@ class ImputationGame(Game):
 
     @property
     def n_features(self):
+        """Number of columns of the explained rows."""
         return self.X.shape[1]
 
     @property
@@ -193,6 +199,7 @@ class ImputationGame(Game):
 
     @property
     def n_imputations(self):
+        """Number of imputation rows per explained row."""
         return self.imputation.shape[1]
 
     def active_players(self):
@@ -204,6 +211,7 @@ class ImputationGame(Game):
         Returns
         -------
         ndarray of bool, shape (n_rows, n_players)
+            False where the player is a dummy of the row's game (its Shapley value is 0).
         """
         R = self.imputation if not self._shared else np.broadcast_to(
             self.imputation, (self.n_rows,) + self.imputation.shape[1:])
@@ -211,7 +219,26 @@ class ImputationGame(Game):
         return ~((~same).astype(np.uint8) @ self._G.T.astype(np.uint8) == 0)
 
     def value(self, masks, rows=None, count=True):
-        """``v(S) = mean_k f(x_S, R_k[~S])``; see :meth:`Game.value`."""
+        """Evaluate coalitions: ``v(S) = mean_k f(x_S, R_k[~S])``.
+
+        Parameters
+        ----------
+        masks : array-like of bool
+            Shape (n_coalitions, n_players): coalitions shared by all selected rows; or
+            shape (n_selected_rows, n_coalitions, n_players): one set per row. Players
+            in a coalition keep the explained row's columns, the others take those of
+            the imputation rows.
+        rows : slice or None, default=None
+            Explained rows to evaluate (default all).
+        count : bool, default=True
+            Add the evaluations to ``n_evaluations``.
+
+        Returns
+        -------
+        ndarray of shape (n_selected_rows, n_coalitions, n_outputs), float64
+            The model outputs averaged over the imputation rows, or (with
+            ``per_imputation``) one block of model outputs per imputation row.
+        """
         masks, row_ids = self._check_masks(masks, rows)
         per_row = masks.ndim == 3
         n_coal = masks.shape[-2]

@@ -10,21 +10,25 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context, clone, is_classifier
+from sklearn.base import clone, is_classifier
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.frozen import FrozenEstimator
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._explanation import Attribution, GlobalImportance
-from .._random import row_keys
+from .._random import row_keys, stream_seeds
 from .._utils import draw_base_seed, row_generators, take_rows
 from ..base import (
-    AttributionMixin,
+    AttributionExplainer,
     BaseExplainer,
+    OutputExplainer,
     _is_frame,
+    _model_allows_nan,
     as_array,
     reference_row,
     resolve_feature_groups,
+    split_pipeline,
 )
 from ..knockoffs import GaussianKnockoffs, SequentialKnockoffs
 from ._estimators import (
@@ -51,6 +55,9 @@ MAX_PERMUTATION_ROUNDS = 1000
 # standard errors below this times the largest loss count as 0 (round-off) in the SAGE
 # stop rule
 _SE_FLOOR = 1024 * np.finfo(np.float64).eps
+# tag of the knockoff draws' stream (stream_seeds(base_seed, tag)); the coalition sampling
+# and the SAGE permutations use the base seed itself
+_KNOCKOFF_STREAM = 1
 
 
 def _has_categorical(X):
@@ -62,11 +69,6 @@ def _has_categorical(X):
     return np.asarray(X).dtype == object
 
 
-def _sub_seed(seed, k):
-    """A second integer seed derived from ``seed`` (knockoffs vs. coalition sampling)."""
-    return int(np.random.SeedSequence([int(seed), int(k)]).generate_state(1)[0])
-
-
 def _fit_sampler(sampler, X, random_state):
     if sampler is None:
         sampler = SequentialKnockoffs(random_state=draw_base_seed(random_state)) \
@@ -76,15 +78,36 @@ def _fit_sampler(sampler, X, random_state):
 
 def _draw_knockoffs(sampler, X_rows, n_knockoffs, seed, keys):
     """(n_rows, K, M) knockoffs of ``X_rows``; row ``i`` seeded by ``(seed, keys[i])``."""
-    indices = [int(k) for k in keys]
     if hasattr(sampler, "_sample_seeded"):
-        return sampler._sample_seeded(X_rows, n_knockoffs, seed, indices)
-    # a third-party sampler: one call per row keeps each row's draws independent of batching
+        return sampler._sample_seeded(X_rows, n_knockoffs, seed, keys)
+    # a third-party sampler: one call per row, seeded from the row's keyed stream (the top
+    # 32 bits: a RandomState seed), keeps each row's draws independent of batching
+    row_seeds = stream_seeds(seed, keys) >> np.uint64(32)
     return np.stack([
         np.asarray(sampler.sample(take_rows(X_rows, slice(i, i + 1)), n_knockoffs,
-                                  random_state=_sub_seed(seed, r)))[0]
-        for i, r in enumerate(indices)
+                                  random_state=int(s)))[0]
+        for i, s in enumerate(row_seeds)
     ])
+
+
+def _missing(A):
+    """Boolean masks of the missing entries of a 2-D array or DataFrame, and of those in
+    its numeric columns (the NaN the base's validation refuses for a model)."""
+    import pandas as pd
+
+    if _is_frame(A):
+        numeric = np.array([pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t)
+                            and not isinstance(t, pd.CategoricalDtype) for t in A.dtypes])
+    else:
+        numeric = np.full(np.shape(A)[1], np.asarray(A).dtype.kind in "biuf")
+    A = as_array(A)
+    nan = np.isnan(A.astype(np.float64, copy=False)) if A.dtype.kind in "biuf" else \
+        np.asarray(pd.isna(A), dtype=bool)
+    return nan, nan & numeric
+
+
+def _first_column(mask):
+    return int(np.flatnonzero(mask.any(axis=0))[0])
 
 
 def _check_background(background, X, feature_names, allow_nan):
@@ -97,13 +120,10 @@ def _check_background(background, X, feature_names, allow_nan):
     if bg.ndim != 2 or bg.shape[1] != n_features or bg.shape[0] == 0:
         raise ValueError(f"background must have shape (n_background, {n_features}) with at "
                          f"least one row, got {bg.shape}.")
+    nan, _ = _missing(bg)
     if bg.dtype.kind in "biuf":
-        values = bg.astype(np.float64, copy=False)
-        nan, inf = np.isnan(values), np.isinf(values)
+        inf = np.isinf(bg.astype(np.float64, copy=False))
     else:
-        import pandas as pd
-
-        nan = np.asarray(pd.isna(bg), dtype=bool)
         inf = np.vectorize(lambda v: isinstance(v, float | np.floating) and np.isinf(v),
                            otypes=[bool])(bg)
     for bad, what, remedy in [
@@ -112,34 +132,92 @@ def _check_background(background, X, feature_names, allow_nan):
          "the model does not accept missing values; impute them or drop those rows"),
     ]:
         if bad.any():
-            j = int(np.flatnonzero(bad.any(axis=0))[0])
+            j = _first_column(bad)
             raise ValueError(f"background contains {what} in column {j} "
                              f"({feature_names[j]!r}); {remedy} of background.")
     return bg
 
 
-class _KnockoffFitMixin:
-    """The fit steps KnockoffSHAP and KnockoffSAGE share."""
+class _KnockoffMixin:
+    """What KnockoffSHAP and KnockoffSAGE share: players, imputation, missing values.
 
-    def _fit_players(self, X, y):
-        """Validate X, fit the model (unless frozen), the outputs and the players."""
-        X = self._validate_X(X, reset=True)
-        self._fit_model(X, y)
-        self._setup_outputs(X)
+    Missing values are checked on the explained rows, where the error can name the column
+    and the remedy of the imputation: the input rows in the input space (before the model
+    is fitted on them), the preprocessing's output in the model space (a pipeline's
+    imputer may fill them).
+    """
+
+    def _fit_players(self):
+        """Players of the explained space's columns."""
         self.groups_, self.player_names_ = resolve_feature_groups(
             self.feature_groups, self._feature_names())
-        return X
 
     def _fit_imputation(self, X):
-        """Fit the knockoff sampler, or check the marginal background."""
+        """Fit the knockoff sampler, or check the background, on the explained rows."""
         if self.imputation == "knockoff":
             self.sampler_ = _fit_sampler(self.sampler, X, self.random_state)
         else:
-            self.background_ = _check_background(self.background, X, self._feature_names(),
-                                                 self._allow_nan())
+            self.background_ = _check_background(
+                self.background, X, self._feature_names(),
+                _model_allows_nan(self.explained_model_))
+
+    def _allow_nan(self):
+        # the package's samplers model complete rows only; marginal imputation passes
+        # missing values to the model as they are
+        if self.imputation == "knockoff" and not _model_allows_nan(self.sampler):
+            return False
+        return super()._allow_nan()
+
+    def _validate_X(self, X, *, reset, allow_nan=None):
+        X = super()._validate_X(X, reset=reset, allow_nan=True)
+        if reset:
+            model_space = (self.feature_space == "model"
+                           and split_pipeline(self.model)[0] is not None)
+        else:
+            model_space = getattr(self, "preprocessor_", None) is not None
+        if not model_space and self.model is not None:
+            self._check_missing(X, self.model if reset else self.model_)
+        return X
+
+    def _explained_rows(self, X):
+        Xt = super()._explained_rows(X)
+        if getattr(self, "preprocessor_", None) is not None:
+            self._check_missing(Xt, self.explained_model_, model_space=True)
+        return Xt
+
+    def _check_missing(self, X, model, model_space=False):
+        """ValueError naming the first column of the explained rows ``X`` with a missing
+        value that the model (numeric NaN, as the base's validation) or the imputation
+        does not take."""
+        missing, numeric_nan = _missing(X)
+        if not missing.any():
+            return
+        if model_space:  # also during fit, before n_features_explained_ is set
+            try:
+                names = [str(n) for n in self.preprocessor_.get_feature_names_out()]
+            except (AttributeError, ValueError, TypeError):
+                names = [f"x{j}" for j in range(X.shape[1])]
+        else:
+            names = BaseExplainer._feature_names(self)
+        if numeric_nan.any() and not _model_allows_nan(model):
+            j = _first_column(numeric_nan)
+            inner = model.estimator if isinstance(model, FrozenEstimator) else model
+            raise ValueError(
+                f"X contains NaN in column {j} ({names[j]!r}) and the model "
+                f"({type(inner).__name__}) does not accept missing values; impute them (for "
+                "example with a SimpleImputer step in a Pipeline) or drop those rows.")
+        if missing.any() and self.imputation == "knockoff" \
+                and not _model_allows_nan(self.sampler):
+            j = _first_column(missing)
+            raise ValueError(
+                f"X contains NaN in column {j} ({names[j]!r}), and knockoffs cannot be drawn "
+                "for rows with missing values; impute them (for example with a "
+                "SimpleImputer as the first step of a Pipeline model, explained with "
+                "feature_space='model'), drop those rows, or use imputation='marginal', "
+                "which passes them to the model.")
 
 
-class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
+class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
     """Shapley values with knockoff imputation.
 
     For an explained row ``x`` with knockoffs ``x~_1..x~_K`` drawn from the fitted
@@ -204,20 +282,38 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         (``max - min`` over players); ignored otherwise.
     imputation : {"knockoff", "marginal"}, default="knockoff"
         ``"marginal"`` fills absent features from the ``background`` rows instead
-        (ordinary marginal SHAP with the same algorithm), for comparison.
+        (ordinary marginal SHAP with the same algorithm), for comparison. Missing values:
+        knockoff samplers model complete rows, so a NaN in the explained rows is a
+        ValueError naming its column (impute it, e.g. with a ``SimpleImputer`` first in a
+        Pipeline explained with ``feature_space="model"``); marginal imputation passes
+        NaN to a model that accepts it (its ``allow_nan`` tag).
     background : array-like of shape (n_background, n_features) or None, default=None
-        Rows of ``imputation="marginal"``; ``None`` uses every row passed to ``fit``
+        Rows of ``imputation="marginal"``, in the explained space (with
+        ``feature_space="model"``, the columns the pipeline's last step receives, e.g.
+        ``model[:-1].transform(X_bg)``); ``None`` uses every row passed to ``fit``
         (cost grows linearly with its size; pass e.g. k-means centres).
     feature_groups : None, list of lists or dict, default=None
         Players as groups of columns (by index or name); ``None`` = one per column.
     response_method : {"auto", "predict_proba", "decision_function", "predict"}, \
             default="auto"
+        The model method whose output is explained. ``"auto"``: ``predict_proba`` for a
+        classifier that has it (then ``decision_function``, then ``predict``),
+        ``predict`` for other models.
     target : class label or None, default=None
-        See the package's output-selection rules.
+        For a classifier's ``predict_proba`` or ``decision_function``, the class whose
+        output is explained. ``None``: the positive class ``classes_[1]`` of a binary
+        classifier, every class of a multi-class one, every output of a regressor.
+    feature_space : {"input", "model"}, default="input"
+        Explain a Pipeline in the columns given to fit ("input") or in the columns its
+        last step receives ("model"). With "model" the knockoff sampler (or the default
+        background) is fitted on the preprocessing's output, the players are its columns,
+        and a missing value the preprocessing imputes is no longer missing.
     batch_size : int, default=8192
         Most rows per model call; also the explained rows per parallel task of
         ``n_jobs``.
     n_jobs : int or None, default=None
+        Parallel joblib workers over batches of ``batch_size`` explained rows. ``None``
+        or ``1``: no parallelism; ``-1``: all processors. Results do not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seeds the knockoff draws and the coalition sampling. Each row's generator is
         seeded by one draw from ``random_state`` and a hash of the row's values, so a
@@ -228,8 +324,18 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
     ----------
     model_ : fitted model
     model_fn_ : ModelFunction
+        The explained function (of the explained space's rows).
+    feature_space_ : {"input", "model"}
+        The space explained ("input" when the model has no preprocessing).
+    preprocessor_ : Pipeline or None
+        The preprocessing steps mapping input rows to the explained space (model space).
+    explained_model_ : estimator
+        The model (input space) or the pipeline's last step (model space).
+    n_features_explained_ : int
+        Columns of the explained space.
     sampler_ : fitted knockoff sampler (knockoff imputation)
-    background_ : ndarray of shape (n_background, n_features) (marginal imputation)
+    background_ : ndarray of shape (n_background, n_features_explained_) \
+            (marginal imputation)
     groups_ : list of ndarray of int
     player_names_ : list of str
     output_names_ : list of str
@@ -238,7 +344,7 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
     n_evals_ : int, "auto" or None
         Coalition evaluations per player and row of the sampling algorithm (``None`` for
         exact).
-    reference_ : ndarray of shape (1, n_features)
+    reference_ : ndarray of shape (1, n_features_explained_)
         Reference row of :meth:`score`.
     n_features_in_, feature_names_in_
 
@@ -261,7 +367,7 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
     """
 
     _parameter_constraints: dict = {
-        **BaseExplainer._parameter_constraints,
+        **AttributionExplainer._parameter_constraints,
         "sampler": [HasMethods(["fit", "sample"]), None],
         "n_knockoffs": [Interval(Integral, 1, None, closed="left")],
         "algorithm": [StrOptions({"auto", *ALGORITHMS})],
@@ -298,8 +404,8 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
 
     def __init__(self, model=None, *, sampler=None, n_knockoffs=10, algorithm="auto",
                  n_evals=None, tol=0.05, imputation="knockoff", background=None,
-                 feature_groups=None, response_method="auto", target=None, batch_size=8192,
-                 n_jobs=None, random_state=None):
+                 feature_groups=None, response_method="auto", target=None,
+                 feature_space="input", batch_size=8192, n_jobs=None, random_state=None):
         self.model = model
         self.sampler = sampler
         self.n_knockoffs = n_knockoffs
@@ -311,25 +417,14 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
         self.feature_groups = feature_groups
         self.response_method = response_method
         self.target = target
+        self.feature_space = feature_space
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y=None):
-        """Fit the model (unless frozen) and the knockoff sampler on ``X``.
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or None
-            Needed only when ``model`` is not frozen.
-
-        Returns
-        -------
-        self : KnockoffSHAP
-        """
-        X = self._fit_players(X, y)
+    def _fit(self, X, y):
+        """Resolve the algorithm, fit the sampler (or check the background) on ``X``."""
+        self._fit_players()
         P = len(self.groups_)
         algorithm = self.algorithm
         if algorithm == "auto":
@@ -348,12 +443,11 @@ class KnockoffSHAP(_KnockoffFitMixin, AttributionMixin, BaseExplainer):
             self.n_evals_ = default_n_evals(algorithm, P)
         self._fit_imputation(X)
         self.reference_ = reference_row(X)
-        return self
 
     def _explain(self, X):
         data = as_array(X)
         seed = draw_base_seed(self.random_state)
-        ko_seed = _sub_seed(seed, 1)
+        ko_seed = int(stream_seeds(seed, _KNOCKOFF_STREAM))
         keys = row_keys(data)
         auto = self.n_evals == "auto"
 
@@ -528,14 +622,18 @@ def _stop_rule(phi, std, base, full, tol):
     return worst <= np.maximum(tol * spread, 64 * np.finfo(np.float64).eps * scale)
 
 
-def _loss_values(loss, pred, y, classes):
-    """Per-row, per-coalition loss of mean predictions ``pred`` (n, C, O)."""
+def _loss_values(loss, pred, y, classes, positive=None):
+    """Per-row, per-coalition loss of mean predictions ``pred`` (n, C, O).
+
+    ``positive``: the class whose probability a single output holds (the positive class
+    of a binary model, or the ``target`` class); ``None`` with several outputs.
+    """
     if classes is None:  # regression
         diff = pred - y.reshape(len(y), 1, -1)
         return np.mean(diff**2, axis=2)
     eps = 1e-12
-    if pred.shape[2] == 1:  # binary: the positive-class probability
-        t = (y == classes[1]).astype(float)[:, None]
+    if pred.shape[2] == 1:  # one class's probability against its indicator
+        t = (y == positive).astype(float)[:, None]
         p = pred[:, :, 0]
         if loss == "mse":
             return (p - t) ** 2
@@ -551,7 +649,7 @@ def _loss_values(loss, pred, y, classes):
     return -np.log(p)
 
 
-class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
+class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
     """SAGE global feature importance with knockoff (or marginal) imputation.
 
     For each explained row ``(x_i, y_i)`` the prediction with coalition ``S`` known is the
@@ -587,9 +685,11 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
     n_knockoffs : int, default=10
         Knockoffs per explained row.
     imputation : {"knockoff", "marginal"}, default="knockoff"
+        As in :class:`KnockoffSHAP` (missing values included).
     background : array-like of shape (n_background, n_features) or None, default=None
-        Imputation rows of ``imputation="marginal"``; ``None`` uses every row passed to
-        ``fit`` (cost grows linearly with its size; pass e.g. k-means centres).
+        Imputation rows of ``imputation="marginal"``, in the explained space (as in
+        :class:`KnockoffSHAP`); ``None`` uses every row passed to ``fit`` (cost grows
+        linearly with its size; pass e.g. k-means centres).
     loss : {"auto", "mse", "cross_entropy"}, default="auto"
         ``"auto"``: cross-entropy for classifiers (on ``predict_proba``), squared error
         for regressors.
@@ -608,19 +708,40 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         or the standard errors are round-off (see above). ``None``: run all
         ``n_permutations`` rounds.
     feature_groups : None, list of lists or dict, default=None
+        Players as groups of columns (by index or name), as in :class:`KnockoffSHAP`;
+        ``None`` = one player per column.
     response_method : {"auto", "predict_proba", "decision_function", "predict"}, \
             default="auto"
+        The model method whose output the loss is computed on, as in
+        :class:`KnockoffSHAP`. ``loss="cross_entropy"`` needs ``predict_proba``.
     target : class label or None, default=None
+        The explained class of a classifier, as in :class:`KnockoffSHAP`. ``None``: the
+        positive class of a binary classifier, every class of a multi-class one, every
+        output of a regressor.
+    feature_space : {"input", "model"}, default="input"
+        Explain a Pipeline in the columns given to fit ("input") or in the columns its
+        last step receives ("model"). With "model" the knockoff sampler (or the default
+        background) is fitted on the preprocessing's output, the players are its columns,
+        and a missing value the preprocessing imputes is no longer missing.
     batch_size : int, default=8192
         Most rows per model call; also the explained rows per parallel task of
         ``n_jobs``.
     n_jobs : int or None, default=None
+        Parallel joblib workers over batches of ``batch_size`` explained rows. ``None``
+        or ``1``: no parallelism; ``-1``: all processors. Results do not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seeds knockoffs and permutations, per row.
 
     Attributes
     ----------
-    model_, model_fn_, sampler_ (knockoff imputation only), background_ (marginal only),
+    model_, model_fn_, feature_space_, preprocessor_, explained_model_, \
+            n_features_explained_
+        As in :class:`KnockoffSHAP`.
+    sampler_, background_
+        The fitted knockoff sampler (knockoff imputation) or the background rows
+        (marginal imputation).
+    loss_ : str
+        The loss ``"auto"`` resolved to.
     groups_, player_names_, output_names_, n_features_in_, feature_names_in_
 
     Notes
@@ -633,7 +754,7 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
     """
 
     _parameter_constraints: dict = {
-        **BaseExplainer._parameter_constraints,
+        **OutputExplainer._parameter_constraints,
         "sampler": [HasMethods(["fit", "sample"]), None],
         "n_knockoffs": [Interval(Integral, 1, None, closed="left")],
         "imputation": [StrOptions({"knockoff", "marginal"})],
@@ -661,7 +782,8 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
     def __init__(self, model=None, *, sampler=None, n_knockoffs=10, imputation="knockoff",
                  background=None, loss="auto", algorithm="permutation", n_permutations=None,
                  convergence_tol=0.025, feature_groups=None, response_method="auto",
-                 target=None, batch_size=8192, n_jobs=None, random_state=None):
+                 target=None, feature_space="input", batch_size=8192, n_jobs=None,
+                 random_state=None):
         self.model = model
         self.sampler = sampler
         self.n_knockoffs = n_knockoffs
@@ -674,29 +796,18 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         self.feature_groups = feature_groups
         self.response_method = response_method
         self.target = target
+        self.feature_space = feature_space
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y=None):
-        """Fit the model (unless frozen) and the knockoff sampler on ``X``.
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) or None
-            Needed only when ``model`` is not frozen.
-
-        Returns
-        -------
-        self : KnockoffSAGE
-        """
+    def _fit(self, X, y):
+        """Resolve the loss, fit the sampler (or check the background) on ``X``."""
         if self.algorithm == "permutation" and self.n_permutations is None \
                 and self.convergence_tol is None:
             raise ValueError("Set n_permutations or convergence_tol: with neither, the "
                              "permutation algorithm would never stop.")
-        X = self._fit_players(X, y)
+        self._fit_players()
         if self.algorithm == "exact" and len(self.groups_) > MAX_EXACT_PLAYERS:
             raise ValueError(f"algorithm='exact' is limited to {MAX_EXACT_PLAYERS} players; "
                              f"got {len(self.groups_)}. Use 'permutation' or group features.")
@@ -708,7 +819,6 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
                              "response_method='predict_proba' (or 'auto') on a classifier.")
         self.loss_ = loss
         self._fit_imputation(X)
-        return self
 
     def _check_y(self, y, n):
         """``y`` as the loss needs it: labels (n,) and the classes for a classifier, else
@@ -757,6 +867,7 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows whose loss is explained, with the columns given to ``fit``.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets of the rows: class labels for a classifier, numbers for a regressor
             (``(n_samples, n_outputs)`` when several outputs are explained). A column
@@ -764,16 +875,25 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
 
         Returns
         -------
-        result : GlobalImportance
+        GlobalImportance
             ``importances`` (n_players,) (also ``values``): loss reduction, higher =
             more important; ``std`` (n_players,): their standard errors;
             ``feature_names`` (list of str); ``n_permutations`` (rounds run, 0 for
             exact); ``converged`` (bool); ``loss`` (str); ``imputation`` (str).
         """
+        return self._explain(*self._check_rows(X, y))
+
+    def _check_rows(self, X, y):
+        """The explained rows of ``X`` (validated, in the explained space), the checked
+        targets ``y`` and the classes of a classifier (else None)."""
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
+        X = self._explained_rows(self._validate_X(X, reset=False))
+        y, classes = self._check_y(y, X.shape[0])
+        return X, y, classes
+
+    def _explain(self, X, y, classes):
+        """Global importances of checked rows (see :meth:`_check_rows`)."""
         n = X.shape[0]
-        y, classes = self._check_y(y, n)
         P = len(self.groups_)
         seed = draw_base_seed(self.random_state)
         losses, keys = self._loss_function(X, y, classes, seed)
@@ -789,6 +909,15 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
                                     self.loss_, self.imputation)
         return self._permutation_sage(losses, n, P, seed, keys)
 
+    def _explained_class(self, classes):
+        """The class a single explained output is about (None: several outputs)."""
+        if classes is None or len(self.output_names_) != 1:
+            return None
+        columns = self.model_fn_.output_columns
+        if columns is not None:  # predict_proba: the column of the class
+            return classes[columns[0]]
+        return classes[1] if self.model_fn_.sign == 1 else classes[0]  # binary margin
+
     def _loss_function(self, X, y, classes, seed):
         """``losses(rows, masks)`` of validated rows, and the rows' content keys.
 
@@ -799,8 +928,9 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         neither the batches nor the other rows).
         """
         data = as_array(X)
-        ko_seed = _sub_seed(seed, 1)
+        ko_seed = int(stream_seeds(seed, _KNOCKOFF_STREAM))
         keys = row_keys(data)
+        positive = self._explained_class(classes)
 
         def losses(rows, masks):
             if self.imputation == "knockoff":
@@ -811,7 +941,7 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
             game = ImputationGame(self.model_fn_, data[rows], imputation,
                                   groups=self.groups_, batch_size=self.batch_size)
             masks = masks(rows) if callable(masks) else masks
-            return _loss_values(self.loss_, game.value(masks), y[rows], classes)
+            return _loss_values(self.loss_, game.value(masks), y[rows], classes, positive)
 
         return losses, keys
 
@@ -830,20 +960,21 @@ class KnockoffSAGE(_KnockoffFitMixin, BaseExplainer):
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
+            Rows explained and scored, with the columns given to ``fit``.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets of the rows, as in :meth:`explain`.
 
         Returns
         -------
-        float in [-1, 1]
+        float
+            The correlation, in [-1, 1].
         """
-        from ..metrics import _pearson_over_axis1
+        from ..metrics import _pearson_over_axis1, _random_subsets
 
-        importances = self.explain(X, y).values
-        X = self._validate_X(X, reset=False)
-        n = X.shape[0]
-        y, classes = self._check_y(y, n)
-        P = len(self.groups_)
-        subsets = np.random.default_rng(0).random((64, P)) < 0.5
+        X, y, classes = self._check_rows(X, y)
+        importances = self._explain(X, y, classes).importances
+        n, P = X.shape[0], len(self.groups_)
+        subsets = _random_subsets(64, P)
         masks = np.vstack([np.ones((1, P), dtype=bool), ~subsets])  # kept players
         losses, _ = self._loss_function(X, y, classes, draw_base_seed(self.random_state))
         L = np.concatenate(self._map_batches(lambda rows: losses(rows, masks), n))
