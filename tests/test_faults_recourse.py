@@ -187,8 +187,10 @@ def test_p2ce_smallest_fit_sets_work(linear):
     for expl in (P2CERecourse(FrozenEstimator(clf), random_state=0).fit(X[:4]),
                  P2CERecourse(FrozenEstimator(clf), max_samples=1.0, random_state=0).fit(X[:2])):
         res = expl.explain(X[:3])
-        np.testing.assert_allclose(res.predictions, clf.predict_proba(
-            res.counterfactuals.drop(columns="query").to_numpy(dtype=float))[:, 1])
+        # predictions: the probability of each query's desired class ("opposite")
+        desired = 1 - clf.predict(X[:3])[res.counterfactuals["query"]]
+        P = clf.predict_proba(res.counterfactuals.drop(columns="query").to_numpy(dtype=float))
+        np.testing.assert_allclose(res.predictions, P[np.arange(len(P)), desired])
 
 
 def test_mace_mixed_str_and_number_column_is_named():

@@ -80,7 +80,12 @@ def _brute_front(expl, Xtrain, x, categorical=()):
         lists.append(list(g))
     P = np.array(list(itertools.product(*lists)), dtype=float)
     P = P[(P != x).sum(axis=1) <= expl.max_changes]
-    proba = expl.model_.predict_proba(P)[:, list(expl.classes_).index(expl.desired_class)]
+    classes = list(expl.classes_)
+    if expl.desired_class == "opposite":  # binary: the class the query is not predicted
+        k = 1 - int(np.argmax(expl.model_.predict_proba(x[None, :])[0]))
+    else:
+        k = classes.index(expl.desired_class)
+    proba = expl.model_.predict_proba(P)[:, k]
     ok = proba >= expl.threshold
     if expl.plausibility:
         ok &= expl.isolation_forest_.predict(P) == 1
@@ -376,7 +381,7 @@ def test_shap_bound_is_labelled_heuristic(data):
                                           random_state=0).fit(X, y))
     e = P2CERecourse(model, bound="shap", grid_step=0.25, n_estimators=20, shap_samples=20,
                      random_state=0).fit(X)
-    assert e.bound_ == "shap" and e._bound_obj_.kind == "heuristic"
+    assert e.bound_ == "shap" and all(b.kind == "heuristic" for b in e._bound_obj_.values())
     q = X[model.predict(X) == 0][:2]
     res = e.explain(q)
     assert res.extras["bound"] == "shap"
@@ -427,7 +432,7 @@ def test_multiclass_boosting_bound_never_loses_a_solution(data3, name):
                         max_changes=2, contamination=0.1, n_estimators=20, random_state=0,
                         shap_samples=15).fit(X)
     assert expl.bound_ == "tree"
-    assert type(expl._bound_obj_).__name__ == "SoftmaxTreeBound"
+    assert type(expl._bound_obj_[2]).__name__ == "SoftmaxTreeBound"
     queries = X[model.predict_proba(X)[:, 2] < 0.5][:5]
     res = expl.explain(queries)
     n_nonempty = 0
@@ -445,7 +450,7 @@ def test_softmax_bound_is_an_upper_bound_of_every_completion(data3):
     model = MULTICLASS["gbm"]().fit(X, y)
     expl = P2CERecourse(FrozenEstimator(model), desired_class=1, grid_step=0.25,
                         random_state=0, shap_samples=15).fit(X)
-    bound = expl._bound_obj_
+    bound = expl._bound_obj_[1]
     rng = np.random.default_rng(0)
     grid = expl.grid_
     for x in X[:8]:
@@ -462,3 +467,21 @@ def test_softmax_bound_is_an_upper_bound_of_every_completion(data3):
             P = np.array(list(itertools.product(*lists)), dtype=float)
             best = model.predict_proba(P)[:, 1].max()
             assert ub >= best - 1e-12
+
+
+def test_one_hot_pipeline_orders_features_by_tree_shap():
+    # TreeSHAP explains the pipeline in its input columns: one importance per input column
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"colour": rng.choice(["red", "green", "blue"], 300),
+                      "a": rng.normal(size=300), "b": rng.normal(size=300)})
+    y = ((X["colour"] == "red") ^ (X["a"] > 0)).astype(int)
+    model = make_pipeline(
+        make_column_transformer((OneHotEncoder(), ["colour"]), remainder="passthrough"),
+        RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0)).fit(X, y)
+    p2ce = P2CERecourse(FrozenEstimator(model), random_state=0, shap_samples=40).fit(X)
+    assert p2ce.importance_method_ == "tree_shap"
+    assert p2ce.feature_importances_.shape == (3,)
+    assert p2ce.feature_importances_[2] < min(p2ce.feature_importances_[:2])

@@ -102,7 +102,10 @@ def _oracle_front(expl, model, Ztrain, x, categorical, to_input):
     P = np.array(list(itertools.product(*lists)), dtype=float)
     changes = ((P != x) & ~(np.isnan(P) & np.isnan(x))).sum(axis=1)
     P = P[changes <= expl.max_changes]
-    k = list(model.classes_).index(expl.desired_class)
+    if expl.desired_class == "opposite":  # binary: the class the query is not predicted
+        k = 1 - int(np.argmax(model.predict_proba(to_input(x[None, :]))[0]))
+    else:
+        k = list(model.classes_).index(expl.desired_class)
     ok = model.predict_proba(to_input(P))[:, k] >= expl.threshold
     if expl.plausibility:
         ok &= expl.isolation_forest_.predict(P) == 1
@@ -369,7 +372,7 @@ def test_mask_kernel_reproduces_the_pipeline(mixed):
         cand = np.zeros((5, n_cand.max()))
         for j, v in enumerate(values):
             cand[j, : len(v)] = v
-        query = expl._recon_.for_query(expl._to_space(candidate_rows(cand, n_cand)), n_cand)
+        query = expl._recon_[1].for_query(expl._to_space(candidate_rows(cand, n_cand)), n_cand)
         index = np.array(list(itertools.product(*[range(n) for n in n_cand])))
         P = cand[np.arange(5)[None, :], index]
         want = model.predict_proba(_to_frame(P, X))[:, 1]
@@ -398,7 +401,7 @@ def test_tree_bound_of_one_tree_is_the_maximum(mixed):
         cand = np.zeros((5, n_cand.max()))
         for j, v in enumerate(values):
             cand[j, : len(v)] = v
-        query = expl._recon_.for_query(expl._to_space(candidate_rows(cand, n_cand)), n_cand)
+        query = expl._recon_[1].for_query(expl._to_space(candidate_rows(cand, n_cand)), n_cand)
         index = np.array(list(itertools.product(*[range(n) for n in n_cand])))
         want = model.predict_proba(_to_frame(cand[np.arange(5)[None, :], index], X))[:, 1]
         for open_set in ([0, 1], [1, 3], [0, 2, 4]):
@@ -424,7 +427,7 @@ def test_linear_bound_is_exact_with_the_budget(mixed):
     cand = np.zeros((5, n_cand.max()))
     for j, v in enumerate(values):
         cand[j, : len(v)] = v
-    query = expl._recon_.for_query(expl._to_space(candidate_rows(cand, n_cand)), n_cand)
+    query = expl._recon_[1].for_query(expl._to_space(candidate_rows(cand, n_cand)), n_cand)
     index = np.array(list(itertools.product(*[range(n) for n in n_cand])))
     P = cand[np.arange(5)[None, :], index]
     proba = model.predict_proba(_to_frame(P, Xc))[:, 1]

@@ -1,4 +1,7 @@
 """Counterfactual recourse explainers."""
 
-from ._mace import MaceRecourse  # noqa: F401
-from ._p2ce import P2CERecourse  # noqa: F401
+from ._base import RecourseExplainer
+from ._mace import MaceRecourse
+from ._p2ce import P2CERecourse
+
+__all__ = ["MaceRecourse", "P2CERecourse", "RecourseExplainer"]

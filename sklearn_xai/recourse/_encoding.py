@@ -1,4 +1,4 @@
-"""Shared tabular encoding and actionability constraints for the recourse explainers.
+"""The tabular encoding shared by the recourse explainers (MACE and P2CE).
 
 Three representations of a row are used:
 
@@ -12,7 +12,9 @@ Three representations of a row are used:
   ``1/sqrt(2)`` and quantile-bin ordinals scaled to ``[0, 1]``, so a category change and a
   full-range bin change both add 1 to the squared distance.
 
-Nothing here knows about a particular search method.
+Nothing here knows about a particular search method. The constraints are resolved in
+:mod:`._constraints` and attached to a fitted encoder (:meth:`TabularEncoder.set_constraints`),
+whose :meth:`TabularEncoder.allowed` the searches ask.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import numpy as np
 import pandas as pd
 from sklearn.preprocessing import KBinsDiscretizer
 
-__all__ = ["TabularEncoder", "robust_scales"]
+from ._constraints import RecourseConstraints, feature_positions
+
+__all__ = ["TabularEncoder", "MissingAwareEncoder", "robust_scales", "quantile_grid"]
 
 
 def robust_scales(X):
@@ -73,15 +77,6 @@ class TabularEncoder:
         ``strategy="quantile"``, ``quantile_method="averaged_inverted_cdf"``,
         ``subsample=None``: every option pinned so bins do not move between versions).
         Bins narrower than 1e-8 are merged by scikit-learn (its warning is silenced).
-    immutable_features : array-like of str or int, default=None
-        Features that a counterfactual never changes.
-    feature_ranges : dict, default=None
-        ``{feature: (low, high)}`` for a continuous feature (either end may be ``None``), or
-        ``{feature: [allowed categories]}`` for a categorical one. A counterfactual value must
-        lie in the range; the query's own value is always allowed (no change).
-    monotone : dict, default=None
-        ``{feature: "increase" | "decrease"}``: a counterfactual may only move the feature in
-        that direction. Continuous features and ordered pandas categoricals (by category order).
 
     Attributes
     ----------
@@ -90,44 +85,19 @@ class TabularEncoder:
     counterfactual values are rounded), decimals_ (decimals kept per continuous column, at
     most 6: the precision of its training values), scales_ (MAD scale per feature, 1 for
     categoricals),
-    low_, high_ (observed range), mutable_ (bool mask), embed_dim_.
+    low_, high_ (observed range), embed_dim_, ordered_ (categorical features with an order:
+    ordered pandas categoricals and booleans), constraints_ (a
+    :class:`~sklearn_xai.recourse._constraints.RecourseConstraints`, unconstrained until
+    :meth:`set_constraints`).
     """
 
-    def __init__(
-        self,
-        categorical_features="auto",
-        n_bins=10,
-        immutable_features=None,
-        feature_ranges=None,
-        monotone=None,
-    ):
+    def __init__(self, categorical_features="auto", n_bins=10):
         self.categorical_features = categorical_features
         self.n_bins = n_bins
-        self.immutable_features = immutable_features
-        self.feature_ranges = feature_ranges
-        self.monotone = monotone
 
     # ------------------------------------------------------------------ fitting
-    def _feature_index(self, f, what):
-        if self.feature_names_in_ is not None and isinstance(f, str):
-            try:
-                return self.feature_names_in_.index(f)
-            except ValueError:
-                raise ValueError(
-                    f"{what}: unknown feature {f!r}; the features are {self.feature_names_in_}."
-                ) from None
-        if isinstance(f, numbers.Integral) and not isinstance(f, bool):
-            if not 0 <= f < self.n_features_in_:
-                raise ValueError(
-                    f"{what}: feature index {f} out of range for {self.n_features_in_} features."
-                )
-            return int(f)
-        raise TypeError(
-            f"{what}: features are given by name (DataFrame input) or index; got {f!r}."
-        )
-
     def fit(self, X):
-        """Learn categories, bins, scales and constraint masks from the rows ``X``."""
+        """Learn categories, bins and scales from the rows ``X``."""
         self.is_pandas_ = isinstance(X, pd.DataFrame)
         if self.is_pandas_:
             self.feature_names_in_ = [str(c) for c in X.columns]
@@ -166,8 +136,8 @@ class TabularEncoder:
                 mask = np.asarray(cat, dtype=bool)
             else:
                 mask = np.zeros(d, dtype=bool)
-                for f in cat:
-                    mask[self._feature_index(f, "categorical_features")] = True
+                mask[feature_positions(cat, self.feature_names_in_, d,
+                                       "categorical_features")] = True
         if self.is_pandas_:
             for j in np.flatnonzero(~mask):
                 if not pd.api.types.is_numeric_dtype(self.dtypes_[j]) or pd.api.types.is_bool_dtype(
@@ -191,6 +161,7 @@ class TabularEncoder:
                     cats = np.asarray(dt.categories, dtype=object)
                     self.ordered_[j] = bool(dt.ordered)
                 else:
+                    self.ordered_[j] = dt is not None and pd.api.types.is_bool_dtype(dt)
                     vals = pd.Series(col)
                     if vals.isna().any():
                         raise ValueError(self._nan_msg(j))
@@ -239,7 +210,7 @@ class TabularEncoder:
         self.embed_dim_ = int(
             sum(len(self.categories_[j]) for j in self.cat_) + cont.size
         )
-        self._fit_constraints()
+        self.constraints_ = RecourseConstraints.unconstrained(d)
         return self
 
     def _sorted_categories(self, j, values):
@@ -271,65 +242,31 @@ class TabularEncoder:
     def _name(self, j):
         return self.feature_names_in_[j] if self.feature_names_in_ is not None else f"x{j}"
 
-    def _fit_constraints(self):
-        d = self.n_features_in_
-        self.mutable_ = np.ones(d, dtype=bool)
-        for f in self.immutable_features or ():
-            self.mutable_[self._feature_index(f, "immutable_features")] = False
-        self.range_low_ = np.full(d, -np.inf)
-        self.range_high_ = np.full(d, np.inf)
-        self.allowed_codes_ = [None] * d
-        for f, rng in (self.feature_ranges or {}).items():
-            j = self._feature_index(f, "feature_ranges")
-            if self.categorical_[j]:
-                if isinstance(rng, (str, bytes)) or not np.iterable(rng):
-                    raise ValueError(
-                        f"feature_ranges[{f!r}]: a categorical feature takes a list of allowed "
-                        f"categories, got {rng!r}."
-                    )
-                allowed = np.zeros(len(self.categories_[j]), dtype=bool)
-                for v in rng:
-                    hit = [k for k, c in enumerate(self.categories_[j]) if c == v]
-                    if not hit:
-                        raise ValueError(
-                            f"feature_ranges[{f!r}]: unknown category {v!r}; the categories are "
-                            f"{list(self.categories_[j])}."
-                        )
-                    allowed[hit[0]] = True
-                self.allowed_codes_[j] = allowed
-            else:
-                if not (isinstance(rng, (tuple, list)) and len(rng) == 2):
-                    raise ValueError(
-                        f"feature_ranges[{f!r}] must be a (low, high) pair, got {rng!r}."
-                    )
-                try:
-                    lo, hi = (
-                        default if v is None else float(v)
-                        for v, default in zip(rng, (-np.inf, np.inf))
-                    )
-                except (TypeError, ValueError):
-                    lo = hi = np.nan
-                if np.isnan(lo) or np.isnan(hi):
-                    raise ValueError(
-                        f"feature_ranges[{f!r}] must be a (low, high) pair of numbers or None, "
-                        f"got {rng!r}."
-                    )
-                if lo > hi:
-                    raise ValueError(f"feature_ranges[{f!r}]: low {lo} > high {hi}.")
-                self.range_low_[j], self.range_high_[j] = lo, hi
-        self.direction_ = np.zeros(d, dtype=np.int8)
-        for f, how in (self.monotone or {}).items():
-            j = self._feature_index(f, "monotone")
-            if how not in ("increase", "decrease"):
-                raise ValueError(
-                    f"monotone[{f!r}] must be 'increase' or 'decrease', got {how!r}."
-                )
-            if self.categorical_[j] and not self.ordered_[j]:
-                raise ValueError(
-                    f"monotone[{f!r}]: the feature is an unordered categorical; only continuous "
-                    "features and ordered pandas categoricals have a direction."
-                )
-            self.direction_[j] = 1 if how == "increase" else -1
+    def set_constraints(self, constraints):
+        """Use ``constraints`` (a :class:`RecourseConstraints` on this encoding)."""
+        self.constraints_ = constraints
+        return self
+
+    # the constraints' per-feature arrays, as the searches read them
+    @property
+    def mutable_(self):
+        return self.constraints_.mutable
+
+    @property
+    def range_low_(self):
+        return self.constraints_.range_low
+
+    @property
+    def range_high_(self):
+        return self.constraints_.range_high
+
+    @property
+    def allowed_codes_(self):
+        return self.constraints_.allowed_codes
+
+    @property
+    def direction_(self):
+        return self.constraints_.direction
 
     # ------------------------------------------------------------ conversions
     def _column(self, X, j):
@@ -483,20 +420,7 @@ class TabularEncoder:
 
         Returns a bool array; the query's own value is never listed as a change.
         """
-        values = np.asarray(values, dtype=np.float64)
-        ok = values != x_j
-        if not self.mutable_[j]:
-            return np.zeros_like(ok)
-        if self.categorical_[j]:
-            if self.allowed_codes_[j] is not None:
-                ok &= self.allowed_codes_[j][values.astype(np.int64)]
-        else:
-            ok &= (values >= self.range_low_[j]) & (values <= self.range_high_[j])
-        if self.direction_[j] > 0:
-            ok &= values > x_j
-        elif self.direction_[j] < 0:
-            ok &= values < x_j
-        return ok
+        return self.constraints_.allowed(j, x_j, values, self.categorical_[j])
 
     def cost(self, Z, x):
         """Paper proximity cost: categorical changes + sum of MAD-scaled continuous changes.
@@ -515,6 +439,163 @@ class TabularEncoder:
         if self.cont_.size:
             c += (diff[:, self.cont_] / self.scales_[self.cont_]).sum(axis=1)
         return c
+
+
+class MissingAwareEncoder(TabularEncoder):
+    """:class:`TabularEncoder` that keeps missing values, for models that accept NaN.
+
+    With ``allow_missing=False`` it is exactly a ``TabularEncoder``. With
+    ``allow_missing=True`` a missing value (NaN, None, ``pd.NA``) is ``NaN`` in a continuous
+    internal column and the code ``-1`` in a categorical one, and decodes back to a
+    missing value. Categories, bins and scales are learned from the observed values (for
+    fitting, the missing entries of a column are filled with evenly spaced quantiles of
+    its observed values, or with its most frequent category). A counterfactual may keep a
+    missing value or replace it by a real value (any allowed value: a missing value has no
+    direction for ``monotone``); no allowed value is ever missing, so no search writes a
+    new one. Moving between missing and a value costs 1, like a category change. In the
+    neighbour embedding a missing category is an all-zero one-hot block, and a continuous
+    column that had missing values in fit gets an indicator column.
+    """
+
+    def __init__(self, categorical_features="auto", n_bins=10, allow_missing=False):
+        super().__init__(categorical_features=categorical_features, n_bins=n_bins)
+        self.allow_missing = allow_missing
+
+    @staticmethod
+    def _missing(X):
+        if isinstance(X, pd.DataFrame):
+            return X.isna().to_numpy()
+        return pd.isna(np.asarray(X))
+
+    def fit(self, X):
+        miss = self._missing(X) if self.allow_missing else None
+        if miss is None or not miss.any():
+            super().fit(X)
+            self.missing_fit_ = np.zeros(self.n_features_in_, dtype=bool)
+            return self
+        X = X.copy()
+        for j in np.flatnonzero(miss.any(axis=0)):
+            m = miss[:, j]
+            col = X.iloc[:, j] if isinstance(X, pd.DataFrame) else X[:, j]
+            if m.all():
+                name = X.columns[j] if isinstance(X, pd.DataFrame) else f"x{j}"
+                raise ValueError(f"feature {name!r} has only missing values in fit; drop it or "
+                                 "pass rows where it is observed.")
+            seen = col[~m]
+            if isinstance(X, pd.DataFrame) and not (
+                    pd.api.types.is_numeric_dtype(col.dtype)
+                    and not isinstance(col.dtype, pd.CategoricalDtype)):
+                fill = seen.mode(dropna=True).iloc[0]
+                X.isetitem(j, col.fillna(fill))
+            else:
+                q = (np.arange(m.sum()) + 0.5) / m.sum()
+                v = np.quantile(np.asarray(seen, dtype=np.float64), q, method="inverted_cdf")
+                if isinstance(X, pd.DataFrame):
+                    col = col.copy()
+                    col[m] = v
+                    X.isetitem(j, col)
+                else:
+                    X[m, j] = v
+        super().fit(X)
+        self.missing_fit_ = miss.any(axis=0)
+        return self
+
+    def to_internal(self, X, *, _fitting=False):
+        if _fitting or not self.allow_missing:
+            return super().to_internal(X, _fitting=_fitting)
+        X = self._check_columns(X)
+        miss = self._missing(X)
+        if not miss.any():
+            return super().to_internal(X)
+        X = X.copy()
+        for j in np.flatnonzero(miss.any(axis=0)):
+            fill = self.categories_[j][0] if self.categorical_[j] else 0.0
+            if isinstance(X, pd.DataFrame):
+                col = X.iloc[:, j]
+                if self.categorical_[j]:  # the query's categories may lack ``fill``
+                    col = col.astype(object)
+                X.isetitem(j, col.where(~miss[:, j], fill))
+            else:
+                X[miss[:, j], j] = fill
+        Z = super().to_internal(X)
+        Z[miss] = np.where(self.categorical_, -1.0, np.nan)[np.nonzero(miss)[1]]
+        return Z
+
+    def _missing_internal(self, Z):
+        miss = np.isnan(Z)
+        miss[:, self.cat_] = Z[:, self.cat_] < 0
+        return miss
+
+    def _filled(self, Z, miss):
+        return np.where(miss, np.where(self.categorical_, 0.0, self.low_)[None, :], Z)
+
+    def to_user(self, Z):
+        Z = np.asarray(Z, dtype=np.float64)
+        if not self.allow_missing:
+            return super().to_user(Z)
+        miss = self._missing_internal(Z)
+        if not miss.any():
+            return super().to_user(Z)
+        U = super().to_user(self._filled(Z, miss))
+        for j in np.flatnonzero(miss.any(axis=0)):
+            if isinstance(U, pd.DataFrame):
+                U.isetitem(j, U.iloc[:, j].mask(miss[:, j]))
+            else:
+                U[miss[:, j], j] = np.nan
+        return U
+
+    def embed(self, Z, continuous="bins"):
+        Z = np.asarray(Z, dtype=np.float64)
+        if not self.allow_missing:
+            return super().embed(Z, continuous)
+        miss = self._missing_internal(Z)
+        E = super().embed(self._filled(Z, miss), continuous)
+        off = 0
+        for j in self.cat_:
+            k = len(self.categories_[j])
+            E[miss[:, j], off : off + k] = 0.0
+            off += k
+        ind = self.cont_[self.missing_fit_[self.cont_]]
+        return np.hstack([E, miss[:, ind].astype(np.float64)]) if ind.size else E
+
+    def cells(self, Z):
+        Z = np.asarray(Z, dtype=np.float64)
+        if not self.allow_missing:
+            return super().cells(Z)
+        miss = self._missing_internal(Z)
+        C = super().cells(self._filled(Z, miss))
+        C[miss] = -1.0
+        return C
+
+    def allowed(self, j, x_j, values):
+        values = np.asarray(values, dtype=np.float64)
+        if not self.allow_missing:
+            return super().allowed(j, x_j, values)
+        real = ~np.isnan(values) & (values >= 0 if self.categorical_[j] else True)
+        x_missing = np.isnan(x_j) or (self.categorical_[j] and x_j < 0)
+        if not x_missing:
+            return super().allowed(j, x_j, np.where(real, values, x_j)) & real
+        if not self.mutable_[j]:
+            return np.zeros(values.shape, dtype=bool)
+        ok = real.copy()
+        if self.categorical_[j]:
+            if self.allowed_codes_[j] is not None:
+                ok[real] &= self.allowed_codes_[j][values[real].astype(np.int64)]
+        else:
+            ok &= (values >= self.range_low_[j]) & (values <= self.range_high_[j])
+        return ok
+
+    def cost(self, Z, x):
+        Z = np.asarray(Z, dtype=np.float64)
+        X = np.broadcast_to(np.atleast_2d(np.asarray(x, dtype=np.float64)), Z.shape)
+        if not self.allow_missing:
+            return super().cost(Z, X)
+        mz, mx = self._missing_internal(Z), self._missing_internal(X)
+        if not (mz.any() or mx.any()):
+            return super().cost(Z, X)
+        either = mz | mx
+        return super().cost(np.where(either, 0.0, Z), np.where(either, 0.0, X)) + (
+            mz ^ mx).sum(axis=1)
 
 
 def quantile_grid(enc, Z, n_bins=None):

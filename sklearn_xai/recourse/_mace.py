@@ -11,7 +11,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from sklearn.base import _fit_context, is_classifier
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
@@ -20,175 +19,15 @@ from .._explanation import Counterfactuals
 from .._model import check_model_output, model_name
 from .._random import row_keys, stream_seeds
 from .._utils import draw_base_seed
-from ..base import BaseExplainer, RecourseMixin
 from ..neighbors import NeighborIndex, check_hnsw_params
-from ._encoding import TabularEncoder, quantile_grid
+from ._base import RecourseExplainer
+from ._encoding import MissingAwareEncoder, quantile_grid
 from ._search import MaceSettings, _changed, candidates_from_neighbors, drive, mace_search
 
 __all__ = ["MaceRecourse"]
 
 
-class _MissingAwareEncoder(TabularEncoder):
-    """:class:`TabularEncoder` that keeps missing values, for models that accept NaN.
-
-    With ``allow_missing=False`` it is exactly a ``TabularEncoder``. With
-    ``allow_missing=True`` a missing value (NaN, None, ``pd.NA``) is ``NaN`` in a continuous
-    internal column and the code ``-1`` in a categorical one, and decodes back to a
-    missing value. Categories, bins and scales are learned from the observed values (for
-    fitting, the missing entries of a column are filled with evenly spaced quantiles of
-    its observed values, or with its most frequent category). A counterfactual may keep a
-    missing value or replace it by a real value (any allowed value: a missing value has no
-    direction for ``monotone``); no allowed value is ever missing, so no search writes a
-    new one. Moving between missing and a value costs 1, like a category change. In the
-    neighbour embedding a missing category is an all-zero one-hot block, and a continuous
-    column that had missing values in fit gets an indicator column.
-    """
-
-    def __init__(self, categorical_features="auto", n_bins=10, immutable_features=None,
-                 feature_ranges=None, monotone=None, allow_missing=False):
-        super().__init__(categorical_features=categorical_features, n_bins=n_bins,
-                         immutable_features=immutable_features,
-                         feature_ranges=feature_ranges, monotone=monotone)
-        self.allow_missing = allow_missing
-
-    @staticmethod
-    def _missing(X):
-        if isinstance(X, pd.DataFrame):
-            return X.isna().to_numpy()
-        return pd.isna(np.asarray(X))
-
-    def fit(self, X):
-        miss = self._missing(X) if self.allow_missing else None
-        if miss is None or not miss.any():
-            super().fit(X)
-            self.missing_fit_ = np.zeros(self.n_features_in_, dtype=bool)
-            return self
-        X = X.copy()
-        for j in np.flatnonzero(miss.any(axis=0)):
-            m = miss[:, j]
-            col = X.iloc[:, j] if isinstance(X, pd.DataFrame) else X[:, j]
-            if m.all():
-                name = X.columns[j] if isinstance(X, pd.DataFrame) else f"x{j}"
-                raise ValueError(f"feature {name!r} has only missing values in fit; drop it or "
-                                 "pass rows where it is observed.")
-            seen = col[~m]
-            if isinstance(X, pd.DataFrame) and not (
-                    pd.api.types.is_numeric_dtype(col.dtype)
-                    and not isinstance(col.dtype, pd.CategoricalDtype)):
-                fill = seen.mode(dropna=True).iloc[0]
-                X.isetitem(j, col.fillna(fill))
-            else:
-                q = (np.arange(m.sum()) + 0.5) / m.sum()
-                v = np.quantile(np.asarray(seen, dtype=np.float64), q, method="inverted_cdf")
-                if isinstance(X, pd.DataFrame):
-                    col = col.copy()
-                    col[m] = v
-                    X.isetitem(j, col)
-                else:
-                    X[m, j] = v
-        super().fit(X)
-        self.missing_fit_ = miss.any(axis=0)
-        return self
-
-    def to_internal(self, X, *, _fitting=False):
-        if _fitting or not self.allow_missing:
-            return super().to_internal(X, _fitting=_fitting)
-        X = self._check_columns(X)
-        miss = self._missing(X)
-        if not miss.any():
-            return super().to_internal(X)
-        X = X.copy()
-        for j in np.flatnonzero(miss.any(axis=0)):
-            fill = self.categories_[j][0] if self.categorical_[j] else 0.0
-            if isinstance(X, pd.DataFrame):
-                col = X.iloc[:, j]
-                if self.categorical_[j]:  # the query's categories may lack ``fill``
-                    col = col.astype(object)
-                X.isetitem(j, col.where(~miss[:, j], fill))
-            else:
-                X[miss[:, j], j] = fill
-        Z = super().to_internal(X)
-        Z[miss] = np.where(self.categorical_, -1.0, np.nan)[np.nonzero(miss)[1]]
-        return Z
-
-    def _missing_internal(self, Z):
-        miss = np.isnan(Z)
-        miss[:, self.cat_] = Z[:, self.cat_] < 0
-        return miss
-
-    def _filled(self, Z, miss):
-        return np.where(miss, np.where(self.categorical_, 0.0, self.low_)[None, :], Z)
-
-    def to_user(self, Z):
-        Z = np.asarray(Z, dtype=np.float64)
-        if not self.allow_missing:
-            return super().to_user(Z)
-        miss = self._missing_internal(Z)
-        if not miss.any():
-            return super().to_user(Z)
-        U = super().to_user(self._filled(Z, miss))
-        for j in np.flatnonzero(miss.any(axis=0)):
-            if isinstance(U, pd.DataFrame):
-                U.isetitem(j, U.iloc[:, j].mask(miss[:, j]))
-            else:
-                U[miss[:, j], j] = np.nan
-        return U
-
-    def embed(self, Z, continuous="bins"):
-        Z = np.asarray(Z, dtype=np.float64)
-        if not self.allow_missing:
-            return super().embed(Z, continuous)
-        miss = self._missing_internal(Z)
-        E = super().embed(self._filled(Z, miss), continuous)
-        off = 0
-        for j in self.cat_:
-            k = len(self.categories_[j])
-            E[miss[:, j], off : off + k] = 0.0
-            off += k
-        ind = self.cont_[self.missing_fit_[self.cont_]]
-        return np.hstack([E, miss[:, ind].astype(np.float64)]) if ind.size else E
-
-    def cells(self, Z):
-        Z = np.asarray(Z, dtype=np.float64)
-        if not self.allow_missing:
-            return super().cells(Z)
-        miss = self._missing_internal(Z)
-        C = super().cells(self._filled(Z, miss))
-        C[miss] = -1.0
-        return C
-
-    def allowed(self, j, x_j, values):
-        values = np.asarray(values, dtype=np.float64)
-        if not self.allow_missing:
-            return super().allowed(j, x_j, values)
-        real = ~np.isnan(values) & (values >= 0 if self.categorical_[j] else True)
-        x_missing = np.isnan(x_j) or (self.categorical_[j] and x_j < 0)
-        if not x_missing:
-            return super().allowed(j, x_j, np.where(real, values, x_j)) & real
-        if not self.mutable_[j]:
-            return np.zeros(values.shape, dtype=bool)
-        ok = real.copy()
-        if self.categorical_[j]:
-            if self.allowed_codes_[j] is not None:
-                ok[real] &= self.allowed_codes_[j][values[real].astype(np.int64)]
-        else:
-            ok &= (values >= self.range_low_[j]) & (values <= self.range_high_[j])
-        return ok
-
-    def cost(self, Z, x):
-        Z = np.asarray(Z, dtype=np.float64)
-        X = np.broadcast_to(np.atleast_2d(np.asarray(x, dtype=np.float64)), Z.shape)
-        if not self.allow_missing:
-            return super().cost(Z, X)
-        mz, mx = self._missing_internal(Z), self._missing_internal(X)
-        if not (mz.any() or mx.any()):
-            return super().cost(Z, X)
-        either = mz | mx
-        return super().cost(np.where(either, 0.0, Z), np.where(either, 0.0, X)) + (
-            mz ^ mx).sum(axis=1)
-
-
-class MaceRecourse(RecourseMixin, BaseExplainer):
+class MaceRecourse(RecourseExplainer):
     """MACE counterfactuals for any classifier, or a regressor with a ``desired_range``.
 
     The method of Yang, Feng, Li, Zhou and Hoi, "MACE: An Efficient Model-Agnostic Framework
@@ -200,8 +39,9 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
        one-hot categoricals and scaled quantile-bin ordinals) vote for the
        ``n_feature_columns`` columns and ``n_feature_values`` values per column that differ
        from the query (continuous columns also get quantiles of the desired class as
-       values, ``class_quantiles``). Immutable features, ``feature_ranges`` and ``monotone``
-       constraints are enforced here, so every later stage only combines allowed values.
+       values, ``class_quantiles``). The constraints (``immutable_features``,
+       ``features_to_vary``, ``feature_ranges``, ``monotone``) are enforced here, so every
+       later stage only combines allowed values.
     2. **Search** (Algorithm 2): ``method="rl"`` trains a Bernoulli (column) x softmax
        (value) policy with REINFORCE (Adam, lr 0.1, 15 epochs of 40 samples, median
        baseline, L1 and ``p log p`` regularisers of weight 2, in numpy), then decodes the
@@ -262,9 +102,10 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
     n_counterfactuals : int, default=3
         Counterfactuals returned per query and desired class (at most).
     desired_class : "opposite" or class label, default="opposite"
-        ``"opposite"``: for a binary model the other class; for a multi-class model every
-        other class (counterfactuals per desired class). A label: that class (a query
-        already predicted as it is reported as not found). Leave it for a regressor.
+        ``"opposite"``: every class other than the query's predicted one (for a binary
+        model the other class), each searched as a desired class of its own. A label: that
+        class (a query already predicted as it is reported as not found). Leave it for a
+        regressor. See :ref:`recourse-outcome`.
     desired_range : (low, high) or None, default=None
         Regressors only (and then required): a counterfactual is valid when the model's
         prediction lies in ``[low, high]`` (either end may be infinite). The search runs
@@ -273,14 +114,22 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         outside (``scale``: the standard deviation of the model's predictions on the fit
         rows), so every stage works unchanged and validity is exact. Queries already
         inside get no counterfactual; ``predictions`` are the model's predicted values.
-    categorical_features : "auto", list of names/indices or bool mask, default="auto"
+    categorical_features : "auto", None, list of names/indices or bool mask, default="auto"
         ``"auto"``: DataFrame columns of categorical, object, string or bool dtype.
     immutable_features : list of names/indices, default=None
-        Never changed.
+        Features a counterfactual never changes.
+    features_to_vary : "all" or list of names/indices, default="all"
+        The only features a counterfactual may change (an allow-list); a feature both
+        here and in ``immutable_features`` is a ValueError.
     feature_ranges : dict, default=None
-        ``{feature: (low, high)}`` (continuous) or ``{feature: [categories]}``.
+        ``{feature: (low, high)}`` for a numeric feature (either end may be None) or
+        ``{feature: [allowed categories]}`` for a categorical one: where a changed value
+        may go (the query's own value is always kept allowed).
     monotone : dict, default=None
-        ``{feature: "increase" | "decrease"}`` (continuous or ordered categorical).
+        ``{feature: "increase" | "decrease" | +1 | -1}``: the only direction a feature may
+        move (numeric features, booleans and ordered pandas categoricals). The constraint
+        vocabulary is the one of :class:`P2CERecourse`, documented once in
+        :ref:`recourse-constraints`.
     n_neighbors : int, default=30
         ``K`` of Algorithm 1 (``min(K, class size)`` are used).
     n_feature_columns : int, default=10
@@ -356,9 +205,6 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         gets a generator seeded from that integer and the query's content
         (:func:`sklearn_xai._random.row_keys`), so a query's counterfactuals do not depend
         on the other rows of the call, and equal rows get equal counterfactuals.
-    response_method, target :
-        Kept for the common explainer contract; only ``"auto"``/``"predict_proba"`` and
-        ``None`` are supported.
 
     Attributes
     ----------
@@ -393,15 +239,9 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
     """
 
     _parameter_constraints = {
-        **BaseExplainer._parameter_constraints,
+        **RecourseExplainer._parameter_constraints,
         "method": [StrOptions({"rl", "gld"})],
         "n_counterfactuals": [Interval(numbers.Integral, 1, None, closed="left")],
-        "desired_class": "no_validation",
-        "desired_range": [None, "array-like"],
-        "categorical_features": "no_validation",
-        "immutable_features": [None, "array-like"],
-        "feature_ranges": [None, dict],
-        "monotone": [None, dict],
         "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_feature_columns": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_feature_values": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -451,6 +291,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         desired_range=None,
         categorical_features="auto",
         immutable_features=None,
+        features_to_vary="all",
         feature_ranges=None,
         monotone=None,
         n_neighbors=30,
@@ -469,8 +310,6 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         min_proba=None,
         neighbors="hnsw",
         hnsw_params=None,
-        response_method="auto",
-        target=None,
         batch_size=256,
         n_jobs=None,
         random_state=None,
@@ -482,6 +321,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         self.desired_range = desired_range
         self.categorical_features = categorical_features
         self.immutable_features = immutable_features
+        self.features_to_vary = features_to_vary
         self.feature_ranges = feature_ranges
         self.monotone = monotone
         self.n_neighbors = n_neighbors
@@ -500,52 +340,24 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         self.min_proba = min_proba
         self.neighbors = neighbors
         self.hnsw_params = hnsw_params
-        self.response_method = response_method
-        self.target = target
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.random_state = random_state
 
     # ----------------------------------------------------------------------- fit
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def _fit(self, X, y):
         """Encode ``X``, predict it with the model and index it per predicted class.
 
-        Parameters
-        ----------
-        X : DataFrame or array-like of shape (n_samples, n_features)
-            Training rows (the model's input space). Cost: one batched ``predict_proba``
-            over ``X`` and one HNSW build per predicted class.
-        y : array-like of shape (n_samples,), default=None
-            Only used to fit a clone of an unfrozen ``model``.
-
-        Returns
-        -------
-        self : MaceRecourse
+        Cost: one batched ``predict_proba`` over ``X`` and one HNSW build per predicted
+        class.
         """
-        if self.response_method not in ("auto", "predict_proba"):
-            raise ValueError(
-                "MaceRecourse explains class probabilities: response_method must be 'auto' "
-                f"or 'predict_proba', got {self.response_method!r}."
-            )
-        if self.target is not None:
-            raise ValueError("MaceRecourse uses desired_class, not target; leave target=None.")
         # nested settings are checked here, before any of them reaches compiled code
         hnsw_params = check_hnsw_params(self.hnsw_params, caller="MaceRecourse")
         quantiles = self._check_quantiles(self.class_quantiles)
-        X = self._validate_X(X, reset=True)  # NaN where the model's allow_nan tag says so
-        model = self._fit_model(X, y)
+        model = self.model_
         self._range_ = None
-        if self.desired_range is not None:
-            if hasattr(model, "predict_proba") or is_classifier(model):
-                raise ValueError("desired_range is for regressors; for a classifier use "
-                                 "desired_class.")
-            lo, hi = self._check_range(self.desired_range)
-            if not (isinstance(self.desired_class, str) and self.desired_class == "opposite"):
-                raise ValueError("With desired_range the desired outcome is the range; leave "
-                                 "desired_class at its default.")
-            if not hasattr(model, "predict"):
-                raise TypeError(f"{type(model).__name__} has no predict method.")
+        if self._resolve_outcome(model) is not None:
+            lo, hi = self.desired_range_
             pred = check_model_output(model.predict(X), model, "predict", X)
             if pred.shape[1] != 1:
                 raise ValueError("desired_range needs a single-output regressor; the model "
@@ -553,24 +365,12 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
             scale = float(np.std(pred))
             self._range_ = (lo, hi, scale if np.isfinite(scale) and scale > 0 else 1.0)
             self.classes_ = np.array([False, True])
-        elif not hasattr(model, "predict_proba"):
-            raise TypeError(
-                f"MaceRecourse needs a classifier with predict_proba, or a regressor with "
-                f"desired_range=(low, high); {type(model).__name__} has no predict_proba."
-            )
-        else:
-            self.classes_ = np.asarray(getattr(model, "classes_", None))
-            if self.classes_.ndim != 1 or self.classes_.size < 2:
-                raise ValueError(
-                    "the model must be a fitted classifier with at least 2 classes_.")
-        self.encoder_ = _MissingAwareEncoder(
+        self.encoder_ = MissingAwareEncoder(
             categorical_features=self.categorical_features,
             n_bins=self.n_bins,
-            immutable_features=self.immutable_features,
-            feature_ranges=self.feature_ranges,
-            monotone=self.monotone,
             allow_missing=self._allow_nan(),
         ).fit(X)
+        self._resolve_constraints(self.encoder_)
         Z = self.encoder_.to_internal(X)
         self.grid_ = quantile_grid(self.encoder_, Z)
         P = self._proba(Z)
@@ -608,17 +408,6 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
                              f"[0, 1]; got {quantiles!r}.")
         return q
 
-    @staticmethod
-    def _check_range(rng):
-        try:
-            lo, hi = (float(v) for v in rng)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"desired_range must be a pair (low, high) of numbers; got {rng!r}.") from None
-        if np.isnan(lo) or np.isnan(hi) or lo > hi:
-            raise ValueError(f"desired_range must satisfy low <= high; got {rng!r}.")
-        return lo, hi
-
     def _proba_user(self, U):
         """Class probabilities of user-space rows; for a regressor with ``desired_range``,
         the pseudo-probabilities of (outside, inside)."""
@@ -652,19 +441,9 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
 
     def _targets(self, pred):
         """Desired class positions per query (list of lists)."""
-        C = self.classes_.size
         if self._range_ is not None:  # the range is the only desired outcome
             return [[1] if p != 1 else [] for p in pred]
-        if isinstance(self.desired_class, str) and self.desired_class == "opposite":
-            return [[c for c in range(C) if c != p] for p in pred]
-        hit = np.flatnonzero(self.classes_ == self.desired_class)
-        if hit.size == 0:
-            raise ValueError(
-                f"desired_class={self.desired_class!r} is not one of the model's classes "
-                f"{list(self.classes_)}."
-            )
-        t = int(hit[0])
-        return [[t] if p != t else [] for p in pred]
+        return self._desired_positions(pred)
 
     def _settings(self):
         refine = {True: "both", False: "none"}.get(self.refine, self.refine)
@@ -721,13 +500,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
                     neigh, self.grid_,
                 )
             )
-        counter = {"rows": 0}
-
-        def evaluate(Z):
-            counter["rows"] += Z.shape[0]
-            return self._proba(Z)
-
-        results, n_calls = drive(gens, evaluate)
+        results, n_calls, n_rows = drive(gens, self._proba)
         # compact per batch: one array of rows and one of (query, desired class) per batch,
         # not a Python object per counterfactual kept until the end
         d = Zq.shape[1]
@@ -736,7 +509,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         meta = np.array([(i, t) for rows, i, t in found for _ in range(len(rows))],
                         dtype=np.int64).reshape(-1, 2)
         infos = [(i, t, info) for (i, t, _), (_, _, info) in zip(jobs, results)]
-        return R, meta, n_calls, counter["rows"], infos
+        return R, meta, n_calls, n_rows, infos
 
     def _explain(self, X):
         t0 = time.perf_counter()
@@ -808,9 +581,9 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         rows = []
         for i, t, info in infos:
             # a job whose rows all failed the final re-prediction is not answered
-            stage = info["stage"] if (int(i), int(t)) in answered else "none"
-            skipped = info["exhaustive_skipped"]
-            rows.append((int(i), self.classes_[t], stage, info["exhaustive_levels"],
+            stage = info.stage if (int(i), int(t)) in answered else "none"
+            skipped = info.exhaustive_skipped
+            rows.append((int(i), self.classes_[t], stage, info.exhaustive_levels,
                          0 if skipped is None else skipped[0],
                          0 if skipped is None else skipped[1]))
         frame = pd.DataFrame(rows, columns=["query", "desired_class", "stage",
@@ -910,6 +683,7 @@ class MaceRecourse(RecourseMixin, BaseExplainer):
         Parameters
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
+            Queries, with the columns given to ``fit``.
         y : None
             Ignored.
 

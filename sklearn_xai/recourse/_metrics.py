@@ -76,9 +76,19 @@ def validity(result, model=None):
     is re-predicted (``model.predict(cf) == desired``). 1.0 when no counterfactual was
     returned is avoided: the result is NaN then (see :func:`found_rate`).
 
+    Parameters
+    ----------
+    result : Counterfactuals
+        The counterfactuals of a recourse method (or another library's output put into
+        one).
+    model : classifier or None, default=None
+        A fitted model whose ``predict`` re-checks the counterfactuals; ``None``: the
+        result's ``valid`` flags.
+
     Returns
     -------
     float
+        The fraction of valid counterfactuals, in [0, 1]; NaN when there is none.
     """
     _, feats, _ = _frames(result)
     if len(feats) == 0:
@@ -90,7 +100,19 @@ def validity(result, model=None):
 
 
 def found_rate(result):
-    """Fraction of queries with at least one counterfactual (CARLA's success rate)."""
+    """Fraction of queries with at least one counterfactual (CARLA's success rate).
+
+    Parameters
+    ----------
+    result : Counterfactuals
+        The counterfactuals of a recourse method (or another library's output put into
+        one).
+
+    Returns
+    -------
+    float
+        The fraction of queries whose ``found`` flag is set, in [0, 1].
+    """
     return float(np.mean(np.asarray(result.found, dtype=bool)))
 
 
@@ -111,6 +133,21 @@ def sparsity(result, categorical_features="auto"):
     A feature counts once whatever its encoding (a category change is 1, unlike CARLA's
     one-hot L0 which counts 2). Continuous values equal up to a relative 1e-9 count as
     unchanged. NaN when no counterfactual was returned.
+
+    Parameters
+    ----------
+    result : Counterfactuals
+        The counterfactuals of a recourse method (or another library's output put into
+        one).
+    categorical_features : "auto", array-like of str or int, or bool mask, default="auto"
+        Categorical features, as names (DataFrame) or positions, or a boolean mask.
+        ``"auto"``: a DataFrame's columns of categorical, object, string or bool dtype;
+        none for an array.
+
+    Returns
+    -------
+    float
+        The mean number of changed features; NaN when there is no counterfactual.
     """
     enc = _encoder(result, None, categorical_features)
     changed, _, _ = _changed(enc, result)
@@ -127,8 +164,19 @@ def proximity(result, X_ref=None, categorical_features="auto"):
     Parameters
     ----------
     result : Counterfactuals
+        The counterfactuals of a recourse method (or another library's output put into
+        one).
     X_ref : DataFrame or array of shape (n_ref, n_features), default=None
         Rows that define the MAD scales (the training data); ``None``: the queries.
+    categorical_features : "auto", array-like of str or int, or bool mask, default="auto"
+        Categorical features, as names (DataFrame) or positions, or a boolean mask.
+        ``"auto"``: a DataFrame's columns of categorical, object, string or bool dtype;
+        none for an array.
+
+    Returns
+    -------
+    float
+        The mean distance; NaN when there is no counterfactual.
     """
     enc = _encoder(result, X_ref, categorical_features)
     changed, diff, _ = _changed(enc, result)
@@ -146,6 +194,21 @@ def diversity(result, categorical_features="auto"):
     Averaged over all pairs of a query's counterfactuals, then over queries with at least
     two counterfactuals (DiCE's count-diversity, the MACE paper's diversity). NaN when no
     query has two.
+
+    Parameters
+    ----------
+    result : Counterfactuals
+        The counterfactuals of a recourse method (or another library's output put into
+        one).
+    categorical_features : "auto", array-like of str or int, or bool mask, default="auto"
+        Categorical features, as names (DataFrame) or positions, or a boolean mask.
+        ``"auto"``: a DataFrame's columns of categorical, object, string or bool dtype;
+        none for an array.
+
+    Returns
+    -------
+    float
+        The mean fraction, in [0, 1]; NaN when no query has two counterfactuals.
     """
     enc = _encoder(result, None, categorical_features)
     _, feats, q = _frames(result)
@@ -171,6 +234,28 @@ def ynn(result, model, X_ref, n_neighbors=5, categorical_features="auto"):
     [model(neighbour) != desired]``. Distances: one-hot categoricals (a change weighs 1)
     and MAD-scaled continuous features. Higher means the counterfactual lies in a region
     the model consistently assigns the desired class.
+
+    Parameters
+    ----------
+    result : Counterfactuals
+        The counterfactuals of a recourse method (or another library's output put into
+        one).
+    model : classifier
+        A fitted model whose ``predict`` labels the reference rows.
+    X_ref : DataFrame or array of shape (n_ref, n_features)
+        The reference rows searched for neighbours (e.g. the training data); they also
+        define the MAD scales.
+    n_neighbors : int, default=5
+        Neighbours per counterfactual.
+    categorical_features : "auto", array-like of str or int, or bool mask, default="auto"
+        Categorical features, as names (DataFrame) or positions, or a boolean mask.
+        ``"auto"``: a DataFrame's columns of categorical, object, string or bool dtype;
+        none for an array.
+
+    Returns
+    -------
+    float
+        The share in [0, 1]; NaN when there is no counterfactual.
     """
     from ..neighbors import NeighborIndex
 
@@ -194,6 +279,23 @@ def redundancy(result, model, categorical_features="auto"):
 
     A change is redundant when reverting that one feature to the query's value keeps the
     desired class (``model.predict``). All reverts are predicted in one call.
+
+    Parameters
+    ----------
+    result : Counterfactuals
+        The counterfactuals of a recourse method (or another library's output put into
+        one).
+    model : classifier
+        A fitted model whose ``predict`` labels the reverted rows.
+    categorical_features : "auto", array-like of str or int, or bool mask, default="auto"
+        Categorical features, as names (DataFrame) or positions, or a boolean mask.
+        ``"auto"``: a DataFrame's columns of categorical, object, string or bool dtype;
+        none for an array.
+
+    Returns
+    -------
+    float
+        The mean number of redundant changes; NaN when there is no counterfactual.
     """
     enc = _encoder(result, None, categorical_features)
     queries, feats, q = _frames(result)

@@ -6,22 +6,25 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import effective_n_jobs
-from sklearn.base import _fit_context
 from sklearn.ensemble import IsolationForest
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Counterfactuals
-from .._model import make_model_function
+from .._model import ModelFunction, _check_output_width, make_model_function, output_names
 from .._random import row_keys
 from .._utils import draw_base_seed, row_generators
-from ..base import BaseExplainer, RecourseMixin, _is_frame
+from ..base import _is_frame, split_pipeline
+from ._base import RecourseExplainer
+from ._encoding import MissingAwareEncoder
 from ._p2ce_grid import OBJECTIVES, FeatureGrid, costs
 from ._p2ce_models import (
     FlatIsolationForest,
     LinearBound,
+    MaxQuery,
     ModelSpace,
+    RangeTreeBound,
     ShapBound,
     SoftmaxTreeBound,
     TreeBound,
@@ -31,7 +34,6 @@ from ._p2ce_models import (
     input_owner,
     linear_coefficients,
     parse_tree_model,
-    split_pipeline,
     unwrap,
 )
 from ._p2ce_search import QueryProblem, search_query
@@ -43,23 +45,25 @@ _VERIFY_ROWS = 200  # training rows on which a bound's model reconstruction is c
 _FLOAT32_MAX = float(np.finfo(np.float32).max)  # the isolation forest works in float32
 
 
-class P2CERecourse(RecourseMixin, BaseExplainer):
+class P2CERecourse(RecourseExplainer):
     """Pareto-optimal plausible counterfactuals (P2CE) by best-first branch and bound.
 
     For each query ``x`` the search returns every Pareto-optimal point (one per cost
     vector, under ``objectives``) of a discrete action grid that (a) the model predicts in
-    ``desired_class`` with probability ``>= threshold``, (b) changes at most
-    ``max_changes`` features, and (c) with ``plausibility=True``, an isolation forest fitted
-    on the training data calls an inlier. The search is the one of de Oliveira,
-    Valdrighi and Raimundo (P2CE, 2026), with bounds that are exact where the model
-    allows (see ``bound``), so that the front is the same as the one found by enumerating
-    every grid point.
+    the desired class with probability ``>= threshold`` (a regressor: with a prediction in
+    ``desired_range``), (b) changes at most ``max_changes`` features and respects the
+    constraints (see :ref:`recourse-constraints`: the grid holds only allowed values), and
+    (c) with ``plausibility=True``, an isolation forest fitted on the training data calls
+    an inlier. The search is the one of de Oliveira, Valdrighi and Raimundo (P2CE, 2026),
+    with bounds that are exact where the model allows (see ``bound``), so that the front is
+    the same as the one found by enumerating every grid point.
 
     Parameters
     ----------
     model : estimator
-        A binary or multi-class classifier with ``predict_proba``. Cloned and fitted on
-        ``fit(X, y)``, or used as is when wrapped in :class:`sklearn.frozen.FrozenEstimator`.
+        A binary or multi-class classifier with ``predict_proba``, or a single-output
+        regressor with ``desired_range``. Cloned and fitted on ``fit(X, y)``, or used as is
+        when wrapped in :class:`sklearn.frozen.FrozenEstimator`.
     objectives : tuple of str, default=("max_distance", "n_changes", "mean_distance")
         Costs to minimise, any of ``"max_distance"`` (largest change divided by the
         training standard deviation), ``"n_changes"``, ``"mean_distance"`` (mean over all
@@ -69,8 +73,25 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
     max_changes : int, default=3
         Largest number of changed features.
     threshold : float, default=0.5
-        A point is valid when the desired class's probability is ``>= threshold``.
-    desired_class : class label, default=1
+        A point is valid when the desired class's probability is ``>= threshold``
+        (classifiers).
+    desired_class : "opposite" or class label, default="opposite"
+        ``"opposite"``: every class other than the query's predicted one (the class with
+        the largest probability): for a binary model the other class; for a multi-class
+        model a point is valid when the probability of *any* other class reaches
+        ``threshold`` (``predictions`` then holds the largest of them). A label: that
+        class, for every query (a query already predicted as it with probability
+        ``>= threshold`` gets itself, with no change). Leave it for a regressor.
+    desired_range : (low, high) or None, default=None
+        Regressors only (and then required): a point is valid when the model's prediction
+        lies in ``[low, high]`` (either end may be infinite); ``threshold`` is not used.
+        The search ranks nodes by ``-dist(prediction, [low, high])``. For a tree ensemble
+        with the identity link (e.g. ``GradientBoostingRegressor``, random forests,
+        ``HistGradientBoostingRegressor`` with the squared error) the bound is exact: the
+        smallest and largest predictions any completion reaches (per tree summed) prune a
+        node whose interval misses the range. For any other regressor the search runs
+        without a bound (``bound_ == "none"``: exact, slower); ``bound="shap"`` is
+        refused. ``predictions`` holds the predicted values.
     grid_percentiles : (float, float), default=(1, 99)
         Percentile bounds of each numeric feature's grid.
     grid_step : float, default=0.05
@@ -78,13 +99,24 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         for integer columns).
     categorical_features : "auto", None, or list of int / str / bool mask, default="auto"
         Features searched as value sets. ``"auto"``: DataFrame columns of object,
-        string or category dtype. Integer-coded categories for a model that splits on
-        them as categories (e.g. ``HistGradientBoostingClassifier(categorical_features=
-        ...)``) should be listed here so that every category is a candidate.
+        string, bool or category dtype. Integer-coded categories for a model that splits
+        on them as categories (e.g. ``HistGradientBoostingClassifier(categorical_features=
+        ...)``) should be listed here so that every category is a candidate. A list
+        replaces ``"auto"`` (name the string columns in it too).
     immutable_features : None or list of int / str, default=None
         Features that never change.
-    monotone : None or dict {feature: +1 or -1}, default=None
-        ``+1``: the feature may only increase; ``-1``: only decrease.
+    features_to_vary : "all" or list of int / str, default="all"
+        The only features that may change (an allow-list); a feature both here and in
+        ``immutable_features`` is a ValueError.
+    feature_ranges : None or dict, default=None
+        ``{feature: (low, high)}`` (numeric; either end may be None) or ``{feature:
+        [allowed categories]}``: grid values outside are never candidates (the query's
+        own value always is).
+    monotone : None or dict, default=None
+        ``{feature: "increase" | "decrease" | +1 | -1}``: the only direction the feature
+        may move (numeric features, booleans and ordered pandas categoricals). The
+        constraint vocabulary is the one of :class:`MaceRecourse`, documented once in
+        :ref:`recourse-constraints`.
     plausibility : bool, default=True
         Require every returned point to be an isolation-forest inlier (with the exact
         look-ahead pruning). ``False`` gives a MAPOCAM-style search.
@@ -113,10 +145,13 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         input columns' grid. An error if the model is none of these. For a multi-class
         boosted ensemble (softmax) it is a safe bound rather than the exact maximum: the
         largest reachable desired-class margin against the smallest reachable margin of
-        every other class, which never loses a solution. ``"shap"``: the
-        paper's SHAP estimate, a heuristic that can lose solutions. ``"none"``: no
-        probability pruning (exact, slower). ``"auto"``: ``"exact"`` when available, else
-        ``"none"``. ``bound_`` records the choice.
+        every other class, which never loses a solution. With several desired classes
+        (multi-class ``"opposite"``) the largest of their bounds. With ``desired_range``:
+        the interval of predictions a tree regressor's completions reach (see
+        ``desired_range``). ``"shap"``: the paper's SHAP estimate, a heuristic that can
+        lose solutions (classifiers only). ``"none"``: no probability pruning (exact,
+        slower). ``"auto"``: ``"exact"`` when available, else ``"none"``. ``bound_``
+        records the choice.
     time_limit : float or None, default=None
         Seconds per query; a query that runs out stops with a warning, and its front
         may be partial (``extras["complete"]``).
@@ -135,6 +170,11 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
     Attributes
     ----------
     model_ : fitted model
+    classes_ : ndarray
+        The model's classes (classifiers).
+    desired_range_ : (float, float) or None
+    encoder_ : TabularEncoder
+        Categories and column dtypes (the encoding shared with :class:`MaceRecourse`).
     grid_ : FeatureGrid
         Per-feature grids, scales (``grid_.sigma``) and CDFs.
     isolation_forest_ : IsolationForest
@@ -151,8 +191,9 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
     -----
     For tree ensembles and linear classifiers the search evaluates the model through its
     flat reconstruction (checked at fit to match ``predict_proba`` within 1e-7 on up to
-    200 training rows, and a pipeline's preprocessing checked to be column-wise, else not
-    used); every returned point is re-predicted by the model itself
+    200 training rows -- a regressor's ``predict`` within 1e-6 times its largest
+    magnitude, for float32 models -- and a pipeline's preprocessing checked to be
+    column-wise, else not used); every returned point is re-predicted by the model itself
     (``Counterfactuals.predictions`` and ``valid``).
 
     Missing values (NaN) are accepted in ``X`` where the model accepts them (checked by
@@ -176,16 +217,12 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
     """
 
     _parameter_constraints: dict = {
-        "model": "no_validation",
+        **RecourseExplainer._parameter_constraints,
         "objectives": [tuple, list],
         "max_changes": [Interval(Integral, 1, None, closed="left")],
         "threshold": [Interval(Real, 0, 1, closed="neither")],
-        "desired_class": "no_validation",
         "grid_percentiles": [tuple, list],
         "grid_step": [Interval(Real, 0, 1, closed="right")],
-        "categorical_features": [StrOptions({"auto"}), None, list, tuple, np.ndarray],
-        "immutable_features": [None, list, tuple, np.ndarray],
-        "monotone": [None, dict],
         "plausibility": ["boolean"],
         "contamination": [Interval(Real, 0, 0.5, closed="right")],
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
@@ -195,7 +232,6 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         "time_limit": [None, Interval(Real, 0, None, closed="neither")],
         "shap_samples": [Interval(Integral, 2, None, closed="left")],
         "random_state": ["random_state"],
-        "n_jobs": [None, Integral],
     }
 
     _cli_name = "p2ce"
@@ -221,8 +257,9 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
                             n_estimators=5, shap_samples=5, random_state=0)]
 
     def __init__(self, model, *, objectives=("max_distance", "n_changes", "mean_distance"),
-                 max_changes=3, threshold=0.5, desired_class=1, grid_percentiles=(1, 99),
-                 grid_step=0.05, categorical_features="auto", immutable_features=None,
+                 max_changes=3, threshold=0.5, desired_class="opposite", desired_range=None,
+                 grid_percentiles=(1, 99), grid_step=0.05, categorical_features="auto",
+                 immutable_features=None, features_to_vary="all", feature_ranges=None,
                  monotone=None, plausibility=True, contamination=0.05, n_estimators=100,
                  max_samples=0.25, bound="auto", time_limit=None, shap_samples=100,
                  random_state=None, n_jobs=None):
@@ -231,10 +268,13 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         self.max_changes = max_changes
         self.threshold = threshold
         self.desired_class = desired_class
+        self.desired_range = desired_range
         self.grid_percentiles = grid_percentiles
         self.grid_step = grid_step
         self.categorical_features = categorical_features
         self.immutable_features = immutable_features
+        self.features_to_vary = features_to_vary
+        self.feature_ranges = feature_ranges
         self.monotone = monotone
         self.plausibility = plausibility
         self.contamination = contamination
@@ -247,69 +287,15 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------ encoding
-    def _feature_index(self, spec, what):
-        names = self._feature_names()
-        d = len(names)
-        spec = list(np.asarray(spec).tolist()) if isinstance(spec, np.ndarray) else list(spec)
-        if spec and all(isinstance(s, bool | np.bool_) for s in spec):
-            if len(spec) != d:
-                raise ValueError(f"{what} as a boolean mask needs {d} entries, got {len(spec)}.")
-            return [j for j, s in enumerate(spec) if s]
-        out = []
-        for s in spec:
-            if isinstance(s, str):
-                if s not in names:
-                    raise ValueError(f"{what} names an unknown feature {s!r}.")
-                out.append(names.index(s))
-            elif isinstance(s, Integral) and -d <= int(s) < d:
-                out.append(int(s) % d)
-            else:
-                raise ValueError(f"{what} entry {s!r} is not a feature of X.")
-        return out
-
-    def _encode_fit(self, X):
-        """Internal float matrix; categorical string columns become category indices."""
-        import pandas as pd
-
-        d = X.shape[1]
-        self._frame_ = _is_frame(X)
-        self._labels_ = list(X.columns) if self._frame_ else self._feature_names()
-        cat = np.zeros(d, dtype=bool)
-        self._categories_ = [None] * d
-        self._string_cols_ = np.zeros(d, dtype=bool)
-        if self._frame_:
-            for j, name in enumerate(X.columns):
-                dt = X[name].dtype
-                is_num = (pd.api.types.is_numeric_dtype(dt) and not isinstance(
-                    dt, pd.CategoricalDtype)) or pd.api.types.is_bool_dtype(dt)
-                if not is_num:
-                    self._string_cols_[j] = True
-                    cat[j] = True
-        if isinstance(self.categorical_features, str):
-            pass
-        elif self.categorical_features is not None:
-            for j in self._feature_index(self.categorical_features, "categorical_features"):
-                cat[j] = True
-        Z = np.empty((X.shape[0], d))
-        for j in range(d):
-            col = X.iloc[:, j] if self._frame_ else X[:, j]
-            if self._string_cols_[j]:
-                dt = col.dtype
-                if isinstance(dt, pd.CategoricalDtype):
-                    cats = np.asarray(dt.categories, dtype=object)
-                else:
-                    cats = np.asarray(sorted(pd.unique(col.dropna()), key=str), dtype=object)
-                self._categories_[j] = cats
-                Z[:, j] = self._codes(j, col)
-            else:
-                Z[:, j] = self._numeric_column(col)
+    def _encode(self, X):
+        """Rows in the internal encoding: category codes, NaN where a value is missing."""
+        if self._frame_ and not _is_frame(X):
+            raise TypeError("X must be a DataFrame when P2CERecourse was fitted on one.")
+        Z = self.encoder_.to_internal(X)
+        cat = self.encoder_.categorical_
+        Z[:, cat] = np.where(Z[:, cat] < 0, np.nan, Z[:, cat])  # the encoder's -1: missing
         self._check_magnitude(Z)
-        return Z, cat
-
-    def _numeric_column(self, col):
-        if hasattr(col, "to_numpy"):
-            return col.to_numpy(dtype=np.float64, na_value=np.nan)
-        return np.asarray(col, dtype=np.float64)
+        return Z
 
     def _check_magnitude(self, Z):
         """Values beyond float32 would become infinite in the isolation forest."""
@@ -339,99 +325,91 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
                     f"lies further from the training values than float64 can count in "
                     f"training standard deviations ({g.sigma[j]:.3g}); rescale the feature.")
 
-    def _codes(self, j, col):
-        import pandas as pd
+    def _model_input(self, Z):
+        """Internal rows as the model takes them: the fit frame's columns and dtypes (an
+        integer or boolean column holding a missing value becomes float), else an array."""
+        cat = self.encoder_.categorical_
+        if cat.any():
+            Z = Z.copy()
+            Z[:, cat] = np.where(np.isnan(Z[:, cat]), -1.0, Z[:, cat])
+        return self.encoder_.to_user(Z)
 
-        cats = self._categories_[j]
-        lookup = {c: k for k, c in enumerate(cats)}
-        vals = np.asarray(col, dtype=object)
-        codes = np.empty(len(vals))
-        for i, v in enumerate(vals):
-            if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
-                codes[i] = np.nan
-                continue
-            if v not in lookup:
-                name = self._labels_[j]
-                raise ValueError(f"Unknown category {v!r} in feature {name!r}.")
-            codes[i] = lookup[v]
-        return codes
-
-    def _encode(self, X):
-        if self._frame_ and not _is_frame(X):
-            raise TypeError("X must be a DataFrame when P2CERecourse was fitted on one.")
-        d = X.shape[1]
-        Z = np.empty((X.shape[0], d))
-        for j in range(d):
-            col = X.iloc[:, j] if self._frame_ else X[:, j]
-            if self._string_cols_[j]:
-                Z[:, j] = self._codes(j, col)
-            else:
-                Z[:, j] = self._numeric_column(col)
-        self._check_magnitude(Z)
+    def _numeric(self, Z):
+        """Internal rows with the codes of numeric categories replaced by their values:
+        the numbers a model fitted on numeric columns reads (string and pandas
+        categorical columns keep their codes)."""
+        if not self._value_of_code_:
+            return Z
+        Z = np.array(Z, dtype=np.float64, copy=True)
+        for j, values in self._value_of_code_.items():
+            seen = ~np.isnan(Z[:, j])
+            Z[seen, j] = values[Z[seen, j].astype(np.int64)]
         return Z
 
-    def _decode(self, Z):
-        """Internal rows to model input (object array when categories are strings)."""
-        if not self._string_cols_.any():
-            return Z
-        out = Z.astype(object)
-        for j in np.flatnonzero(self._string_cols_):
-            codes = Z[:, j]
-            miss = np.isnan(codes)
-            col = np.empty(len(codes), dtype=object)
-            col[~miss] = self._categories_[j][codes[~miss].astype(np.int64)]
-            col[miss] = np.nan
-            out[:, j] = col
-        return out
-
-    def _model_input(self, Z):
-        """Internal rows as the model takes them: the fit frame's columns and dtypes
-        (an integer or boolean column holding a missing value becomes float)."""
+    def _numeric_input(self, N):
+        """Rows of :meth:`_numeric` as the model takes them (no string column)."""
         if not self._frame_:
-            return self._decode(Z)
+            return N
         import pandas as pd
 
-        template = self.model_fn_.template
         cols = {}
-        for j, (name, dtype) in enumerate(template.dtypes.items()):
-            v = Z[:, j]
-            miss = np.isnan(v)
-            if self._string_cols_[j]:
-                if isinstance(dtype, pd.CategoricalDtype):  # codes index dtype.categories
-                    codes = np.where(miss, -1, v).astype(np.int64)
-                    cols[name] = pd.Categorical.from_codes(codes, dtype=dtype)
-                    continue
-                col = np.empty(len(v), dtype=object)
-                col[~miss] = self._categories_[j][v[~miss].astype(np.int64)]
-                col[miss] = np.nan
-                cols[name] = pd.Series(col, dtype=dtype)
-            elif miss.any() and (pd.api.types.is_integer_dtype(dtype)
-                                 or pd.api.types.is_bool_dtype(dtype)):
+        for j, (name, dtype) in enumerate(self.model_fn_.template.dtypes.items()):
+            v = N[:, j]
+            if np.isnan(v).any() and (pd.api.types.is_integer_dtype(dtype)
+                                      or pd.api.types.is_bool_dtype(dtype)):
                 cols[name] = v  # a missing value in an integer column: float
             else:
                 cols[name] = pd.Series(v).astype(dtype)
-        return pd.DataFrame(cols, columns=template.columns)
+        return pd.DataFrame(cols, columns=self.model_fn_.template.columns)
 
     def _to_user(self, Z):
         import pandas as pd
 
-        if self._frame_:  # the fit frame's columns and dtypes
-            return self._model_input(Z)
-        return pd.DataFrame(np.asarray(self._decode(Z)), columns=self._feature_names())
+        U = self._model_input(Z)
+        return U if self._frame_ else pd.DataFrame(U, columns=self._feature_names())
 
-    def _predict(self, Z):
-        """Probability of the desired class for internal rows, shape (n,)."""
-        return self.model_fn_(self._model_input(Z))[:, 0]
+    # -- the model's outputs and the search's score ------------------------------------------
+
+    def _outputs(self, Z):
+        """The model on internal rows: every class probability (n, n_classes), or the
+        prediction (n, 1) of a regressor."""
+        return self.model_fn_(self._model_input(Z))
+
+    def _score(self, out, keys):
+        """The search's score of model outputs for a query's target ``keys``: the largest
+        probability among its desired classes, or ``-dist`` to ``desired_range``."""
+        if self.desired_range_ is not None:
+            lo, hi = self.desired_range_
+            y = out[:, 0]
+            return -(np.maximum(lo - y, 0.0) + np.maximum(y - hi, 0.0))
+        return out[:, keys].max(axis=1)
+
+    def _query_keys(self, Z):
+        """Per query, its target keys (desired class positions; ``[0]`` for a range)."""
+        if self.desired_range_ is not None:
+            return [[0]] * Z.shape[0]
+        pred = None
+        if isinstance(self.desired_class, str) and self.desired_class == "opposite":
+            pred = self._outputs(Z).argmax(axis=1)
+        return self._desired_positions(np.zeros(Z.shape[0], dtype=int) if pred is None
+                                       else pred, skip_predicted=False)
 
     def _to_space(self, Z):
         """Internal rows in the columns the reconstruction reads."""
         space = getattr(self, "_space_", None)
-        return Z if space is None else space(self._model_input(Z))
+        return self._numeric(Z) if space is None else space(self._model_input(Z))
 
-    def _predict_search(self, Z):
-        """The probability the search uses: the verified reconstruction when there is one."""
+    def _search_outputs(self, Z):
+        """Score of every fitted target key (columns in ``_keys_`` order) for internal
+        rows: the verified reconstruction's when there is one, else the model's."""
         recon = getattr(self, "_recon_", None)
-        return recon.predict(self._to_space(Z)) if recon is not None else self._predict(Z)
+        if recon is not None:
+            T = self._to_space(Z)
+            return np.column_stack([recon[k].predict(T) for k in self._keys_])
+        out = self._outputs(Z)
+        if self.desired_range_ is not None:
+            return self._score(out, [0])[:, None]
+        return out[:, self._keys_]
 
     def _check_missing(self, Z, where):
         """The model must accept the rows of ``Z`` holding missing values."""
@@ -442,7 +420,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         names = [self._labels_[j] for j in np.flatnonzero(miss.any(axis=0))]
         model = type(unwrap(self.model_)).__name__
         try:
-            out = self._predict(Z[rows[:_VERIFY_ROWS]])
+            out = self._outputs(Z[rows[:_VERIFY_ROWS]])
         except Exception as exc:  # noqa: BLE001 - any refusal of the model
             first = (str(exc).splitlines() or [""])[0]
             raise ValueError(
@@ -453,24 +431,13 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         if not np.all(np.isfinite(out)):
             raise ValueError(
                 f"{where} has missing values (NaN) in {names}, and the model {model} "
-                "returns non-finite probabilities for them. Impute them first.")
+                "returns non-finite outputs for them. Impute them first.")
 
     # ------------------------------------------------------------------ fit
-    @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y=None):
-        """Fit the model (unless frozen), the grid, the isolation forest, order and bound.
+    def _fit(self, X, y):
+        """Fit the grid, the isolation forest, the feature order and the bound."""
+        import pandas as pd
 
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-            Training rows; missing values only where the model accepts them.
-        y : array-like of shape (n_samples,) or None
-            Labels to fit a clone of ``model``; ``None`` needs a ``FrozenEstimator``.
-
-        Returns
-        -------
-        self
-        """
         objectives = tuple(self.objectives)
         if not objectives:
             raise ValueError("objectives must name at least one cost.")
@@ -482,41 +449,52 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         if (len(self.grid_percentiles) != 2 or not 0 <= lo < hi <= 100):
             raise ValueError("grid_percentiles must be (low, high) with 0 <= low < high <= "
                              f"100, got {self.grid_percentiles!r}.")
-        X = self._validate_X(X, reset=True)
         self._check_n_rows(X.shape[0])
-        self._fit_model(X, y)
-        classes = getattr(unwrap(self.model_), "classes_", None)
-        if classes is None or not hasattr(self.model_, "predict_proba"):
-            raise TypeError("P2CERecourse needs a classifier with predict_proba and classes_.")
-        classes = list(np.asarray(classes).tolist())
-        if self.desired_class not in classes:
-            raise ValueError(f"desired_class={self.desired_class!r} is not one of the "
-                             f"model's classes {classes}.")
-        Z, cat = self._encode_fit(X)
+        regression = self._resolve_outcome(self.model_) is not None
+        if regression and self.bound == "shap":
+            raise ValueError("bound='shap' estimates class probabilities; with desired_range "
+                             "use bound='auto', 'exact' or 'none'.")
+        self._frame_ = _is_frame(X)
+        self._labels_ = list(X.columns) if self._frame_ else self._feature_names()
+        self.encoder_ = MissingAwareEncoder(categorical_features=self.categorical_features,
+                                            allow_missing=True).fit(X)
+        constraints = self._resolve_constraints(self.encoder_)
+        enc = self.encoder_
+        self._value_of_code_ = {}  # numeric categories: code -> the value the model reads
+        for j in np.flatnonzero(enc.categorical_):
+            dtype = enc.dtypes_[j] if enc.is_pandas_ else None
+            cats = enc.categories_[j]
+            if not isinstance(dtype, pd.CategoricalDtype) and all(
+                    isinstance(c, Real | np.bool_) for c in cats):
+                self._value_of_code_[int(j)] = np.asarray(cats, dtype=np.float64)
+        self._string_cols_ = enc.categorical_.copy()
+        self._string_cols_[list(self._value_of_code_)] = False
+        Z = self._encode(X)
         d = Z.shape[1]
-        immutable = np.zeros(d, dtype=bool)
-        if self.immutable_features is not None:
-            immutable[self._feature_index(self.immutable_features, "immutable_features")] = True
-        mono = np.zeros(d, dtype=np.int64)
-        if self.monotone is not None:
-            idx = self._feature_index(list(self.monotone.keys()), "monotone")
-            for j, direction in zip(idx, self.monotone.values()):
-                if direction not in (-1, 1):
-                    raise ValueError(f"monotone directions must be +1 or -1, got {direction!r}.")
-                if cat[j]:
-                    raise ValueError(f"monotone cannot apply to categorical feature "
-                                     f"{self._labels_[j]!r}.")
-                mono[j] = direction
-        self.grid_ = FeatureGrid(Z, categorical=cat, immutable=immutable, monotone=mono,
+        self.grid_ = FeatureGrid(Z, categorical=enc.categorical_, constraints=constraints,
                                  percentiles=(lo, hi), step=float(self.grid_step))
         self._objectives_ = objectives
+
         template = X.iloc[:0] if self._frame_ else None
         complete = np.flatnonzero(~np.isnan(Z).any(axis=1))
         first = int(complete[0]) if complete.size else 0  # missing values: _check_missing
         probe = X.iloc[first:first + 1] if self._frame_ else X[first:first + 1]
-        self.model_fn_ = make_model_function(self.model_, "predict_proba", self.desired_class,
-                                             probe, template, None)
-        self.classes_ = np.asarray(classes)
+        if regression:
+            self.model_fn_ = make_model_function(self.model_, "predict", None, probe,
+                                                 template, None)
+            if self.model_fn_.n_outputs != 1:
+                raise ValueError("desired_range needs a single-output regressor; the model "
+                                 f"predicts {self.model_fn_.n_outputs} outputs.")
+            self._keys_ = [0]
+        else:
+            classes = self.classes_.tolist()
+            self.model_fn_ = ModelFunction(self.model_, "predict_proba",
+                                           list(range(len(classes))),
+                                           output_names("proba", classes), template)
+            _check_output_width(self.model_fn_, probe, len(classes),
+                                f"one column per class of classes_ ({len(classes)})")
+            self._keys_ = sorted({k for ks in self._desired_positions(
+                range(len(classes)), skip_predicted=False) for k in ks})
         self._check_missing(Z, "X")
 
         base_seed = draw_base_seed(self.random_state)
@@ -528,17 +506,20 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         # fast evaluator for the search; returned points are re-predicted by the model
         self._bound_obj_ = None
         self.bound_ = "none"
-        exact, kind, owner = self._reconstruction(Z[: min(_VERIFY_ROWS, Z.shape[0])],
-                                                  classes)
+        exact, kind, owner = self._reconstruction(Z[: min(_VERIFY_ROWS, Z.shape[0])])
         self._recon_ = exact
         if self.bound in ("auto", "exact"):
             if exact is None and self.bound == "exact":
+                what = ("a tree ensemble regressor with the identity link (scikit-learn, "
+                        "XGBoost, LightGBM)" if regression else
+                        "a tree ensemble (scikit-learn, XGBoost, LightGBM) or a binary "
+                        "linear classifier")
                 raise ValueError(
-                    f"bound='exact' needs a tree ensemble (scikit-learn, XGBoost, LightGBM) "
-                    f"or a binary linear classifier, alone or after column-wise "
-                    f"preprocessing in a Pipeline; {type(unwrap(self.model_)).__name__} is "
-                    "neither (or its reconstruction did not match its predictions). Use "
-                    "bound='none' (exact, slower) or bound='shap' (heuristic).")
+                    f"bound='exact' needs {what}, alone or after column-wise preprocessing "
+                    f"in a Pipeline; {type(unwrap(self.model_)).__name__} is neither (or "
+                    "its reconstruction did not match its predictions). Use bound='none' "
+                    "(exact, slower)" + ("." if regression else
+                                         " or bound='shap' (heuristic)."))
             if exact is not None:
                 self._bound_obj_, self.bound_ = exact, kind
 
@@ -547,20 +528,21 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         sample = Z[np.sort(rng.choice(Z.shape[0], size=n_s, replace=False))]
         self._shap_background_ = sample[: min(_SHAP_BACKGROUND, n_s)]
         self._shap_base_seed_ = base_seed
-        imp = self._tree_importances(sample, classes, owner) if kind == "tree" else None
+        imp = self._tree_importances(sample, owner) if kind == "tree" else None
         self.importance_method_ = "tree_shap" if imp is not None else "permutation_shap"
         if imp is None or self.bound == "shap":
-            phi = self._shap(sample)
+            phi = self._shap(sample)  # (n, d, n_keys)
             self._phi_max_ = phi.max(axis=0)
             if imp is None:
-                imp = np.abs(phi).mean(axis=0)
+                imp = np.abs(phi).mean(axis=(0, 2))
         self.feature_importances_ = imp
-        searchable = [j for j in range(d) if not immutable[j]]
+        searchable = [j for j in range(d) if not self.grid_.immutable[j]]
         searchable.sort(key=lambda j: (-self.feature_importances_[j], j))
         self.feature_order_ = np.asarray(searchable, dtype=np.int64)
         if self.bound == "shap":
-            self._bound_obj_, self.bound_ = ShapBound(self._phi_max_), "shap"
-
+            self._bound_obj_ = {k: ShapBound(self._phi_max_[:, c])
+                                for c, k in enumerate(self._keys_)}
+            self.bound_ = "shap"
         return self
 
     def _fit_isolation_forest(self, Z, rng):
@@ -589,9 +571,11 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
             f"* n_samples) rows, which is 0 for n_samples = {n}. Pass more rows, or a "
             "larger max_samples (a fraction, or a number of rows).")
 
-    def _tree_importances(self, sample, classes, owner):
-        """Mean |path-dependent TreeSHAP| (margin) per input feature of the sample (the
-        model columns of one input feature summed), or None if unavailable."""
+    def _tree_importances(self, sample, owner):
+        """Mean |path-dependent TreeSHAP| (margin) per input feature of the sample (one
+        player per input column when TreeSHAP explains a pipeline in its input columns,
+        else the model columns of one input feature summed; the target classes' outputs
+        averaged), or None if unavailable."""
         from sklearn.frozen import FrozenEstimator
 
         from ..tree import TreeShapExplainer
@@ -602,39 +586,47 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
             values = np.asarray(expl.explain(rows).values, dtype=np.float64)
         except (TypeError, ValueError, ImportError):
             return None
-        if values.ndim == 3:
-            k = classes.index(self.desired_class)
-            values = values[:, :, k] if values.shape[2] == len(classes) else values.mean(2)
+        if values.ndim == 2:
+            values = values[:, :, None]
+        if self.desired_range_ is None and values.shape[2] == len(self.classes_):
+            values = values[:, :, self._keys_]
+        if expl.feature_space_ == "input" and values.shape[1] == sample.shape[1]:
+            return np.abs(values).mean(axis=(0, 2))
         if owner is None or values.shape[1] != len(owner):
             return None
-        phi = np.zeros((values.shape[0], sample.shape[1]))
-        np.add.at(phi.T, owner, values.T)
-        return np.abs(phi).mean(axis=0)
+        phi = np.zeros((values.shape[0], sample.shape[1], values.shape[2]))
+        np.add.at(phi.transpose(1, 0, 2), owner, values.transpose(1, 0, 2))
+        return np.abs(phi).mean(axis=(0, 2))
 
     def _shap(self, rows):
+        """Permutation SHAP of the search's scores, shape (n, n_features, n_keys)."""
         from ..shapley import ImputationGame, permutation_shapley
 
         def f(Zs):
-            return self._predict_search(np.asarray(Zs, dtype=np.float64))[:, None]
+            return self._search_outputs(np.asarray(Zs, dtype=np.float64))
 
         game = ImputationGame(f, rows, self._shap_background_)
         gens = row_generators(self._shap_base_seed_, row_keys(rows))  # keyed by content
         phi, _ = permutation_shapley(game, _SHAP_N_EVALS, gens)
-        return phi[:, :, 0]
+        return phi
 
-    def _reconstruction(self, verify, classes):
-        """The model's verified flat reconstruction, or None.
+    def _reconstruction(self, verify):
+        """The model's verified flat reconstruction per target key, or None.
 
         Returns
         -------
-        model : TreeBound, SoftmaxTreeBound, LinearBound or None
+        models : dict or None
+            Target key -> TreeBound, SoftmaxTreeBound, LinearBound or RangeTreeBound.
         kind : {"tree", "linear", "none"}
         owner : ndarray of int or None
             Input feature of every column the model reads (None: unknown).
         """
-        target = self._predict(verify)
+        target = self._search_outputs_of_model(verify)
+        # a float32 model (XGBoost) matches its float64 reconstruction to ~1e-7 relative
+        tol = 1e-7
+        if self.desired_range_ is not None:
+            tol = 1e-6 * max(1.0, float(np.abs(self._outputs(verify)).max()))
         inner = unwrap(self.model_)
-        k = classes.index(self.desired_class)
         d = verify.shape[1]
         prefix, final = split_pipeline(inner)
         parsed = parse_tree_model(final)
@@ -647,73 +639,107 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
             else:
                 owner = None
 
-        def verified(obj):
+        def verified(objs):
             try:
-                pred = obj.predict(self._to_space(verify))
+                T = self._to_space(verify)
+                pred = np.column_stack([objs[k].predict(T) for k in self._keys_])
             except (TypeError, ValueError):
                 return False
             return pred.shape == target.shape and np.allclose(pred, target, rtol=0,
-                                                             atol=1e-7)
+                                                             atol=tol)
 
         if parsed is not None and owner is not None and parsed[0].n_features == len(owner):
-            ens, obj = parsed[0], None
-            if ens.link == "logistic" and ens.n_outputs == 1 and len(classes) == 2:
-                obj = TreeBound(ens, 0, 1.0 if k == 1 else -1.0, "logistic", owner)
-            elif ens.link == "identity" and ens.n_outputs == len(classes):
-                obj = TreeBound(ens, k, 1.0, "identity", owner)
-            elif (ens.link == "softmax" and ens.n_outputs == len(classes) > 2
-                  and np.all(ens.tree_output >= 0)):
-                obj = SoftmaxTreeBound(ens, k, owner)
-            if obj is not None and verified(obj):
-                return obj, "tree", owner
-        s = 1.0 if k == 1 else -1.0
+            objs = {k: self._tree_model(parsed[0], k, owner) for k in self._keys_}
+            if all(o is not None for o in objs.values()) and verified(objs):
+                return objs, "tree", owner
+        if self.desired_range_ is not None:
+            self._space_ = None
+            return None, "none", owner
+        n_classes = len(self.classes_)
         lin = final_linear(final)
-        if (lin is not None and owner is not None and len(classes) == 2
+        if (lin is not None and owner is not None and n_classes == 2
                 and len(lin[0]) == len(owner)
                 and (self._space_ is not None or not self._string_cols_.any())):
-            obj = LinearBound(s * lin[0], s * lin[1], owner)
-            if verified(obj):
-                return obj, "linear", owner
+            objs = {k: LinearBound((1.0 if k == 1 else -1.0) * lin[0],
+                                   (1.0 if k == 1 else -1.0) * lin[1], owner)
+                    for k in self._keys_}
+            if verified(objs):
+                return objs, "linear", owner
         self._space_ = None
-        coefs = linear_coefficients(inner, verify, self._model_input)
-        if coefs is not None and len(classes) == 2 and not self._string_cols_.any():
-            obj = LinearBound(s * coefs[0], s * coefs[1], np.arange(d))
-            if verified(obj):
-                return obj, "linear", None
+        coefs = None
+        if n_classes == 2 and not self._string_cols_.any():
+            coefs = linear_coefficients(inner, self._numeric(verify), self._numeric_input)
+        if coefs is not None:
+            objs = {k: LinearBound((1.0 if k == 1 else -1.0) * coefs[0],
+                                   (1.0 if k == 1 else -1.0) * coefs[1], np.arange(d))
+                    for k in self._keys_}
+            if verified(objs):
+                return objs, "linear", None
         return None, "none", owner
 
+    def _tree_model(self, ens, k, owner):
+        """The reconstruction of target key ``k`` from a flat ensemble, or None."""
+        if self.desired_range_ is not None:
+            if ens.link == "identity" and ens.n_outputs == 1:
+                return RangeTreeBound(ens, owner, *self.desired_range_)
+            return None
+        n_classes = len(self.classes_)
+        if ens.link == "logistic" and ens.n_outputs == 1 and n_classes == 2:
+            return TreeBound(ens, 0, 1.0 if k == 1 else -1.0, "logistic", owner)
+        if ens.link == "identity" and ens.n_outputs == n_classes:
+            return TreeBound(ens, k, 1.0, "identity", owner)
+        if (ens.link == "softmax" and ens.n_outputs == n_classes > 2
+                and np.all(ens.tree_output >= 0)):
+            return SoftmaxTreeBound(ens, k, owner)
+        return None
+
+    def _search_outputs_of_model(self, Z):
+        """:meth:`_search_outputs` computed by the model itself."""
+        out = self._outputs(Z)
+        if self.desired_range_ is not None:
+            return self._score(out, [0])[:, None]
+        return out[:, self._keys_]
+
     # ------------------------------------------------------------------ explain
-    def _explain_rows(self, sl, Z):
+    def _explain_rows(self, sl, Z, keys):
         out = []
         for i in range(sl.start, sl.stop):
-            out.append(self._explain_one(Z[i], i))
+            out.append(self._explain_one(Z[i], keys[i]))
         return out
 
-    def _explain_one(self, x, row_id):
+    def _explain_one(self, x, keys):
+        """The search of one query for its target ``keys``."""
         t0 = time.perf_counter()
         deadline = None if self.time_limit is None else t0 + self.time_limit
         values, contrib = self.grid_.candidates(x)
         order = [int(j) for j in self.feature_order_ if len(values[j]) > 1]
+
+        def combine(queries):
+            return queries[0] if len(queries) == 1 else MaxQuery(queries)
+
         query = None
         if self._recon_ is not None:
             n_cand = np.array([len(v) for v in values], dtype=np.int64)
             cand = np.zeros((len(values), int(n_cand.max())))
             for j, v in enumerate(values):
                 cand[j, : len(v)] = v
-            query = self._recon_.for_query(self._to_space(candidate_rows(cand, n_cand)),
-                                           n_cand)
+            table = self._to_space(candidate_rows(cand, n_cand))
+            query = combine([self._recon_[k].for_query(table, n_cand) for k in keys])
         if query is not None:
             predict = query.predict
         else:
             def predict(P, index):
-                return self._predict(P)
+                return self._score(self._outputs(P), keys)
         bound = None
         if self.bound_ == "shap":
-            bound = self._bound_obj_.for_query(self._shap(x[None, :])[0])
+            phi = self._shap(x[None, :])[0]
+            bound = combine([self._bound_obj_[k].for_query(phi[:, self._keys_.index(k)])
+                             for k in keys])
         elif self._bound_obj_ is not None:
             bound = query
+        threshold = 0.0 if self.desired_range_ is not None else self.threshold
         problem = QueryProblem(x, values, contrib, order, self._objectives_, predict,
-                               self.threshold, self.max_changes, bound=bound,
+                               threshold, self.max_changes, bound=bound,
                                iso=self._iso_ if self.plausibility else None,
                                deadline=deadline)
         res = search_query(problem)
@@ -734,16 +760,17 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         self._check_distances(Z)
         self._check_missing(Z, "X")
         n = Z.shape[0]
+        keys = self._query_keys(Z)
         n_workers = 1 if self.n_jobs in (None, 1) else effective_n_jobs(self.n_jobs)
         if n_workers > 1 and n > 1:
             bounds = np.linspace(0, n, min(n, n_workers) + 1).astype(int)
             slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
             parts = Parallel(n_jobs=self.n_jobs)(
-                delayed(self._explain_rows)(sl, Z) for sl in slices)
+                delayed(self._explain_rows)(sl, Z, keys) for sl in slices)
         else:
-            parts = [self._explain_rows(slice(0, n), Z)]
+            parts = [self._explain_rows(slice(0, n), Z, keys)]
         results = [r for p in parts for r in p]
-        rows, qidx, pro, cost_rows = [], [], [], []
+        rows, qidx, cost_rows = [], [], []
         for i, res in enumerate(results):
             if res.points.shape[0] == 0:
                 continue
@@ -763,17 +790,30 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         P = np.vstack(rows) if rows else np.zeros((0, d))
         q = np.concatenate(qidx).astype(np.int64) if qidx else np.zeros(0, dtype=np.int64)
         C = np.vstack(cost_rows) if cost_rows else np.zeros((0, len(OBJECTIVES)))
-        pro = self._predict(P) if len(P) else np.zeros(0)
+        # every returned point re-predicted by the model itself
+        out = self._outputs(P) if len(P) else np.zeros((0, 1))
+        if self.desired_range_ is not None:
+            pro = out[:, 0] if len(P) else np.zeros(0)
+            lo, hi = self.desired_range_
+            valid = (pro >= lo) & (pro <= hi)
+            desired = [(lo, hi)] * n
+        else:
+            pro = np.array([out[r, keys[i]].max() for r, i in enumerate(q)])
+            valid = pro >= self.threshold
+            labels = self.classes_.tolist()
+            desired = [labels[k[0]] if len(k) == 1 else tuple(labels[c] for c in k)
+                       for k in keys]
+        desired_arr = np.empty(n, dtype=object)
+        for i, v in enumerate(desired):
+            desired_arr[i] = v
         score = self._iso_.score_samples(P) if len(P) else np.zeros(0)
-        cf = self._to_user(P) if len(P) else self._to_user(np.zeros((0, d)))
-        cf = cf.reset_index(drop=True)
+        cf = self._to_user(P).reset_index(drop=True)
         cf["query"] = q
         queries = X.reset_index(drop=True) if self._frame_ else pd.DataFrame(
             X, columns=self._feature_names())
         cost_frame = pd.DataFrame(C, columns=list(OBJECTIVES))
         cost_frame["outlier_score"] = score
         cost_frame["inlier"] = score >= self._iso_.offset_
-        valid = pro >= self.threshold
         found = np.zeros(n, dtype=bool)
         found[np.unique(q[valid])] = True
         extras = {
@@ -787,8 +827,7 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         }
         return Counterfactuals(queries=queries, counterfactuals=cf, predictions=pro,
                                valid=valid, costs=cost_frame, found=found,
-                               desired=np.full(n, self.desired_class, dtype=object),
-                               extras=extras)
+                               desired=desired_arr, extras=extras)
 
     def score(self, X, y=None):
         """Validity rate minus half the mean normalised cost of the best counterfactuals.
@@ -798,9 +837,17 @@ class P2CERecourse(RecourseMixin, BaseExplainer):
         mean_distance)`` in ``[0, 1)``, counted as 1 when nothing was found. Higher is
         better; a setting that finds nothing scores at most ``-0.5``.
 
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            Queries, with the columns given to ``fit``.
+        y : None
+            Ignored.
+
         Returns
         -------
         float
+            ``found.mean() - 0.5 * mean(normalised cost)``, in ``[-1, 1)``.
         """
         check_is_fitted(self)
         res = self.explain(X)

@@ -17,11 +17,14 @@ Grid (fitted per feature, from the training column)
   constant column gets a one-point grid;
 * a categorical column's grid is every category seen in training.
 
-Candidates of a query ``x`` (at explain time): the grid plus ``x_j`` itself, restricted to
-``v >= x_j`` (``monotone[j] == +1``) or ``v <= x_j`` (``-1``), ordered nearest first by
-``|v - x_j|`` (ties: smaller value first). An immutable feature has the single candidate
-``x_j``. A categorical feature lists ``x_j`` first, then the other categories by
-decreasing training frequency.
+Candidates of a query ``x`` (at explain time): the grid values inside the feature's range
+(``feature_ranges``), restricted to ``v >= x_j`` (``monotone[j] == +1``) or ``v <= x_j``
+(``-1``), plus ``x_j`` itself (always, even outside the range: no change), ordered nearest
+first by ``|v - x_j|`` (ties: smaller value first). A feature that may not change
+(immutable, or outside ``features_to_vary``) has the single candidate ``x_j``. A
+categorical feature lists ``x_j`` first, then the other allowed categories by decreasing
+training frequency (with a ``monotone`` ordered categorical, only the codes on its side).
+The constraints come resolved (:class:`~sklearn_xai.recourse._constraints.RecourseConstraints`).
 
 Missing values (NaN) are values of their own: training statistics (percentiles, standard
 deviation, CDF, categories) use the observed values only, a missing ``x_j`` is its own
@@ -102,12 +105,15 @@ def _mean(delta):
 class FeatureGrid:
     """Fitted per-feature grids, scales and CDFs (see the module docstring)."""
 
-    def __init__(self, Z, *, categorical, immutable, monotone, percentiles, step):
+    def __init__(self, Z, *, categorical, constraints, percentiles, step):
         n, d = Z.shape
         self.n_features = d
         self.categorical = np.asarray(categorical, dtype=bool)
-        self.immutable = np.asarray(immutable, dtype=bool)
-        self.monotone = np.asarray(monotone, dtype=np.int64)
+        self.immutable = ~np.asarray(constraints.mutable, dtype=bool)
+        self.monotone = np.asarray(constraints.direction, dtype=np.int64)
+        self.range_low = np.asarray(constraints.range_low, dtype=np.float64)
+        self.range_high = np.asarray(constraints.range_high, dtype=np.float64)
+        self.allowed_codes = list(constraints.allowed_codes)
         self.grids = []
         self.is_integer = np.zeros(d, dtype=bool)
         self.sorted_train = []
@@ -163,6 +169,10 @@ class FeatureGrid:
         b = np.searchsorted(s, v, side="right")
         return (a + b) / (2.0 * len(s))
 
+    def _in_range(self, j):
+        g = self.grids[j]
+        return g[(g >= self.range_low[j]) & (g <= self.range_high[j])]
+
     def candidates(self, x):
         """Candidate values per feature for query ``x``, nearest first.
 
@@ -181,12 +191,19 @@ class FeatureGrid:
                 v = np.array([xj])
             elif self.categorical[j]:
                 order = self.cat_order[j]
-                v = np.concatenate([[xj], order[order != xj]])
+                keep = order != xj
+                if self.allowed_codes[j] is not None:
+                    keep &= self.allowed_codes[j][order.astype(np.int64)]
+                if self.monotone[j] > 0:
+                    keep &= order > xj
+                elif self.monotone[j] < 0:
+                    keep &= order < xj
+                v = np.concatenate([[xj], order[keep]])
             elif missing:
-                g = self.grids[j]
+                g = self._in_range(j)
                 v = np.concatenate([[xj], g[np.lexsort((g, np.abs(g - self.median[j])))]])
             else:
-                g = self.grids[j]
+                g = self._in_range(j)
                 if self.monotone[j] > 0:
                     g = g[g >= xj]
                 elif self.monotone[j] < 0:

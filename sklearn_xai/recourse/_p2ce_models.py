@@ -34,6 +34,7 @@ their candidates.
 import numpy as np
 from scipy.special import expit
 
+from ..base import split_pipeline
 from ._p2ce_kernels import (
     iso_max_reach,
     iso_sum_points,
@@ -518,6 +519,84 @@ class _SoftmaxQuery:
         return float(1.0 / total)
 
 
+class RangeTreeBound:
+    """A tree-ensemble regressor's distance to ``[low, high]``, with its exact bound.
+
+    The search's score of a point is ``-dist(y, [low, high])`` (0 inside the range, so a
+    point is valid when its score is ``>= 0``). Per query the reachable predictions lie in
+    ``[min, max]``, each the sum over trees of the smallest / largest reachable leaf
+    (exact per tree, over the grid), so ``-dist([min, max], [low, high])`` is never below
+    any completion's score: no solution is lost, and a node whose interval misses the
+    range is pruned.
+
+    Parameters
+    ----------
+    ens : FlatEnsemble
+        A single-output ensemble with the identity link.
+    owner : ndarray of int
+        Input feature of every ensemble column.
+    low, high : float
+    """
+
+    kind = "exact"
+
+    def __init__(self, ens, owner, low, high):
+        self.up = TreeBound(ens, 0, 1.0, "identity", owner)
+        self.down = TreeBound(ens, 0, -1.0, "identity", owner)
+        self.low, self.high = float(low), float(high)
+
+    def score(self, y):
+        """``-dist(y, [low, high])``: 0 inside the range."""
+        y = np.asarray(y, dtype=np.float64)
+        return -(np.maximum(self.low - y, 0.0) + np.maximum(y - self.high, 0.0))
+
+    def predict(self, T):
+        return self.score(self.up.predict(T))
+
+    def for_query(self, table, n_cand):
+        masks = self.up._query_masks(table)
+        return _RangeQuery(self, _TreeQuery(self.up, masks, n_cand),
+                           _TreeQuery(self.down, masks, n_cand))
+
+
+class _RangeQuery:
+    def __init__(self, model, up, down):
+        self.model = model
+        self.up = up
+        self.down = down
+
+    def predict(self, P, index):
+        return self.model.score(self.up.predict(P, index))
+
+    def upper(self, point, index, is_open, threshold, *, budget=None, **_):
+        single = budget == 1
+        top = self.up.model.base + self.up.max_margin(index, is_open, single=single)
+        bottom = -(self.down.model.base + self.down.max_margin(index, is_open, single=single))
+        m = self.model
+        gap = max(m.low - (top + _BOUND_SLACK), (bottom - _BOUND_SLACK) - m.high, 0.0)
+        return -gap
+
+
+class MaxQuery:
+    """The largest of several per-query scores (e.g. of every class but the predicted
+    one), and the largest of their bounds: an upper bound of the maximum whenever each
+    is one of its own score."""
+
+    def __init__(self, queries):
+        self.queries = list(queries)
+
+    def predict(self, P, index):
+        return np.max([q.predict(P, index) for q in self.queries], axis=0)
+
+    def upper(self, point, index, is_open, threshold, **kw):
+        best = -np.inf
+        for q in self.queries:
+            best = max(best, q.upper(point, index, is_open, threshold, **kw))
+            if best >= threshold:  # reachable: the others cannot change the answer
+                break
+        return best
+
+
 # ------------------------------------------------------------------------- linear bound
 class LinearBound:
     """Exact maximum of ``sigmoid(w . t(x) + b)`` over the grid, with the change budget.
@@ -609,17 +688,6 @@ def unwrap(model):
     """The estimator inside a FrozenEstimator (else the model itself)."""
     return getattr(model, "estimator", model) if type(model).__name__ == "FrozenEstimator" \
         else model
-
-
-def split_pipeline(model):
-    """``(prefix, final)``: the steps in front of the last one (a Pipeline or None) and
-    the last step."""
-    from sklearn.pipeline import Pipeline
-
-    if isinstance(model, Pipeline):
-        prefix = model[:-1] if len(model.steps) > 1 else None
-        return prefix, model.steps[-1][1]
-    return None, model
 
 
 def parse_tree_model(model):

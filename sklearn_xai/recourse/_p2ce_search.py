@@ -2,8 +2,11 @@
 
 Levels are the searchable features (mutable, more than one candidate) in the fitted
 order; a node assigns the first ``t`` of them, every later feature keeps the query's
-value. Popping the node with the largest predicted probability (ties: the newest), its
-children set level ``t`` to each candidate, nearest first, and go through, in order:
+value. The score of a point is the desired class's probability (the largest one with
+several desired classes; ``-dist(prediction, desired_range)`` for a regressor, with
+threshold 0), called "probability" below. Popping the node with the largest predicted
+probability (ties: the newest), its children set level ``t`` to each candidate, nearest
+first, and go through, in order:
 
 1. **dominance**: a child whose cost vector is weakly dominated by a found solution is
    dropped, and so is every later candidate of the same feature whose per-feature cost
@@ -126,8 +129,8 @@ class QueryProblem:
     order : list of int
         Searchable features, level order.
     predict : callable
-        ``(P, index) -> (n,)`` probability of the desired class of points given by their
-        values ``P`` and candidate indices ``index``.
+        ``(P, index) -> (n,)`` score (probability of the desired class) of points given
+        by their values ``P`` and candidate indices ``index``.
     bound : object with ``upper(point, index, is_open, threshold, *, f_value, budget)``
         or None.
     iso : FlatIsolationForest or None

@@ -21,6 +21,7 @@ import numpy as np
 
 __all__ = [
     "MaceSettings",
+    "SearchOutcome",
     "candidates_from_neighbors",
     "drive",
     "mace_search",
@@ -75,6 +76,26 @@ class MaceSettings:
         if self.column_selection not in ("effect", "votes"):
             raise ValueError("column_selection must be 'effect' or 'votes', got "
                              f"{self.column_selection!r}.")
+
+
+@dataclass
+class SearchOutcome:
+    """How the search of one (query, desired class) ended.
+
+    Attributes
+    ----------
+    stage : str
+        The stage whose rows were kept: the search method (``"rl"``/``"gld"``),
+        ``"greedy"``, ``"nearest_unlike"``, ``"exhaustive_<k>"`` or ``"none"``.
+    exhaustive_levels : int
+        Numbers of changes the exhaustive stage searched (0 if it did not run).
+    exhaustive_skipped : tuple of (int, int) or None
+        ``(level, n_rows)`` of the first level its row budget left out.
+    """
+
+    stage: str = "none"
+    exhaustive_levels: int = 0
+    exhaustive_skipped: tuple | None = None
 
 
 # --------------------------------------------------------------------------- missing values
@@ -760,15 +781,11 @@ def mace_search(enc, x, target, p_x, cols, values, rng, p, min_proba, neigh=None
     -------
     rows : ndarray of shape (n_cf, d), internal, best first (possibly 0 rows)
     proba : ndarray of shape (n_cf, n_classes)
-    info : dict
-        ``"stage"``: ``p.method``, ``"greedy"``, ``"nearest_unlike"``,
-        ``"exhaustive_<k>"`` or ``"none"``; ``"exhaustive_levels"``: levels searched by
-        the exhaustive stage (0 if it did not run); ``"exhaustive_skipped"``: ``None`` or
-        ``(level, n_rows)`` of the level the row cap left out.
+    info : SearchOutcome
     """
     d = x.shape[0]
     ctx = _Ctx(target, min_proba)
-    info = {"stage": "none", "exhaustive_levels": 0, "exhaustive_skipped": None}
+    info = SearchOutcome()
     pool = np.zeros((0, d))
     if len(cols) and len(cols) > p.n_feature_columns:
         s_max = p.n_feature_columns
@@ -802,14 +819,14 @@ def mace_search(enc, x, target, p_x, cols, values, rng, p, min_proba, neigh=None
     sparsify = p.sparsify
     if pool.shape[0] == 0 and p.exhaustive and grid is not None:
         pool, pool_p, level, skipped = yield from _exhaustive(ctx, enc, x, grid, p)
-        info["exhaustive_levels"], info["exhaustive_skipped"] = level, skipped
+        info.exhaustive_levels, info.exhaustive_skipped = level, skipped
         stage = f"exhaustive_{level}"
         # no revert of a row of the first valid level is valid (it is a row of a lower
         # level), so the pre-selection sparsity pass would only cost model rows
         sparsify = False
     if pool.shape[0] == 0:
         return np.zeros((0, d)), None, info
-    info["stage"] = stage
+    info.stage = stage
     pool, first = _unique_rows(pool)
     pool_p = pool_p[first]
     if sparsify:
@@ -867,6 +884,7 @@ def drive(generators, evaluate):
     -------
     results : list of the generators' return values
     n_calls : int, number of ``evaluate`` calls
+    n_rows : int, rows evaluated in all
     """
     results = [None] * len(generators)
     pending = {}
@@ -875,12 +893,13 @@ def drive(generators, evaluate):
             pending[i] = next(g)
         except StopIteration as stop:
             results[i] = stop.value
-    n_calls = 0
+    n_calls = n_rows = 0
     while pending:
         keys = list(pending)
         sizes = [pending[k].shape[0] for k in keys]
         P = evaluate(np.vstack([pending[k] for k in keys]))
         n_calls += 1
+        n_rows += sum(sizes)
         offs = np.concatenate([[0], np.cumsum(sizes)])
         nxt = {}
         for k, a, b in zip(keys, offs[:-1], offs[1:]):
@@ -889,4 +908,4 @@ def drive(generators, evaluate):
             except StopIteration as stop:
                 results[k] = stop.value
         pending = nxt
-    return results, n_calls
+    return results, n_calls, n_rows
