@@ -57,19 +57,13 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 # Validation: every numpydoc check is enforced (a failure is a Sphinx warning, so it fails
-# the -W build) except the ones the package does not follow yet. Style-only checks
-# (SA01 See Also, EX01 Examples, ES01 extended summary, SS02/SS03/SS05 summary wording,
-# RT04/PR04 capitalisation and type) are left out on purpose. PR01/PR03/PR07/RT01/RT02/RT03
-# (undocumented or unordered parameters and returns) are left out because public
-# docstrings still miss them; the docs build report lists them (see the report of the
-# docs branch), and they should be switched on once fixed.
+# the -W build), parameters and returns included (PR01/PR03/PR07/RT01/RT02/RT03), except
+# the style-only checks left out on purpose: SA01 See Also, EX01 Examples, ES01 extended
+# summary, SS02/SS03/SS05 summary wording, RT04/PR04 capitalisation and type.
 numpydoc_validation_checks = {
     "all",
     "SA01", "EX01", "ES01", "SS02", "SS03", "SS05", "RT04", "PR04",
-    "PR01", "PR03", "PR07", "RT01", "RT02", "RT03",
 }
-# Inherited scikit-learn methods (get_params, set_output, fit_transform, ...) are
-# documented by scikit-learn, with its own conventions.
 numpydoc_validation_exclude = {
     r"\.get_params$",
     r"\.set_params$",
@@ -131,11 +125,7 @@ html_show_sourcelink = False
 # (object the docstring belongs to, start of the message); they are printed as notes
 # rather than failing the -W build. Any *other* warning still fails it. Remove an entry
 # once its docstring is fixed.
-KNOWN_DOCSTRING_ISSUES = [
-    ("sklearn_xai._explanation.Attribution.plot_bar", "Undefined substitution referenced"),
-    ("sklearn_xai.datasets._loaders.load_shared_dataset", "Malformed table"),
-    ("sklearn_xai.datasets._loaders.load_shared_dataset", "Inline literal start-string"),
-]
+KNOWN_DOCSTRING_ISSUES = []
 # doc/benchmarks.md is written by the benchmark authors; until one exists the glob that
 # includes it matches nothing, which is not an error.
 OPTIONAL_PAGES = ["benchmarks*"]

@@ -10,9 +10,10 @@ class Attribution:
     """Feature attributions for a set of explained rows.
 
     Shapes depend only on how many outputs are explained (one, or ``n_outputs > 1``),
-    never on the model's library.
+    never on the model's library. Every parameter is stored as the attribute of the same
+    name.
 
-    Attributes
+    Parameters
     ----------
     values : ndarray of shape (n_samples, n_players) or (n_samples, n_players, n_outputs)
         Attribution of each player (a feature, or a feature group) to each explained output.
@@ -27,14 +28,19 @@ class Attribution:
     output_names : list of str, length n_outputs
         What each output is, e.g. ``"proba(>50K)"``, ``"margin(1)"`` or ``"predict"``: the
         same name for the same output in every explainer (see the quickstart).
-    extras : dict
+    extras : dict, default={}
         Method-specific additions (interaction values, cooperators, budgets, ...),
         documented by each explainer.
-    std : ndarray of the shape of ``values``, or None
+    std : ndarray of the shape of ``values`` or None, default=None
         Standard error of each value of a sampled estimate, from the estimator's own
         independent units (``values +- 1.96 std`` is a 95 % interval around the value the
         method would give with an unlimited budget); ``None`` for exact methods. A value
         whose error cannot be estimated (fewer than two units) has ``NaN``.
+
+    Attributes
+    ----------
+    n_outputs : int
+        Number of explained outputs (1 when ``values`` is 2-D).
     """
 
     values: np.ndarray
@@ -63,6 +69,7 @@ class Attribution:
 
     @property
     def n_outputs(self):
+        """Number of explained outputs (1 when ``values`` is 2-D)."""
         return 1 if self.values.ndim == 2 else self.values.shape[2]
 
     def __len__(self):
@@ -80,6 +87,8 @@ class Attribution:
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            The base value plus the sum of the attributions of every player, per row (and
+            output); equals the model's output when the attributions are efficient.
         """
         return self.base_values + self.values.sum(axis=1)
 
@@ -90,12 +99,30 @@ class Attribution:
         ----------
         output : array-like of shape (n_samples,) or (n_samples, n_outputs)
             The model's output for the explained rows (in the explained space).
+
+        Returns
+        -------
+        float
+            The largest absolute gap, 0.0 when no row is explained.
         """
         output = np.asarray(output, dtype=np.float64).reshape(self.predicted().shape)
         return float(np.max(np.abs(self.predicted() - output))) if output.size else 0.0
 
     def check_additivity(self, output, atol=1e-8):
-        """Raise ``AssertionError`` when the attributions do not add up to ``output``."""
+        """Raise ``AssertionError`` when the attributions do not add up to ``output``.
+
+        Parameters
+        ----------
+        output : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            The model's output for the explained rows (in the explained space).
+        atol : float, default=1e-8
+            Largest accepted :meth:`additivity_gap`.
+
+        Raises
+        ------
+        AssertionError
+            If the gap exceeds ``atol``; the message gives the gap.
+        """
         gap = self.additivity_gap(output)
         if gap > atol:
             raise AssertionError(f"Attributions are not additive: max gap {gap:.3g} > {atol:g}.")
@@ -165,6 +192,22 @@ class Attribution:
 
         With standard errors (``std``), each bar has a +-1.96 standard-error whisker at
         its end.
+
+        Parameters
+        ----------
+        row : int, default=0
+            Position of the explained row in ``values``.
+        output : int or str or None, default=None
+            The output to plot, by index or name; ``None`` only with one output.
+        max_display : int, default=10
+            Number of players shown (the largest first); the others are summed into one bar.
+        ax : matplotlib Axes or None, default=None
+            The axes to draw on; ``None`` creates a new figure.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
         """
         import matplotlib.pyplot as plt
 
@@ -212,6 +255,20 @@ class Attribution:
         With standard errors (``std``), each bar has a +-1.96 standard-error whisker, the
         error of the mean ``|value|`` from the rows' independent errors,
         ``sqrt(sum_rows std**2) / n_rows``.
+
+        Parameters
+        ----------
+        output : int or str or None, default=None
+            The output to plot, by index or name; ``None`` only with one output.
+        max_display : int, default=10
+            Number of players shown (the largest first).
+        ax : matplotlib Axes or None, default=None
+            The axes to draw on; ``None`` creates a new figure.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
         """
         import matplotlib.pyplot as plt
 
@@ -233,7 +290,24 @@ class Attribution:
         return ax
 
     def plot_beeswarm(self, output=None, max_display=10, ax=None, random_state=0):
-        """One row of points per player: attribution on x, coloured by the feature value."""
+        """One row of points per player: attribution on x, coloured by the feature value.
+
+        Parameters
+        ----------
+        output : int or str or None, default=None
+            The output to plot, by index or name; ``None`` only with one output.
+        max_display : int, default=10
+            Number of players shown (the largest first).
+        ax : matplotlib Axes or None, default=None
+            The axes to draw on; ``None`` creates a new figure.
+        random_state : int, numpy.random.Generator or None, default=0
+            Seeds the vertical jitter of the points.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
+        """
         import matplotlib.pyplot as plt
 
         k = self._output_index(output)
@@ -284,7 +358,9 @@ class Attribution:
 class Counterfactuals:
     """Counterfactual rows for a set of queries.
 
-    Attributes
+    Every parameter is stored as the attribute of the same name.
+
+    Parameters
     ----------
     queries : DataFrame of shape (n_queries, n_features)
         The explained rows, in the user's feature space and dtypes.
@@ -302,8 +378,13 @@ class Counterfactuals:
         Whether at least one valid counterfactual was found for each query.
     desired : ndarray of shape (n_queries,)
         The desired class (or outcome) per query.
-    extras : dict
+    extras : dict, default={}
         Method-specific extras (e.g. P2CE's ``pareto`` flags and pruning counters).
+
+    Attributes
+    ----------
+    n_queries : int
+        Number of queries (rows of ``queries``).
     """
 
     queries: object
@@ -317,6 +398,7 @@ class Counterfactuals:
 
     @property
     def n_queries(self):
+        """Number of queries (rows of ``queries``)."""
         return len(self.queries)
 
     def to_frame(self):
@@ -325,6 +407,9 @@ class Counterfactuals:
         Returns
         -------
         pandas.DataFrame of shape (n_counterfactuals, n_features + 3 + n_costs)
+            The rows of ``counterfactuals`` (with their ``query`` column), then a boolean
+            ``valid`` column, the prediction (``prediction``, or ``prediction_<k>`` per
+            output) and the columns of ``costs``.
         """
         import pandas as pd
 
@@ -342,16 +427,35 @@ class Counterfactuals:
         return frame
 
     def for_query(self, i):
-        """The counterfactual rows (features only) of query ``i``."""
+        """The counterfactual rows (features only) of query ``i``.
+
+        Parameters
+        ----------
+        i : int
+            Position of the query in ``queries``.
+
+        Returns
+        -------
+        pandas.DataFrame of shape (n_counterfactuals_i, n_features)
+            The query's counterfactuals, best first, without the ``query`` column; no rows
+            when none was found.
+        """
         mask = np.asarray(self.counterfactuals["query"]) == i
         return self.counterfactuals.loc[mask].drop(columns="query")
 
     def diff(self, i):
         """Readable changes for query ``i``: one list of ``"feature: a -> b"`` per counterfactual.
 
+        Parameters
+        ----------
+        i : int
+            Position of the query in ``queries``.
+
         Returns
         -------
         list of list of str
+            One list per counterfactual of the query (best first), naming each changed
+            feature with its old and new value; an empty list for an unchanged row.
         """
         query = self.queries.iloc[i]
         out = []
@@ -365,7 +469,14 @@ class Counterfactuals:
         return out
 
     def summary(self):
-        """A multi-line text with each query's counterfactuals as diffs."""
+        """A multi-line text with each query's counterfactuals as diffs.
+
+        Returns
+        -------
+        str
+            One line per query (its desired outcome, or that none was found) followed by
+            one line per counterfactual listing its changes.
+        """
         lines = []
         for i in range(self.n_queries):
             if not self.found[i]:
@@ -402,7 +513,10 @@ def _fmt(v):
 class GlobalImportance:
     """Global feature importances (e.g. SAGE) with their standard errors.
 
-    Attributes
+    Every parameter is stored as the attribute of the same name; fields can also be read
+    by name, ``result["std"]``.
+
+    Parameters
     ----------
     importances : ndarray of shape (n_players,)
         Importance of each player (for SAGE: the loss reduction it accounts for; higher is
@@ -410,15 +524,22 @@ class GlobalImportance:
     std : ndarray of shape (n_players,)
         Standard errors of ``importances`` (0 for exact values).
     feature_names : list of str, length n_players
-    n_permutations : int
+        Names of the players (group names when features were grouped).
+    n_permutations : int, default=0
         Sampling rounds run (0 when computed exactly).
-    converged : bool
+    converged : bool, default=True
         Whether the convergence criterion stopped the sampling.
-    loss : str
+    loss : str, default=""
         The loss whose reduction is attributed.
-    imputation : str
+    imputation : str, default=""
         How features outside a coalition were filled (``"knockoff"`` or ``"marginal"``).
-    extras : dict
+    extras : dict, default={}
+        Method-specific additions, documented by each explainer.
+
+    Attributes
+    ----------
+    values : ndarray of shape (n_players,)
+        The same array as ``importances``.
     """
 
     importances: np.ndarray
@@ -448,7 +569,9 @@ class GlobalImportance:
 
         Returns
         -------
-        pandas.DataFrame of shape (n_players, 2), indexed by feature name
+        pandas.DataFrame of shape (n_players, 2)
+            Columns ``importance`` and ``std``, indexed by feature name, most important
+            first.
         """
         import pandas as pd
 
@@ -458,7 +581,20 @@ class GlobalImportance:
         return frame.sort_values("importance", ascending=False)
 
     def plot_bar(self, max_display=10, ax=None):
-        """Horizontal bars of the importances with +-1.96 standard-error whiskers."""
+        """Horizontal bars of the importances with +-1.96 standard-error whiskers.
+
+        Parameters
+        ----------
+        max_display : int, default=10
+            Number of players shown (the most important first).
+        ax : matplotlib Axes or None, default=None
+            The axes to draw on; ``None`` creates a new figure.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
+        """
         import matplotlib.pyplot as plt
 
         order = np.argsort(-self.importances)[:max_display]

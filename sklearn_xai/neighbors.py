@@ -165,7 +165,8 @@ class NeighborIndex(BaseEstimator):
 
         Returns
         -------
-        self : NeighborIndex
+        NeighborIndex
+            The fitted index (``self``).
         """
         # always, also inside another estimator's fit that skips nested validation:
         # invalid settings crash faiss or exhaust memory
@@ -223,6 +224,7 @@ class NeighborIndex(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
+            Query rows, in the units of the indexed data.
         n_neighbors : int
             Requested number of neighbours; ``min(n_neighbors, n_indexed_)`` are returned.
 

@@ -60,9 +60,11 @@ class DividendGame(Game):
     Parameters
     ----------
     n_players : int
+        Number of players, numbered ``0`` to ``n_players - 1``.
     terms : dict mapping tuple of int -> ndarray of shape (n_rows,) or float
         Dividend ``d_T`` of each coalition ``T`` (non-empty).
     n_rows : int, default=1
+        Number of explained rows; each row is a game of its own, with its own dividends.
     constant : float or ndarray of shape (n_rows,), default=0.0
         ``v(empty)``.
 
@@ -119,6 +121,8 @@ class DividendGame(Game):
         Parameters
         ----------
         masks : ndarray of bool, shape (C, P) or (n_rows, C, P)
+            The coalitions, one row of ``P = n_players`` flags each: ``C`` coalitions shared
+            by every selected row, or one block of ``C`` per selected row.
         rows : array-like of int or None
             Rows to evaluate; ``None``: every row.
         count : bool, default=True
@@ -127,6 +131,7 @@ class DividendGame(Game):
         Returns
         -------
         ndarray of shape (n_rows, C, 1)
+            ``v(S)`` of each coalition for each selected row.
         """
         masks, row_ids = self._check_masks(masks, rows)
         if masks.ndim == 2:
@@ -143,7 +148,9 @@ class DividendGame(Game):
         Returns
         -------
         phi : ndarray of shape (n_rows, n_players, 1)
+            Shapley value of each player, ``phi_i = sum_{T containing i} d_T / |T|``.
         base : ndarray of shape (n_rows, 1)
+            ``v(empty)``, the game's constant.
         """
         phi = np.zeros((self.n_rows, self.n_players))
         for T, d in self.terms.items():
@@ -153,11 +160,23 @@ class DividendGame(Game):
 
     @property
     def max_order(self):
+        """Size of the largest coalition with a dividend (0 for a constant game)."""
         return max((len(T) for T in self.terms), default=0)
 
 
 def sum_games(a, b):
-    """The game ``v_a + v_b`` of two dividend games on the same players and rows."""
+    """The game ``v_a + v_b`` of two dividend games on the same players and rows.
+
+    Parameters
+    ----------
+    a, b : DividendGame
+        The games to add; they must have the same ``n_players`` and ``n_rows``.
+
+    Returns
+    -------
+    DividendGame
+        The game whose dividends and constant are the sums of those of ``a`` and ``b``.
+    """
     if a.n_players != b.n_players or a.n_rows != b.n_rows:
         raise ValueError("Games must share players and rows.")
     terms = dict(a.terms)
@@ -177,14 +196,24 @@ def games(min_players=1, max_players=8, max_order=None, n_rows=1, dummy=None, sy
 
     Parameters
     ----------
-    min_players, max_players : int
-    max_order : int or None
+    min_players : int, default=1
+        Fewest players of a drawn game.
+    max_players : int, default=8
+        Most players of a drawn game.
+    max_order : int or None, default=None
         Largest interaction order (1 additive, 2 pairwise, ...); ``None`` up to all players.
-    n_rows : int
-    dummy : bool or None
+    n_rows : int, default=1
+        Number of explained rows of each game (each row draws its own dividends).
+    dummy : bool or None, default=None
         Force at least one dummy player (True), none (False) or either (None).
-    symmetric : bool or None
+    symmetric : bool or None, default=None
         Force a symmetric pair of players (True) or either (None).
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy that draws :class:`DividendGame` instances, with 1 to 6 dividend terms
+        of coefficients in ``[-10, 10]``.
     """
     _hypothesis()
     from hypothesis import strategies as st
@@ -225,12 +254,34 @@ def games(min_players=1, max_players=8, max_order=None, n_rows=1, dummy=None, sy
 
 
 def additive_games(**kwargs):
-    """Strategy of games without interactions."""
+    """Strategy of games without interactions.
+
+    Parameters
+    ----------
+    **kwargs : dict
+        Other arguments of :func:`games` (all but ``max_order``).
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy that draws :class:`DividendGame` instances.
+    """
     return games(max_order=1, **kwargs)
 
 
 def pairwise_games(**kwargs):
-    """Strategy of games with at most pairwise interactions."""
+    """Strategy of games with at most pairwise interactions.
+
+    Parameters
+    ----------
+    **kwargs : dict
+        Other arguments of :func:`games` (all but ``max_order``).
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy that draws :class:`DividendGame` instances.
+    """
     return games(max_order=2, **kwargs)
 
 
@@ -238,6 +289,24 @@ def tabular_datasets(min_rows=5, max_rows=40, min_features=1, max_features=6):
     """Hypothesis strategy of small finite float64 datasets ``(X, y)``.
 
     ``y`` is a binary label with both classes present.
+
+    Parameters
+    ----------
+    min_rows : int, default=5
+        Fewest rows (at least 2 are drawn, one per class).
+    max_rows : int, default=40
+        Most rows.
+    min_features : int, default=1
+        Fewest columns.
+    max_features : int, default=6
+        Most columns.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy that draws ``(X, y)``: ``X`` a float64 ndarray of shape
+        ``(n_samples, n_features)`` with values in ``[-1000, 1000]``, ``y`` an int ndarray
+        of shape ``(n_samples,)`` of 0 and 1.
     """
     _hypothesis()
     from hypothesis import strategies as st
@@ -262,7 +331,24 @@ def _run(estimator, game):
 
 
 def check_efficiency(estimator, game, atol=1e-10):
-    """Assert ``base + sum(phi) == v(all players)`` for every row and output."""
+    """Assert ``base + sum(phi) == v(all players)`` for every row and output.
+
+    Parameters
+    ----------
+    estimator : callable
+        ``estimator(game) -> (phi, base)``, with ``phi`` of shape
+        ``(n_rows, n_players, n_outputs)`` and ``base`` of shape ``(n_rows, n_outputs)``,
+        e.g. :func:`sklearn_xai.shapley.exact_shapley`.
+    game : Game
+        The game to estimate, e.g. drawn by :func:`games`.
+    atol : float, default=1e-10
+        Largest accepted absolute gap.
+
+    Raises
+    ------
+    AssertionError
+        If the axiom is violated; the message gives the gap.
+    """
     phi, base = _run(estimator, game)
     full = game.value(np.ones((1, game.n_players), dtype=bool), count=False)[:, 0]
     gap = np.max(np.abs(base + phi.sum(axis=1) - full))
@@ -272,7 +358,29 @@ def check_efficiency(estimator, game, atol=1e-10):
 
 
 def check_symmetry(estimator, game, i=None, j=None, atol=1e-10):
-    """Assert ``phi_i == phi_j`` for interchangeable players (default: every such pair)."""
+    """Assert ``phi_i == phi_j`` for interchangeable players (default: every such pair).
+
+    Parameters
+    ----------
+    estimator : callable
+        ``estimator(game) -> (phi, base)``, with ``phi`` of shape
+        ``(n_rows, n_players, n_outputs)`` and ``base`` of shape ``(n_rows, n_outputs)``,
+        e.g. :func:`sklearn_xai.shapley.exact_shapley`.
+    game : Game
+        The game to estimate; without ``i``, its ``symmetric_pairs`` attribute (as a
+        :class:`DividendGame` has) lists the pairs to check.
+    i : int or None, default=None
+        First player of the pair to check; ``None`` checks every symmetric pair.
+    j : int or None, default=None
+        Second player of the pair (used with ``i``).
+    atol : float, default=1e-10
+        Largest accepted absolute gap.
+
+    Raises
+    ------
+    AssertionError
+        If the axiom is violated; the message gives the gap.
+    """
     phi, _ = _run(estimator, game)
     pairs = [(i, j)] if i is not None else list(getattr(game, "symmetric_pairs", []))
     for a, b in pairs:
@@ -283,7 +391,27 @@ def check_symmetry(estimator, game, i=None, j=None, atol=1e-10):
 
 
 def check_dummy(estimator, game, i=None, atol=1e-10):
-    """Assert ``phi_i == 0`` for dummy players (default: every dummy of the game)."""
+    """Assert ``phi_i == 0`` for dummy players (default: every dummy of the game).
+
+    Parameters
+    ----------
+    estimator : callable
+        ``estimator(game) -> (phi, base)``, with ``phi`` of shape
+        ``(n_rows, n_players, n_outputs)`` and ``base`` of shape ``(n_rows, n_outputs)``,
+        e.g. :func:`sklearn_xai.shapley.exact_shapley`.
+    game : Game
+        The game to estimate; without ``i``, its ``dummy_players`` attribute (as a
+        :class:`DividendGame` has) lists the players to check.
+    i : int or None, default=None
+        The dummy player to check; ``None`` checks every dummy player.
+    atol : float, default=1e-10
+        Largest accepted absolute gap.
+
+    Raises
+    ------
+    AssertionError
+        If the axiom is violated; the message gives the gap.
+    """
     phi, _ = _run(estimator, game)
     players = [i] if i is not None else list(getattr(game, "dummy_players", []))
     for p in players:
@@ -293,7 +421,27 @@ def check_dummy(estimator, game, i=None, atol=1e-10):
 
 
 def check_linearity(estimator, game_a, game_b, atol=1e-10):
-    """Assert ``phi(v_a + v_b) == phi(v_a) + phi(v_b)``."""
+    """Assert ``phi(v_a + v_b) == phi(v_a) + phi(v_b)``.
+
+    The base values must add up too.
+
+    Parameters
+    ----------
+    estimator : callable
+        ``estimator(game) -> (phi, base)``, with ``phi`` of shape
+        ``(n_rows, n_players, n_outputs)`` and ``base`` of shape ``(n_rows, n_outputs)``,
+        e.g. :func:`sklearn_xai.shapley.exact_shapley`.
+    game_a, game_b : DividendGame
+        Two games on the same players and rows (their sum is built by
+        :func:`sum_games`).
+    atol : float, default=1e-10
+        Largest accepted absolute gap.
+
+    Raises
+    ------
+    AssertionError
+        If the axiom is violated; the message gives the gap.
+    """
     pa, ba = _run(estimator, game_a)
     pb, bb = _run(estimator, game_b)
     ps, bs = _run(estimator, sum_games(game_a, game_b))
@@ -304,7 +452,25 @@ def check_linearity(estimator, game_a, game_b, atol=1e-10):
 
 
 def check_matches_exact(estimator, game, atol=1e-10):
-    """Assert the estimator equals the game's closed-form Shapley values."""
+    """Assert the estimator equals the game's closed-form Shapley values.
+
+    Parameters
+    ----------
+    estimator : callable
+        ``estimator(game) -> (phi, base)``, with ``phi`` of shape
+        ``(n_rows, n_players, n_outputs)`` and ``base`` of shape ``(n_rows, n_outputs)``,
+        e.g. :func:`sklearn_xai.shapley.exact_shapley`.
+    game : DividendGame
+        The game to estimate; its :meth:`~DividendGame.shapley_values` are the reference.
+    atol : float, default=1e-10
+        Largest accepted absolute gap.
+
+    Raises
+    ------
+    AssertionError
+        If an attribution or base value differs from the closed form; the message gives
+        the gap.
+    """
     phi, base = _run(estimator, game)
     ref_phi, ref_base = game.shapley_values()
     gap = max(np.max(np.abs(phi - ref_phi)), np.max(np.abs(base - ref_base)))
@@ -350,9 +516,10 @@ class KnownModel:
     ``sum_{j in G} phi_j(x) = g_G(x_G) + c_G``, whatever the explainer's baseline.
 
     Build one with :func:`make_known_model`, :func:`known_linear_combination` or the
-    hypothesis strategy :func:`known_models`.
+    hypothesis strategy :func:`known_models`. Every parameter is stored as the attribute
+    of the same name.
 
-    Attributes
+    Parameters
     ----------
     model : fitted regressor
         A scikit-learn ``LinearRegression``, a ``RandomForestRegressor`` whose trees each
@@ -369,12 +536,21 @@ class KnownModel:
         ``"additive"``, ``"dummy"`` (additive, one feature unused), ``"symmetric"``
         (additive, two interchangeable features) or ``"pair"`` (one planted pair).
     components : list of tuple of int
-    dummy_features : list of int
-    symmetric_pairs : list of tuple of int
+        The columns of each component ``G``: one feature, or the planted pair.
+    dummy_features : list of int, default=[]
+        Features in no component (the model never reads them).
+    symmetric_pairs : list of tuple of int, default=[]
         Pairs ``(a, b)`` with ``g_a = g_b`` and ``x_a = x_b`` in every row of ``X``.
-    parts : list of (float, KnownModel)
+    parts : list of (float, KnownModel), default=[]
         For a linear combination, ``model = sum coef * part.model`` (in exact arithmetic);
         empty otherwise.
+
+    Attributes
+    ----------
+    description : str
+        A short text naming the model, used in the messages of :func:`check_explainer`.
+    output_eps : float
+        Machine epsilon of the model's own predictions.
     """
 
     model: object
@@ -406,7 +582,18 @@ class KnownModel:
         return f"KnownModel({self.description}, n_samples={_n_rows(self.X)})"
 
     def predict(self, X=None):
-        """The model's output on ``X`` (default: its own data), shape (n_samples,)."""
+        """The model's output on ``X`` (default: its own data).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features) or None, default=None
+            Rows to predict, with the columns of ``self.X``; ``None``: ``self.X``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The model's predictions, float64.
+        """
         X = self.X if X is None else X
         return np.asarray(self.model.predict(X), dtype=np.float64).reshape(-1)
 
@@ -422,9 +609,16 @@ class KnownModel:
         Computed from the model itself, ``f(x_G, z_{-G}) - f(z)``, which is exact because
         the model is additive over its components.
 
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features) or None, default=None
+            Rows to evaluate, with the columns of ``self.X``; ``None``: ``self.X``.
+
         Returns
         -------
         ndarray of shape (n_samples, n_components)
+            Column ``k`` is the effect of ``components[k]`` on each row, relative to the
+            column means.
         """
         X = self.X if X is None else X
         A = _float_array(X)
@@ -531,10 +725,14 @@ def make_known_model(X, y=None, *, family="forest", structure="additive", featur
     features : int, pair of int or None, default=None
         The dummy feature, or the symmetric or planted pair; ``None`` draws them.
     random_state : int, default=0
+        Seeds the synthetic target, the drawn features and the model's own randomness.
 
     Returns
     -------
     KnownModel
+        The fitted model with its data (``X`` as float64, a DataFrame when ``X`` is one,
+        the second column of a symmetric pair made a copy of the first), components,
+        dummy features and symmetric pairs.
     """
     if family not in _FAMILIES:
         raise ValueError(f"family must be one of {_FAMILIES}; got {family!r}.")
@@ -708,6 +906,12 @@ def known_models(X=None, y=None, *, families=("linear", "forest"), structures=No
     combinations : bool, default=True
         Also draw linear combinations of two models (:func:`known_linear_combination`)
         of the ``"linear"`` and ``"forest"`` families, which the linearity axiom needs.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy that draws :class:`KnownModel` instances, to pass to
+        :func:`check_explainer` as ``models``.
     """
     _hypothesis()
     from hypothesis import strategies as st

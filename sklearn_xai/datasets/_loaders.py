@@ -621,7 +621,11 @@ def load_shared_dataset(name, data_home=None):
     Returns
     -------
     X : pandas.DataFrame of shape (n_samples, n_features)
+        The features, with the dtypes listed above (``category`` for the categorical
+        columns).
     y : pandas.Series of shape (n_samples,), dtype int64
+        The binary target (1 = positive class of the table above), named after its
+        column.
 
     Raises
     ------
