@@ -19,7 +19,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import OrdinalEncoder
+from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
 
 from sklearn_xai.__main__ import main
 from sklearn_xai._report import SECTION_IDS
@@ -552,3 +552,31 @@ def test_chromium_lookup_skips_with_a_reason_when_missing(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(pytest.skip.Exception, match="needs root and apt-get"):
         _chromium()
+
+
+def test_report_one_hot_pipeline_side_by_side_has_no_dashes(files, tmp_path, capsys):
+    """TreeSHAP, SHEAR and knockoff SHAP all explain a one-hot pipeline in its input
+    columns, so every row of the side-by-side table has a value for each method."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    frame = files["frame"]
+    model = Pipeline([
+        ("encode", ColumnTransformer([("cat", OneHotEncoder(), ["colour"])],
+                                     remainder="passthrough")),
+        ("forest", RandomForestClassifier(n_estimators=20, max_depth=4, random_state=0))])
+    model.fit(frame[FEATURES], frame["approved"])
+    path = tmp_path / "onehot.joblib"
+    joblib.dump(model, path)
+    out = tmp_path / "r.html"
+    code, _, err = _run(["report", "--model", path, "--trust-model", "--data",
+                         files["data_path"], "--target", "approved", "--explainer", "tree",
+                         "--explainer", "shear", "--explainer", "knockoff", "--rows", "1",
+                         "--global-rows", "20", "--out", out], capsys)
+    assert code == 0, err
+    text = out.read_text(encoding="utf-8")
+    section = text[text.index('id="attribution-comparison"'):text.index('id="counterfactuals"')]
+    rows = re.findall(r"<tr><td>([^<]*)</td>(.*?)</tr>", section)
+    feature_rows = [(name, cells) for name, cells in rows if name in FEATURES]
+    assert sorted(name for name, _ in feature_rows) == sorted(FEATURES)
+    for name, cells in feature_rows:
+        assert "<td>-</td>" not in cells, name
