@@ -44,9 +44,11 @@ CATEGORICAL = ["checking_status", "credit_history", "savings_status", "purpose"]
 
 def _negated(cls):
     class Negated(cls):
-        def _explain(self, X):
-            att = super()._explain(X)
-            return dataclasses.replace(att, values=-att.values)
+        def _explain(self, X, **kwargs):
+            out = super()._explain(X, **kwargs)
+            att, *rest = out if isinstance(out, tuple) else (out,)
+            att = dataclasses.replace(att, values=-att.values)
+            return (att, *rest) if rest else att
 
     Negated.__name__ = f"Negated{cls.__name__}"
     return Negated
@@ -54,11 +56,13 @@ def _negated(cls):
 
 def _random(cls):
     class Random(cls):
-        def _explain(self, X):
-            att = super()._explain(X)
+        def _explain(self, X, **kwargs):
+            out = super()._explain(X, **kwargs)
+            att, *rest = out if isinstance(out, tuple) else (out,)
             rng = np.random.default_rng(12345)
             noise = rng.normal(size=att.values.shape) * np.std(att.values)
-            return dataclasses.replace(att, values=noise)
+            att = dataclasses.replace(att, values=noise)
+            return (att, *rest) if rest else att
 
     Random.__name__ = f"Random{cls.__name__}"
     return Random

@@ -710,7 +710,7 @@ class OutputExplainer(BaseExplainer):
         # probed once, as an array rebuilt through the template like every later call; a
         # model that cannot take the rows is a TypeError naming it (_model.probe_model)
         self.model_fn_ = make_model_function(
-            getattr(self, "explained_model_", self.model_), self.response_method, self.target,
+            self.explained_model_, self.response_method, self.target,
             as_array(probe) if template is not None else probe, template, None)
         self.output_names_ = list(self.model_fn_.output_names)
         return self.model_fn_

@@ -334,7 +334,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
     n_features_explained_ : int
         Columns of the explained space.
     sampler_ : fitted knockoff sampler (knockoff imputation)
-    background_ : ndarray of shape (n_background, n_features_explained_) \
+    background_ : ndarray of shape (n_background, n_features_explained) \
             (marginal imputation)
     groups_ : list of ndarray of int
     player_names_ : list of str
@@ -344,7 +344,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
     n_evals_ : int, "auto" or None
         Coalition evaluations per player and row of the sampling algorithm (``None`` for
         exact).
-    reference_ : ndarray of shape (1, n_features_explained_)
+    reference_ : ndarray of shape (1, n_features_explained)
         Reference row of :meth:`score`.
     n_features_in_, feature_names_in_
 

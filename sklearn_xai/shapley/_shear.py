@@ -825,7 +825,7 @@ class ShearExplainer(AttributionExplainer):
     ----------
     model_ : the explained (fitted) model
     model_fn_ : callable ``f(X) -> (n, n_outputs)``
-    reference_ : ndarray of shape (1, n_features_explained_)
+    reference_ : ndarray of shape (1, n_features_explained)
     groups_ : list of ndarray of int
     player_names_, output_names_ : list of str
     n_cooperators_ : int
