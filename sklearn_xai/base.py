@@ -673,6 +673,7 @@ class OutputExplainer(BaseExplainer):
             self.preprocessor_, self.explained_model_ = None, self.model_
             self.feature_space_ = "input"
         self.n_features_explained_ = X.shape[1]
+        self.player_names_ = self._feature_names()  # one player per column, until _fit
         self._setup_outputs(X)
         return X
 
@@ -816,3 +817,30 @@ def split_pipeline(model):
         pre = inner[:-1] if len(inner.steps) > 1 else None
         return pre, inner.steps[-1][1]
     return None, inner
+
+
+def row_generators(random_state, X):
+    """One random generator per row of ``X``, keyed by the row's content.
+
+    The package's explainers draw a row's random numbers from a generator that depends
+    only on one seed drawn from ``random_state`` and on the row's content, so splitting,
+    reordering or duplicating rows never changes a row's result. Call it once per
+    ``explain`` on all the rows (every call draws a fresh seed from a ``RandomState``).
+
+    Parameters
+    ----------
+    random_state : int, RandomState instance or None
+        The explainer's ``random_state``.
+    X : array-like of shape (n_rows, n_features)
+        The explained rows.
+
+    Returns
+    -------
+    list of numpy.random.Generator
+        One generator per row, in row order.
+    """
+    from ._random import row_keys
+    from ._utils import draw_base_seed
+    from ._utils import row_generators as _keyed_generators
+
+    return _keyed_generators(draw_base_seed(random_state), row_keys(as_array(X)))

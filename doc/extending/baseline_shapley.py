@@ -40,9 +40,9 @@ class BaselineShapley(AttributionExplainer):
 
     def _fit(self, X, y):
         # the base has validated X, fitted or kept the model, put X in the explained
-        # space and set model_fn_ and output_names_; learn what the method needs
+        # space and set model_fn_, output_names_ and player_names_ (one player per
+        # column); learn what the method needs
         self.reference_ = reference_row(X)
-        self.player_names_ = self._feature_names()
 
     def _explain(self, X):
         data = np.asarray(X, dtype=object) if hasattr(X, "columns") else np.asarray(X)
