@@ -15,7 +15,6 @@ iff changing column ``j`` (and only it) changes it.
 """
 
 import itertools
-import math
 import pickle
 import warnings
 
@@ -48,6 +47,8 @@ from sklearn_xai._pipeline import input_column_map
 from sklearn_xai.metrics import faithfulness_correlation
 from sklearn_xai.tree import TreeShapExplainer
 from sklearn_xai.tree._ensemble import goes_left, predict_raw, zero_fractions
+
+from ._oracles import values_from_game
 
 INPUTS = ["c1", "c2", "n1", "n2"]
 
@@ -117,32 +118,6 @@ def _response(pipe, kind):
     return f
 
 
-def _values_from_game(v, M, index="shapley"):
-    """Shapley (or Banzhaf) values and the Shapley interaction index of the game ``v``."""
-    K = len(next(iter(v.values())))
-    phi = np.zeros((M, K))
-    inter = np.zeros((M, M, K))
-    for S, vS in v.items():
-        s = sum(S)
-        for i in range(M):
-            if S[i]:
-                continue
-            Si = tuple(1 if q == i else S[q] for q in range(M))
-            w = 1.0 / 2 ** (M - 1) if index == "banzhaf" else \
-                math.factorial(s) * math.factorial(M - s - 1) / math.factorial(M)
-            phi[i] += w * (v[Si] - vS)
-            for j in range(M):
-                if j == i or S[j]:
-                    continue
-                Sj = tuple(1 if q == j else S[q] for q in range(M))
-                Sij = tuple(1 if q in (i, j) else S[q] for q in range(M))
-                w2 = math.factorial(s) * math.factorial(M - s - 2) / (2 * math.factorial(M - 1))
-                inter[i, j] += w2 * (v[Sij] - v[Si] - v[Sj] + vS)
-    for i in range(M):
-        inter[i, i] = phi[i] - inter[i].sum(axis=0)
-    return phi, inter
-
-
 def interventional_oracle(f, x, background, index="shapley"):
     """Enumerate ``v(S) = mean_b f(x_S, b_not S)`` over the INPUT columns of a frame."""
     M, m = background.shape[1], background.shape[0]
@@ -156,7 +131,7 @@ def interventional_oracle(f, x, background, index="shapley"):
         parts.append(h)
     out = np.asarray(f(pd.concat(parts, ignore_index=True)), dtype=np.float64)
     out = out.reshape(len(subsets), m, -1).mean(axis=1)
-    return _values_from_game(dict(zip(subsets, out, strict=True)), M, index)
+    return values_from_game(dict(zip(subsets, out, strict=True)), M, index)
 
 
 def path_dependent_oracle(ens, z, owner, M, index="shapley"):
@@ -193,7 +168,7 @@ def path_dependent_oracle(ens, z, owner, M, index="shapley"):
         return total[keep]
 
     v = {S: value(S) for S in itertools.product([0, 1], repeat=M)}
-    return _values_from_game(v, M, index) + (v[(0,) * M],)
+    return values_from_game(v, M, index) + (v[(0,) * M],)
 
 
 def _as3(values):
@@ -635,7 +610,7 @@ def _numeric_interventional_oracle(ens, x, background, owner, P, index="shapley"
         take = np.asarray(S, bool)[owner]
         hybrid = np.where(take, x, background)
         v[S] = predict_raw(ens, hybrid).mean(axis=0)
-    return _values_from_game(v, P, index)
+    return values_from_game(v, P, index)
 
 
 @pytest.mark.parametrize("seed", range(4))

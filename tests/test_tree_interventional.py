@@ -7,7 +7,6 @@ interaction index; and the pairwise (O(rows x background)) kernel, kept as the f
 """
 
 import itertools
-import math
 
 import numpy as np
 import pandas as pd
@@ -34,6 +33,7 @@ from sklearn_xai.tree._kernels import (
     shap_pattern_tables,
 )
 
+from ._oracles import values_from_game
 from .test_tree_kernels import _game, brute_force, random_ensemble, random_tree, random_X
 
 # ---------------------------------------------------------------------------
@@ -63,31 +63,7 @@ def enumerate_game(f, x, background, index="shapley"):
             parts.append(np.where(np.asarray(S, bool), x, background))
     rows = pd.concat(parts, ignore_index=True) if frame else np.concatenate(parts)
     out = np.asarray(f(rows), dtype=np.float64).reshape(len(subsets), m, -1).mean(axis=1)
-    v = dict(zip(subsets, out, strict=True))
-    K = out.shape[1]
-    phi = np.zeros((M, K))
-    inter = np.zeros((M, M, K))
-    for S, vS in v.items():
-        s = sum(S)
-        for i in range(M):
-            if S[i]:
-                continue
-            Si = tuple(1 if j == i else S[j] for j in range(M))
-            if index == "banzhaf":
-                w = 1.0 / 2 ** (M - 1)
-            else:
-                w = math.factorial(s) * math.factorial(M - s - 1) / math.factorial(M)
-            phi[i] += w * (v[Si] - vS)
-            for j in range(M):
-                if j == i or S[j]:
-                    continue
-                Sj = tuple(1 if q == j else S[q] for q in range(M))
-                Sij = tuple(1 if q in (i, j) else S[q] for q in range(M))
-                w2 = math.factorial(s) * math.factorial(M - s - 2) / (2 * math.factorial(M - 1))
-                inter[i, j] += w2 * (v[Sij] - v[Si] - v[Sj] + vS)
-    for i in range(M):
-        inter[i, i] = phi[i] - inter[i].sum(axis=0)
-    return phi, inter
+    return values_from_game(dict(zip(subsets, out, strict=True)), M, index)
 
 
 def _with_outputs(values):

@@ -6,7 +6,6 @@ Shapley interaction index, and of the interventional game against a background.
 """
 
 import itertools
-import math
 
 import numpy as np
 import pytest
@@ -33,6 +32,8 @@ from sklearn_xai.tree._kernels import (
     shap_interventional,
     shap_path_dependent,
 )
+
+from ._oracles import values_from_game
 
 
 def random_tree(rng, M, depth, n_out=1, p_leaf=0.2, zero_cover=0.15, output=0):
@@ -117,25 +118,8 @@ def brute_force(ens, x, k=0, value=None):
     zf = zero_fractions(ens)
     v = {S: (value or _game)(ens, zf, x, np.array(S, bool), k)
          for S in itertools.product([0, 1], repeat=M)}
-    phi = np.zeros(M)
-    inter = np.zeros((M, M))
-    for S, vS in v.items():
-        s = sum(S)
-        for i in range(M):
-            if S[i]:
-                continue
-            Si = tuple(1 if j == i else S[j] for j in range(M))
-            phi[i] += math.factorial(s) * math.factorial(M - s - 1) / math.factorial(M) * (
-                v[Si] - vS)
-            for j in range(M):
-                if j == i or S[j]:
-                    continue
-                Sj = tuple(1 if m == j else S[m] for m in range(M))
-                Sij = tuple(1 if m in (i, j) else S[m] for m in range(M))
-                w = math.factorial(s) * math.factorial(M - s - 2) / (2 * math.factorial(M - 1))
-                inter[i, j] += w * (v[Sij] - v[Si] - v[Sj] + vS)
-    for i in range(M):
-        inter[i, i] = phi[i] - inter[i].sum()
+    phi, inter = values_from_game(v, M)
+    phi, inter = phi[:, 0], inter[:, :, 0]
     return phi, inter, v[tuple([0] * M)]
 
 
