@@ -17,6 +17,7 @@ import numpy as np
 
 from ._model import output_names as _output_names
 from ._model import shown_positions as _shown_positions
+from ._utils import unwrap_frozen
 
 __all__ = ["TorchModelFunction", "is_torch_model"]
 
@@ -35,13 +36,6 @@ def _import_torch():
     return torch
 
 
-def _unwrap_frozen(model):
-    """Return the estimator inside a ``FrozenEstimator`` (any depth), else ``model``."""
-    while type(model).__name__ == "FrozenEstimator" and hasattr(model, "estimator"):
-        model = model.estimator
-    return model
-
-
 def _is_skorch_net(model) -> bool:
     if "skorch" not in sys.modules:
         return False
@@ -56,7 +50,7 @@ def is_torch_model(model) -> bool:
 
     Never imports torch or skorch: a model of those libraries implies they are imported.
     """
-    model = _unwrap_frozen(model)
+    model = unwrap_frozen(model)
     if _is_skorch_net(model):
         return True
     if "torch" not in sys.modules:
@@ -183,7 +177,7 @@ class TorchModelFunction:
         batch_size=None,
     ):
         torch = _import_torch()
-        model = _unwrap_frozen(model)
+        model = unwrap_frozen(model)
         self.nonlinearity = None
         if _is_skorch_net(model):
             if not hasattr(model, "module_"):

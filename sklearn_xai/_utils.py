@@ -85,3 +85,13 @@ def take_rows(X, rows):
     if hasattr(X, "iloc"):
         return X.iloc[rows]
     return X[rows]
+
+
+def unwrap_frozen(model):
+    """The estimator inside a ``FrozenEstimator`` (any depth), else ``model`` itself.
+
+    Checked by class name, so that it never imports scikit-learn's frozen module.
+    """
+    while type(model).__name__ == "FrozenEstimator" and hasattr(model, "estimator"):
+        model = model.estimator
+    return model

@@ -18,7 +18,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._model import RESPONSE_METHODS, make_model_function
-from ._utils import batch_slices, take_rows
+from ._utils import batch_slices, take_rows, unwrap_frozen
 
 __all__ = ["BaseExplainer", "OutputExplainer", "AttributionExplainer", "AttributionMixin",
            "RecourseMixin", "reference_row", "resolve_feature_groups", "groups_from_transformer",
@@ -812,7 +812,7 @@ def split_pipeline(model):
     """
     from sklearn.pipeline import Pipeline
 
-    inner = model.estimator if isinstance(model, FrozenEstimator) else model
+    inner = unwrap_frozen(model)
     if isinstance(inner, Pipeline):
         pre = inner[:-1] if len(inner.steps) > 1 else None
         return pre, inner.steps[-1][1]

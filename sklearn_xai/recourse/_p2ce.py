@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._explanation import Counterfactuals
 from .._model import ModelFunction, _check_output_width, make_model_function, output_names
 from .._random import row_keys
-from .._utils import draw_base_seed, row_generators
+from .._utils import draw_base_seed, row_generators, unwrap_frozen
 from ..base import _is_frame, split_pipeline
 from ._base import RecourseExplainer
 from ._encoding import MissingAwareEncoder
@@ -34,7 +34,6 @@ from ._p2ce_models import (
     input_owner,
     linear_coefficients,
     parse_tree_model,
-    unwrap,
 )
 from ._p2ce_search import QueryProblem, search_query
 
@@ -418,7 +417,7 @@ class P2CERecourse(RecourseExplainer):
         if rows.size == 0:
             return
         names = [self._labels_[j] for j in np.flatnonzero(miss.any(axis=0))]
-        model = type(unwrap(self.model_)).__name__
+        model = type(unwrap_frozen(self.model_)).__name__
         try:
             out = self._outputs(Z[rows[:_VERIFY_ROWS]])
         except Exception as exc:  # noqa: BLE001 - any refusal of the model
@@ -516,7 +515,7 @@ class P2CERecourse(RecourseExplainer):
                         "linear classifier")
                 raise ValueError(
                     f"bound='exact' needs {what}, alone or after column-wise preprocessing "
-                    f"in a Pipeline; {type(unwrap(self.model_)).__name__} is neither (or "
+                    f"in a Pipeline; {type(unwrap_frozen(self.model_)).__name__} is neither (or "
                     "its reconstruction did not match its predictions). Use bound='none' "
                     "(exact, slower)" + ("." if regression else
                                          " or bound='shap' (heuristic)."))
@@ -582,7 +581,7 @@ class P2CERecourse(RecourseExplainer):
 
         try:
             rows = self._model_input(sample)
-            expl = TreeShapExplainer(FrozenEstimator(unwrap(self.model_))).fit(rows)
+            expl = TreeShapExplainer(FrozenEstimator(unwrap_frozen(self.model_))).fit(rows)
             values = np.asarray(expl.explain(rows).values, dtype=np.float64)
         except (TypeError, ValueError, ImportError):
             return None
@@ -626,7 +625,7 @@ class P2CERecourse(RecourseExplainer):
         tol = 1e-7
         if self.desired_range_ is not None:
             tol = 1e-6 * max(1.0, float(np.abs(self._outputs(verify)).max()))
-        inner = unwrap(self.model_)
+        inner = unwrap_frozen(self.model_)
         d = verify.shape[1]
         prefix, final = split_pipeline(inner)
         parsed = parse_tree_model(final)

@@ -684,12 +684,6 @@ class _ShapQuery:
 
 
 # ------------------------------------------------------------------------- model parsing
-def unwrap(model):
-    """The estimator inside a FrozenEstimator (else the model itself)."""
-    return getattr(model, "estimator", model) if type(model).__name__ == "FrozenEstimator" \
-        else model
-
-
 def parse_tree_model(model):
     """``(FlatEnsemble, input_transform or None)`` of a supported tree model, or None."""
     from ..tree import parse_model

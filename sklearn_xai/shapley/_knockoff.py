@@ -12,13 +12,12 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.frozen import FrozenEstimator
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._explanation import Attribution, GlobalImportance
 from .._random import row_keys, stream_seeds
-from .._utils import draw_base_seed, row_generators, take_rows
+from .._utils import draw_base_seed, row_generators, take_rows, unwrap_frozen
 from ..base import (
     AttributionExplainer,
     BaseExplainer,
@@ -201,7 +200,7 @@ class _KnockoffMixin:
             names = BaseExplainer._feature_names(self)
         if numeric_nan.any() and not _model_allows_nan(model):
             j = _first_column(numeric_nan)
-            inner = model.estimator if isinstance(model, FrozenEstimator) else model
+            inner = unwrap_frozen(model)
             raise ValueError(
                 f"X contains NaN in column {j} ({names[j]!r}) and the model "
                 f"({type(inner).__name__}) does not accept missing values; impute them (for "

@@ -28,8 +28,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._explanation import Attribution
 from .._model import output_names as _output_names
 from .._random import row_keys, stream_seeds
-from .._torch import TorchModelFunction, _shown_positions, _unwrap_frozen, is_torch_model
-from .._utils import draw_base_seed
+from .._torch import TorchModelFunction, _shown_positions, is_torch_model
+from .._utils import draw_base_seed, unwrap_frozen
 from ..base import (
     AttributionExplainer,
     _is_frame,
@@ -538,9 +538,9 @@ def _torch_model_function(model, response_method, target, device, batch_size):
       ``target`` is a class label; binary problems explain ``classes_[1]``;
     * skorch regressor: the module output, all columns.
     """
-    from .._torch import TorchModelFunction, _is_skorch_net, _unwrap_frozen
+    from .._torch import TorchModelFunction, _is_skorch_net
 
-    net = _unwrap_frozen(model)
+    net = unwrap_frozen(model)
     if not _is_skorch_net(net):
         if response_method not in ("auto", "predict"):
             raise ValueError(
@@ -983,7 +983,7 @@ class ShearExplainer(AttributionExplainer):
 
     def _fit_model(self, X, y=None, **fit_params):
         # a plain torch module has no fit: it is explained as it is (frozen or not)
-        inner = _unwrap_frozen(self.model)
+        inner = unwrap_frozen(self.model)
         if is_torch_model(inner) and not hasattr(inner, "module_") and not hasattr(inner, "fit"):
             self.model_ = self.model
             return self.model_
@@ -997,7 +997,7 @@ class ShearExplainer(AttributionExplainer):
             return super()._setup_outputs(X)
         if as_array(X).dtype == object:
             raise ValueError(
-                f"The torch model {type(_unwrap_frozen(self.explained_model_)).__name__} "
+                f"The torch model {type(unwrap_frozen(self.explained_model_)).__name__} "
                 "takes numeric input; X has non-numeric columns. Encode them first (or pass "
                 "a Pipeline that does, with feature_space='model').")
         self.model_fn_ = _torch_model_function(
@@ -1058,7 +1058,7 @@ class ShearExplainer(AttributionExplainer):
             raise ValueError(
                 "cooperators='hessian' needs the explained model to be a torch module or "
                 "skorch net taking the explained columns; got "
-                f"{type(_unwrap_frozen(self.explained_model_)).__name__}: {todo}")
+                f"{type(unwrap_frozen(self.explained_model_)).__name__}: {todo}")
         self.cross_contribution_ = method
         if auto:
             self.n_cooperators_, self.n_rounds_ = min(AUTO_N_COOPERATORS, P - 1), None
