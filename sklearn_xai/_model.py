@@ -125,16 +125,38 @@ def check_model_output(raw, model, method, X):
         out = out[:, None]
     elif out.ndim > 2:
         out = out.reshape(n_rows, -1)
-    finite = np.isfinite(out)
-    if not finite.all():
-        bad = np.flatnonzero(~finite.all(axis=1))
-        shown = shown_positions(bad)
-        raise ValueError(
-            f"The model {name}'s {method} returned NaN or infinite values for "
-            f"{bad.size} of {n_rows} evaluated row(s) (positions {shown} of the call); "
-            "explanations of a non-finite output would be meaningless. Check the model on "
-            "these inputs (for example input values outside the range it was trained on).")
+    where = non_finite_rows(out)
+    if where is not None:
+        raise ValueError(f"The model {name}'s {method} returned NaN or infinite values "
+                         f"{where}; {NON_FINITE_ADVICE.format(what='model')}")
     return out
+
+
+#: the end of every "non-finite output" error (``what``: "model" or "module")
+NON_FINITE_ADVICE = ("explanations of a non-finite output would be meaningless. Check the "
+                     "{what} on these inputs (for example input values outside the range "
+                     "it was trained on).")
+
+
+def non_finite_rows(out):
+    """Which rows of ``out`` hold a NaN or inf, in words, or None when all are finite.
+
+    Parameters
+    ----------
+    out : ndarray of shape (n_rows, ...)
+        Model outputs (or gradients), one block per evaluated row.
+
+    Returns
+    -------
+    str or None
+        ``"for k of n evaluated row(s) (positions ... of the call)"``.
+    """
+    finite = np.isfinite(out)
+    if finite.all():
+        return None
+    bad = np.flatnonzero(~finite.reshape(len(out), -1).all(axis=1))
+    return (f"for {bad.size} of {len(out)} evaluated row(s) (positions "
+            f"{shown_positions(bad)} of the call)")
 
 
 def probe_model(model, method, model_input, X):

@@ -15,8 +15,8 @@ import threading
 
 import numpy as np
 
+from ._model import NON_FINITE_ADVICE, non_finite_rows
 from ._model import output_names as _output_names
-from ._model import shown_positions as _shown_positions
 from ._utils import unwrap_frozen
 
 __all__ = ["TorchModelFunction", "is_torch_model"]
@@ -309,17 +309,13 @@ class TorchModelFunction:
         """The ValueError for NaN/inf outputs ``where`` (e.g. "for rows 3, 5")."""
         return ValueError(
             f"The torch module {self.model_name} returned NaN or infinite values {where}; "
-            "explanations of a non-finite output would be meaningless. Check the module on "
-            "these inputs (for example input values outside the range it was trained on).")
+            + NON_FINITE_ADVICE.format(what="module"))
 
     def _check_finite(self, out):
         """Raise :meth:`non_finite_error` when ``out`` (n, ...) has a NaN or inf."""
-        finite = np.isfinite(out)
-        if not finite.all():
-            bad = np.flatnonzero(~finite.reshape(len(out), -1).all(axis=1))
-            raise self.non_finite_error(
-                f"for {bad.size} of {len(out)} evaluated row(s) (positions "
-                f"{_shown_positions(bad)} of the call)")
+        where = non_finite_rows(out)
+        if where is not None:
+            raise self.non_finite_error(where)
         return out
 
     def expected_n_features(self):

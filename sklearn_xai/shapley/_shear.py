@@ -27,8 +27,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Attribution
 from .._model import output_names as _output_names
+from .._model import shown_positions as _shown_positions
 from .._random import row_keys, stream_seeds
-from .._torch import TorchModelFunction, _shown_positions, is_torch_model
+from .._torch import TorchModelFunction, is_torch_model
 from .._utils import draw_base_seed, unwrap_frozen
 from ..base import (
     AttributionExplainer,
