@@ -96,46 +96,12 @@ def _orders(tree_offsets, children_left, children_right):
     return order[:pos], depth[:pos], starts
 
 
-@njit(cache=True)
 def _path_stats(order, depth, starts, children_left, feature, n_features):
-    """Per tree: max depth and max number of unique features on a root-leaf path."""
-    T = len(starts) - 1
-    U = np.zeros(T, dtype=np.int64)
-    D = np.zeros(T, dtype=np.int64)
-    cnt = np.zeros(n_features, dtype=np.int64)
-    featd = np.full(order.shape[0] + 1, -1, dtype=np.int64)
-    nodes_at = np.empty(order.shape[0] + 1, dtype=np.int64)
-    for t in range(T):
-        cur = 0
-        uniq = 0
-        for idx in range(starts[t], starts[t + 1]):
-            node = order[idx]
-            d = depth[idx]
-            while cur >= d and cur > 0:
-                f = featd[cur]
-                cnt[f] -= 1
-                if cnt[f] == 0:
-                    uniq -= 1
-                cur -= 1
-            if d > 0:
-                f = feature[nodes_at[d - 1]]
-                featd[d] = f
-                if cnt[f] == 0:
-                    uniq += 1
-                cnt[f] += 1
-            nodes_at[d] = node
-            cur = d
-            if children_left[node] < 0:
-                if uniq > U[t]:
-                    U[t] = uniq
-                if d > D[t]:
-                    D[t] = d
-        while cur > 0:
-            f = featd[cur]
-            cnt[f] -= 1
-            if cnt[f] == 0:
-                uniq -= 1
-            cur -= 1
+    """Per tree: max number of distinct features on a root-leaf path, and max depth."""
+    _, _, U = _leaf_positions(order, depth, starts, children_left, feature, n_features)
+    leaf_depth = np.where(children_left[order] < 0, depth, 0)
+    D = np.array([leaf_depth[starts[t]:starts[t + 1]].max(initial=0)
+                  for t in range(len(starts) - 1)], dtype=np.int64)
     return U, D
 
 
