@@ -9,6 +9,8 @@ through :class:`sklearn_xai._torch.TorchModelFunction`.
 import numpy as np
 from sklearn.base import is_classifier
 
+from ._utils import unwrap_frozen
+
 RESPONSE_METHODS = ("auto", "predict_proba", "decision_function", "predict")
 
 
@@ -80,11 +82,7 @@ def shown_positions(idx):
 
 def model_name(model):
     """The class name of a model, looking through ``FrozenEstimator``."""
-    from sklearn.frozen import FrozenEstimator
-
-    if isinstance(model, FrozenEstimator):
-        return type(model.estimator).__name__
-    return type(model).__name__
+    return type(unwrap_frozen(model)).__name__
 
 
 def check_model_output(raw, model, method, X):
@@ -130,6 +128,39 @@ def check_model_output(raw, model, method, X):
         raise ValueError(f"The model {name}'s {method} returned NaN or infinite values "
                          f"{where}; {NON_FINITE_ADVICE.format(what='model')}")
     return out
+
+
+def frame_like(X, template):
+    """Rows of a 2-D array as a DataFrame with the columns and dtypes of ``template``.
+
+    Object rows stay object until each column is cast (pandas would infer a string dtype
+    and turn ``None`` into NaN: an unknown category to an encoder that learned ``None``).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_rows, n_columns)
+        The rows, columns in the template's order.
+    template : pandas.DataFrame of shape (0, n_columns)
+        The columns and dtypes to rebuild.
+
+    Returns
+    -------
+    pandas.DataFrame of shape (n_rows, n_columns)
+    """
+    import pandas as pd
+
+    X = np.asarray(X)
+    frame = pd.DataFrame(X, columns=template.columns,
+                         dtype=object if X.dtype == object else None)
+    for name, dtype in template.dtypes.items():
+        if frame[name].dtype != dtype:
+            try:
+                frame[name] = frame[name].astype(dtype)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"Column {name!r} of X cannot be converted to the dtype {dtype} it had "
+                    f"in fit ({exc}); pass a DataFrame with the fitted columns.") from exc
+    return frame
 
 
 #: the end of every "non-finite output" error (``what``: "model" or "module")
@@ -217,18 +248,7 @@ class ModelFunction:
         """Convert a 2-D array of explained-space rows to what the model takes."""
         if self.template is None or hasattr(X, "iloc"):
             return X
-        import pandas as pd
-
-        X = np.asarray(X)
-        # object rows stay object (pandas would infer a string dtype and turn None into
-        # NaN, an unknown category to an encoder that learned None); astype restores dtypes
-        frame = pd.DataFrame(X, columns=self.template.columns,
-                             dtype=object if X.dtype == object else None)
-        dtypes = self.template.dtypes
-        for name in frame.columns:
-            if frame[name].dtype != dtypes[name]:
-                frame[name] = frame[name].astype(dtypes[name])
-        return frame
+        return frame_like(X, self.template)
 
     def _call(self, X):
         raw = getattr(self.model, self.method)(self.to_model_input(X))

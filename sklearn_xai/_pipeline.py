@@ -11,6 +11,8 @@ from numbers import Integral
 
 import numpy as np
 
+from ._utils import unwrap_frozen
+
 __all__ = ["input_column_map"]
 
 
@@ -94,6 +96,7 @@ def _step_map(step, n_in, label, names):
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
 
+    step = unwrap_frozen(step)
     if step is None or (isinstance(step, str) and step == "passthrough"):
         return np.arange(n_in)
     if isinstance(step, str) and step == "drop":

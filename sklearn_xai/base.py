@@ -17,7 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._model import RESPONSE_METHODS, make_model_function
+from ._model import RESPONSE_METHODS, frame_like, make_model_function
 from ._utils import batch_slices, take_rows, unwrap_frozen
 
 __all__ = ["BaseExplainer", "OutputExplainer", "AttributionExplainer", "AttributionMixin",
@@ -30,8 +30,53 @@ def _is_frame(X):
 
 
 def _model_allows_nan(model):
+    """Whether ``model`` (a Pipeline too) takes rows with missing values.
+
+    A :class:`~sklearn.pipeline.Pipeline` does not carry an ``allow_nan`` tag of its own,
+    so it is decided step by step: an imputer (or an encoder that makes NaN a category)
+    removes the missing values, a ``ColumnTransformer`` needs every branch to, and any
+    other step must accept NaN itself and pass it on to a model that accepts it.
+    """
+    if model is None:  # no model (or no sampler) given: nothing vouches for NaN
+        return False
+    return _step_allows_nan(model, then=True)
+
+
+def _nan_consuming_types():
+    from sklearn.impute import KNNImputer, MissingIndicator, SimpleImputer
+    from sklearn.preprocessing import OneHotEncoder, TargetEncoder
+
+    types = (SimpleImputer, KNNImputer, MissingIndicator, OneHotEncoder, TargetEncoder)
+    try:  # experimental in scikit-learn: only when the user enabled it
+        from sklearn.impute import IterativeImputer
+    except ImportError:
+        return types
+    return types + (IterativeImputer,)
+
+
+def _step_allows_nan(step, then):
+    """NaN-tolerance of ``step`` followed by steps whose tolerance is ``then``."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+
+    step = unwrap_frozen(step)
+    if step is None or (isinstance(step, str) and step == "passthrough"):
+        return then
+    if isinstance(step, str):  # "drop"
+        return True
+    if isinstance(step, _nan_consuming_types()):
+        return True
+    if isinstance(step, Pipeline):
+        for _, inner in reversed(step.steps):
+            then = _step_allows_nan(inner, then)
+        return then
+    if isinstance(step, ColumnTransformer):
+        branches = [t for _, t, _ in getattr(step, "transformers_", step.transformers)]
+        if not hasattr(step, "transformers_"):
+            branches.append(step.remainder)
+        return all(_step_allows_nan(t, then) for t in branches)
     try:
-        return bool(get_tags(model).input_tags.allow_nan)
+        return bool(get_tags(step).input_tags.allow_nan) and then
     except Exception:  # models outside scikit-learn may not implement tags
         return False
 
@@ -497,7 +542,6 @@ class BaseExplainer(BaseEstimator):
         """
         import warnings
 
-        import pandas as pd
 
         template = self._input_template
         arr = X.to_numpy(dtype=object) if _is_frame(X) else np.asarray(X)
@@ -511,15 +555,7 @@ class BaseExplainer(BaseEstimator):
             f"X does not have valid feature names, but {type(self).__name__} was fitted "
             "with feature names; its columns are taken in the fitted order "
             f"{list(template.columns)}.", UserWarning, stacklevel=3)
-        frame = pd.DataFrame(arr, columns=template.columns)
-        for name, dtype in template.dtypes.items():
-            try:
-                frame[name] = frame[name].astype(dtype)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(
-                    f"Column {name!r} of X cannot be converted to the dtype {dtype} it had "
-                    f"in fit ({exc}); pass a DataFrame with the fitted columns.") from exc
-        return frame
+        return frame_like(arr, template)
 
     def _feature_names(self):
         names = getattr(self, "feature_names_in_", None)

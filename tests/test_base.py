@@ -9,6 +9,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.datasets import make_classification, make_regression
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
+from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -307,3 +308,34 @@ def test_nan_in_an_array_names_the_column_and_the_remedy():
         explainer.explain(bad)
     with pytest.raises(ValueError, match=r"NaN in column 2.*impute"):
         ToyBaselineShapley(LinearRegression()).fit(np.vstack([X, bad]), np.r_[y, y[:3]])
+
+
+@pytest.mark.parametrize("steps, allows", [
+    (lambda: [SimpleImputer(), Ridge()], True),
+    (lambda: [StandardScaler(), Ridge()], False),
+    (lambda: [ColumnTransformer([("imp", SimpleImputer(), [0, 1]),
+                                 ("oh", OneHotEncoder(handle_unknown="ignore"), [2])]),
+              Ridge()], True),
+    (lambda: [ColumnTransformer([("imp", SimpleImputer(), [0, 1])],
+                                remainder="passthrough"), Ridge()], False),
+])
+def test_a_pipeline_that_imputes_its_input_takes_nan(steps, allows):
+    # the Pipeline's own allow_nan tag is False even when its first step imputes
+    from sklearn_xai.base import _model_allows_nan
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    X[:, 2] = rng.integers(0, 3, 60)
+    y = X[:, 0] + X[:, 1]
+    Xn = X.copy()
+    Xn[::7, 0] = np.nan
+    model = make_pipeline(*steps())
+    assert _model_allows_nan(model) is allows
+    explainer = ToyBaselineShapley(model)
+    if allows:
+        explainer.fit(Xn, y)
+        values = explainer.explain(Xn[:3]).values
+        assert np.isfinite(values).all()
+    else:
+        with pytest.raises(ValueError, match="NaN in column 0"):
+            explainer.fit(Xn, y)

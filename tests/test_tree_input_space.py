@@ -42,6 +42,7 @@ from sklearn.preprocessing import (
     StandardScaler,
     TargetEncoder,
 )
+from sklearn.tree import DecisionTreeRegressor
 
 from sklearn_xai._pipeline import input_column_map
 from sklearn_xai.metrics import faithfulness_correlation
@@ -577,6 +578,10 @@ def test_input_column_map_matches_the_dependency_oracle():
         pre.fit(X, y)
         got = input_column_map(pre, X.shape[1], list(X.columns))
         np.testing.assert_array_equal(got, dependency_oracle(pre, X))
+        # a frozen step is the step it wraps
+        frozen = Pipeline([("frozen", FrozenEstimator(pre))])
+        np.testing.assert_array_equal(
+            input_column_map(frozen, X.shape[1], list(X.columns)), got)
     # with the indicator columns: n1 and n3 have missing values, each flagged column is
     # its own input column's
     assert got.count(2) == 2 and got.count(4) == 2
@@ -664,3 +669,25 @@ def test_kernels_with_players_match_enumeration_on_random_trees(seed):
                                                    (inter_tab, (phi_i, int_i))):
             np.testing.assert_allclose(phi[i], ref_phi, rtol=0, atol=1e-10)
             np.testing.assert_allclose(inter[i], ref_inter, rtol=0, atol=1e-10)
+
+
+def test_a_none_category_survives_rows_rebuilt_as_a_frame():
+    # the encoder learned None as a category: arrays rebuilt as frames must keep None
+    rng = np.random.default_rng(0)
+    n = 80
+    c = rng.choice(np.array(["a", "b", None], dtype=object), n)
+    X = pd.DataFrame({"c": pd.Series(c, dtype=object), "x": rng.normal(size=n)})
+    y = X["c"].isna() * 3.0 + X["x"]
+    pipe = make_pipeline(
+        ColumnTransformer([("oh", OneHotEncoder(sparse_output=False), ["c"])],
+                          remainder="passthrough"),
+        DecisionTreeRegressor(max_depth=4, random_state=0))
+    explainer = TreeShapExplainer(pipe, feature_perturbation="interventional").fit(X, y)
+    rows = X.iloc[:10]
+    np.testing.assert_allclose(explainer.model_fn_(rows.to_numpy(dtype=object))[:, 0],
+                               explainer.model_.predict(rows))
+    assert np.isfinite(explainer.score(rows))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # no feature names: taken by position
+        from_array = explainer.explain(rows.to_numpy(dtype=object)).values
+    np.testing.assert_allclose(from_array, explainer.explain(rows).values, rtol=0, atol=1e-12)

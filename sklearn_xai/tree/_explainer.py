@@ -12,6 +12,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Attribution
+from .._model import frame_like
 from .._pipeline import input_column_map
 from .._utils import batch_slices
 from ..base import (
@@ -181,7 +182,7 @@ class _TreeInput:
 
     def __call__(self, X):
         if self.template is not None and not _is_frame(X):
-            X = _frame_like(self.template, X)
+            X = frame_like(X, self.template)
         return self.numeric(self.pre.transform(X) if self.pre is not None else X)
 
     def numeric(self, Xt):
@@ -195,17 +196,6 @@ class _TreeInput:
         else:
             Z = np.asarray(Xt, dtype=np.float64)
         return self.ens.prepare_X(Z)
-
-
-def _frame_like(template, X):
-    """Rows of an array as a DataFrame with the columns and dtypes of ``template``."""
-    import pandas as pd
-
-    frame = pd.DataFrame(np.asarray(X), columns=template.columns)
-    for name, dtype in template.dtypes.items():
-        if frame[name].dtype != dtype:
-            frame[name] = frame[name].astype(dtype)
-    return frame
 
 
 class _EnsembleFunction:
