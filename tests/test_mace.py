@@ -115,18 +115,12 @@ def test_constraints_hold(mixed):
     assert set(cf["color"].astype(str).to_numpy()[col_changed]) <= {"red", "blue"}
 
 
-def test_all_immutable_reports_not_found(mixed):
+def test_all_immutable_is_refused_at_fit(mixed):
+    # no feature may change: no query could be answered, so fit says so
     df, _, model = mixed
-    Q = _queries(df, model, n=3)
-    mace = MaceRecourse(
-        FrozenEstimator(model), immutable_features=list(df.columns), random_state=0
-    ).fit(df)
-    res = mace.explain(Q)
-    assert not res.found.any()
-    assert len(res.counterfactuals) == 0
-    out = mace.transform(Q)
-    assert out.shape == Q.shape
-    assert pd.isna(out).all()
+    with pytest.raises(ValueError, match="No feature may change"):
+        MaceRecourse(FrozenEstimator(model), immutable_features=list(df.columns),
+                     random_state=0).fit(df)
 
 
 def test_minimal_change_matches_brute_force():

@@ -400,3 +400,25 @@ def test_regressor_needs_desired_range(make):
         make(model, desired_range=(1.0, 0.0)).fit(X)
     with pytest.raises(ValueError, match="desired_class"):
         make(model, desired_range=(0.0, 1.0), desired_class=1).fit(X)
+
+
+@pytest.mark.parametrize("kw", [{"features_to_vary": []},
+                                {"immutable_features": ["a", "b", "c"]}])
+def test_no_feature_free_to_change_is_refused_at_fit(kw):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(80, 3)), columns=["a", "b", "c"])
+    model = FrozenEstimator(LogisticRegression().fit(X, X["a"] > 0))
+    for cls in (MaceRecourse, P2CERecourse):
+        with pytest.raises(ValueError, match="No feature may change"):
+            cls(model, random_state=0, **kw).fit(X)
+
+
+@pytest.mark.parametrize("what, value", [("feature_ranges", (-1.0, 1.0)),
+                                         ("monotone", "increase")])
+def test_a_feature_named_twice_in_a_constraint_is_refused(what, value):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(80, 3)), columns=["a", "b", "c"])
+    model = FrozenEstimator(LogisticRegression().fit(X, X["a"] > 0))
+    for cls in (MaceRecourse, P2CERecourse):
+        with pytest.raises(ValueError, match="names feature 'b' twice"):
+            cls(model, random_state=0, **{what: {"b": value, 1: value}}).fit(X)

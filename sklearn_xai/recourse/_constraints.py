@@ -192,8 +192,14 @@ def resolve_constraints(names, n_features, categorical, categories, ordered, *,
         allowed = np.zeros(d, dtype=bool)
         allowed[vary] = True
         mutable &= allowed
+    if not mutable.any():
+        raise ValueError(
+            "No feature may change (features_to_vary and immutable_features leave none), so "
+            "no query could ever get a counterfactual; let at least one feature vary.")
     low, high = out.range_low.copy(), out.range_high.copy()
     codes = list(out.allowed_codes)
+    _check_once(feature_ranges, names, d, "feature_ranges")
+    _check_once(monotone, names, d, "monotone")
     for key, rng in (feature_ranges or {}).items():
         j = _position(key, names, d, "feature_ranges")
         if categorical[j]:
@@ -217,3 +223,15 @@ def resolve_constraints(names, n_features, categorical, categories, ordered, *,
                 "ordered pandas categoricals take a monotone constraint.")
         direction[j] = sign
     return RecourseConstraints(mutable, low, high, tuple(codes), direction)
+
+
+def _check_once(mapping, names, d, what):
+    """A feature named twice in ``mapping`` (by name and by index) is a ValueError."""
+    seen = {}
+    for key in (mapping or {}):
+        j = _position(key, names, d, what)
+        if j in seen:
+            raise ValueError(
+                f"{what} names feature {_name(names, j)!r} twice ({seen[j]!r} and {key!r}); "
+                "give it once.")
+        seen[j] = key
