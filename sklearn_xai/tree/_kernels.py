@@ -240,6 +240,19 @@ def _route_block(node, xr, xr32, bn, gl, threshold, mode, missing, default_left,
 
 
 @njit(cache=True, inline="always")
+def _block_columns(X, r0, bn, M, block):
+    """Rows ``r0 .. r0 + bn`` of ``X`` column-major (M, block), and rounded to float32
+    (for XGBoost's float32 split comparisons)."""
+    XT = np.empty((M, block))
+    XT32 = np.empty((M, block))
+    for b in range(bn):
+        for j in range(M):
+            XT[j, b] = X[r0 + b, j]
+            XT32[j, b] = np.float64(np.float32(X[r0 + b, j]))
+    return XT, XT32
+
+
+@njit(cache=True, inline="always")
 def _pop_edge(d, b_n, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, Kv, phi, rows0,
               tree_out, sacc, first):
     node = node_at[d]
@@ -290,12 +303,7 @@ def _shap_path(X, block, order, depth, starts, use_tree, Qt, qw, RH, RC, GH, GC,
         node_at = np.zeros(Dm, dtype=np.int64)
         featd = np.zeros(Dm, dtype=np.int64)
         sacc = np.zeros(block)
-        XT = np.empty((M, block))
-        XT32 = np.empty((M, block))
-        for b in range(bn):
-            for j in range(M):
-                XT[j, b] = X[r0 + b, j]
-                XT32[j, b] = np.float64(np.float32(X[r0 + b, j]))
+        XT, XT32 = _block_columns(X, r0, bn, M, block)
         for t in range(T):
             if not use_tree[t]:
                 continue
@@ -1258,12 +1266,7 @@ def _shap_tables(X, block, order, depth, starts, use_tree, pos, nu, is_left, uni
         node_at = np.zeros(Dm, dtype=np.int64)
         key = np.zeros(block, dtype=np.int64)
         gtmp = np.zeros(block)
-        XT = np.empty((M, block))
-        XT32 = np.empty((M, block))
-        for b in range(bn):
-            for j in range(M):
-                XT[j, b] = X[r0 + b, j]
-                XT32[j, b] = np.float64(np.float32(X[r0 + b, j]))
+        XT, XT32 = _block_columns(X, r0, bn, M, block)
         for t in range(T):
             if not use_tree[t]:
                 continue
@@ -1321,12 +1324,7 @@ def _inter_tables(X, block, order, depth, starts, use_tree, pos, nu, is_left, le
         gl = np.zeros((Dm, block))
         node_at = np.zeros(Dm, dtype=np.int64)
         pf = np.zeros(Dm, dtype=np.int64)
-        XT = np.empty((M, block))
-        XT32 = np.empty((M, block))
-        for b in range(bn):
-            for j in range(M):
-                XT[j, b] = X[r0 + b, j]
-                XT32[j, b] = np.float64(np.float32(X[r0 + b, j]))
+        XT, XT32 = _block_columns(X, r0, bn, M, block)
         for t in range(T):
             if not use_tree[t]:
                 continue
