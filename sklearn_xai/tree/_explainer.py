@@ -470,9 +470,7 @@ class TreeShapExplainer(AttributionExplainer):
         pre, final = split_pipeline(self.model_)
         input_pre = pre if self._column_map is not None else None
         ens, transform = parse_model(final)
-        Xt = input_pre.transform(X) if input_pre is not None else X
-        if hasattr(Xt, "toarray"):
-            Xt = Xt.toarray()
+        Xt = input_pre.transform(X) if input_pre is not None else X  # sparse: numeric()
         names = None
         if input_pre is not None or pre is None:
             if getattr(self, "feature_names_in_", None) is not None:
