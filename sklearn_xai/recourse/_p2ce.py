@@ -861,8 +861,8 @@ class P2CERecourse(RecourseExplainer):
         return float(res.found.mean() - 0.5 * norm.mean())
 
     def _validate_X(self, X, *, reset, allow_nan=None):
-        # missing values are checked against the model itself (_check_missing): a
-        # pipeline's tags do not say whether its model accepts them
+        # missing values are checked by calling the model itself (_check_missing), which
+        # also answers for models that carry no allow_nan tag
         return super()._validate_X(X, reset=reset, allow_nan=True)
 
     def __sklearn_tags__(self):
