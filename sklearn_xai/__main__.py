@@ -4,7 +4,8 @@
 writes one self-contained HTML report; with ``--model`` and ``--data`` it explains the
 user's own model. ``explain`` writes one explainer's attribution matrix as CSV or parquet.
 A ``.skops`` model file is loaded with skops (its untrusted types accepted one by one with
-``--trust-type``); any other model file is unpickled, which runs code from the file, so it
+``--trust-type``), after its decompressed size is checked (``--max-model-size``,
+``--max-model-ratio``); any other model file is unpickled, which runs code from the file, so it
 needs ``--trust-model``. Errors the user can fix print one line on stderr and exit with
 status 2.
 """
@@ -42,6 +43,13 @@ def _add_common(p, *, report):
                    help="a type of a .skops --model file that skops does not trust by "
                         "default, accepted after you reviewed it (the error lists them); "
                         "repeat for several")
+    p.add_argument("--max-model-size", type=_size, default=None, metavar="SIZE",
+                   help="the most a .skops --model file may hold once decompressed, in "
+                        "bytes or with a K, M or G suffix (default: 1G); a larger file is "
+                        "refused before skops reads it (a zip bomb)")
+    p.add_argument("--max-model-ratio", type=_positive_float, default=None, metavar="R",
+                   help="the largest ratio of a .skops --model file's decompressed size to "
+                        "its size on disk, checked above 1 MiB (default: 200)")
     p.add_argument("--data", metavar="DATA.csv|DATA.parquet",
                    help="the rows to explain, also used as background / training rows")
     p.add_argument("--target", metavar="COLUMN",
@@ -102,6 +110,33 @@ def _positive_int(text):
     return value
 
 
+_SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def _size(text):
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1:] if t[-1:] in _SIZE_UNITS else ""
+    try:
+        value = float(t[:len(t) - len(unit)]) * _SIZE_UNITS[unit]
+    except ValueError:
+        value = -1.0
+    if not (value >= 1 and value < float("inf")):
+        raise argparse.ArgumentTypeError(
+            f"expected a size in bytes, optionally with a K, M or G suffix (e.g. 2G), "
+            f"got {text!r}")
+    return int(value)
+
+
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
 _MAX_SEED = 2**32 - 1  # the range scikit-learn accepts for an integer random_state
 
 
@@ -141,13 +176,21 @@ def _workload(args, progress):
     if args.model is None and (args.trust_model or args.trust_type):
         flag = "--trust-model" if args.trust_model else "--trust-type"
         raise ReportError(f"{flag} applies to a --model file; none was given")
+    limits = {}
+    if args.max_model_size is not None:
+        limits["max_model_size"] = args.max_model_size
+    if args.max_model_ratio is not None:
+        limits["max_model_ratio"] = args.max_model_ratio
+    if limits and args.model is None:
+        raise ReportError(f"--max-model-{'size' if args.max_model_size else 'ratio'} "
+                          "applies to a --model file; none was given")
     if args.data is None:
         if args.target is not None:
             raise ReportError("--target needs --data")
         return default_workload(progress, seed=args.seed, gbm=args.gbm, threads=args.threads)
     return user_workload(args.model, args.data, args.target, progress, seed=args.seed,
                          gbm=args.gbm, threads=args.threads, trust_model=args.trust_model,
-                         trusted_types=args.trust_type)
+                         trusted_types=args.trust_type, **limits)
 
 
 def _run(args):
@@ -197,14 +240,18 @@ def _run(args):
 
 
 def _describe(workload, progress):
-    progress._write(f"model: {workload.model_desc}\ndata: {workload.data_desc}\n")
+    from ._report import printable
+
+    # names from the user's files are escaped: a file cannot drive the terminal
+    progress._write(f"model: {printable(workload.model_desc)}\n"
+                    f"data: {printable(workload.data_desc)}\n")
     for note in workload.notes:
-        progress._write(f"note: {note}\n")
+        progress._write(f"note: {printable(note)}\n")
 
 
 def main(argv=None):
     """Entry point of ``sklearn-xai`` and ``python -m sklearn_xai``; returns the exit code."""
-    from ._report import ReportError
+    from ._report import ReportError, printable
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -217,7 +264,7 @@ def main(argv=None):
     except ReportError as exc:
         if args.traceback:
             raise
-        sys.stderr.write(f"{_PROG}: error: {exc}\n")
+        sys.stderr.write(f"{_PROG}: error: {printable(exc)}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write(f"{_PROG}: interrupted\n")
@@ -225,7 +272,7 @@ def main(argv=None):
     except Exception as exc:  # an unexpected failure: still one line unless --traceback
         if args.traceback:
             raise
-        msg = " ".join(str(exc).split())
+        msg = printable(" ".join(str(exc).split()))
         sys.stderr.write(f"{_PROG}: error: {type(exc).__name__}: {msg} "
                          "(run again with --traceback for details)\n")
         return 1

@@ -18,6 +18,7 @@ import csv
 import html
 import io
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -288,6 +289,7 @@ def read_table(path):
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
+            _refuse_duplicate_header(path)
             frame = pd.read_csv(path)
         elif suffix in (".parquet", ".pq"):
             frame = pd.read_parquet(path)
@@ -306,13 +308,27 @@ def read_table(path):
     return frame
 
 
-def load_model(path, *, trust_model=False, trusted_types=()):
+#: The most bytes the members of a ``.skops`` file may hold in all, decompressed
+#: (``--max-model-size``).
+MAX_MODEL_SIZE = 2**30
+#: The largest ratio of a ``.skops`` file's decompressed size to its size on disk
+#: (``--max-model-ratio``), checked for archives that decompress to more than 1 MiB.
+MAX_MODEL_RATIO = 200.0
+_RATIO_FLOOR = 2**20
+
+
+def load_model(path, *, trust_model=False, trusted_types=(), max_size=MAX_MODEL_SIZE,
+               max_ratio=MAX_MODEL_RATIO):
     """Load a fitted model from a ``.skops`` file or a trusted joblib/pickle file.
 
     A ``.skops`` file is read with :func:`skops.io.load`; the types skops does not trust
     by default are refused unless each is in ``trusted_types`` (or ``trust_model`` is set,
-    which accepts them all). Any other file is a joblib/pickle file: unpickling runs code
-    from the file, so it is only opened when ``trust_model`` is set.
+    which accepts them all). Before skops reads it, the archive's sizes are checked (a zip
+    bomb is refused): its members may hold at most ``max_size`` bytes in all once
+    decompressed, at most ``max_ratio`` times the file's size (checked above 1 MiB), and
+    a member compressed with bzip2 or LZMA is decompressed here, up to those limits, to
+    check that it holds no more than it declares. Any other file is a joblib/pickle file:
+    unpickling runs code from the file, so it is only opened when ``trust_model`` is set.
 
     Raises
     ------
@@ -324,7 +340,7 @@ def load_model(path, *, trust_model=False, trusted_types=()):
         raise ReportError(f"model file not found: {path}")
     trusted_types = list(dict.fromkeys(trusted_types))
     if path.suffix.lower() == ".skops":
-        model = _load_skops(path, trust_model, trusted_types)
+        model = _load_skops(path, trust_model, trusted_types, max_size, max_ratio)
     else:
         if trusted_types:
             raise ReportError(f"--trust-type applies to .skops model files, not {path.name}")
@@ -346,12 +362,14 @@ def load_model(path, *, trust_model=False, trusted_types=()):
     return model
 
 
-def _load_skops(path, trust_model, trusted_types):
+def _load_skops(path, trust_model, trusted_types, max_size=None, max_ratio=None):
     try:
         import skops.io as sio
     except ImportError as exc:
         raise ReportError(f"reading {path.name} needs skops: pip install skops "
                           "(or the sklearn-xai[cli] extra)") from exc
+    check_archive_size(path, MAX_MODEL_SIZE if max_size is None else max_size,
+                       MAX_MODEL_RATIO if max_ratio is None else max_ratio)
     try:
         untrusted = list(sio.get_untrusted_types(file=path))
     except Exception as exc:  # not a skops archive
@@ -359,16 +377,164 @@ def _load_skops(path, trust_model, trusted_types):
                           f"{type(exc).__name__}: {_one_line(exc)}") from exc
     refused = [t for t in untrusted if t not in trusted_types]
     if refused and not trust_model:
-        flags = " ".join(f"--trust-type {t}" for t in refused)
+        # the names come from the file: shown escaped, and shell-quoted in the command
+        plain = [t for t in refused if t.isprintable()]
+        hostile = [t for t in refused if not t.isprintable()]
+        how = ("review them, then accept each with "
+               + " ".join(f"--trust-type {shlex.quote(t)}" for t in plain)) if plain else ""
+        if hostile:
+            how += ("; " if how else "") + (
+                f"{len(hostile)} of these names hold control characters (shown escaped), "
+                "which no Python type name has: this file was made to mislead, do not "
+                "trust it")
         raise ReportError(
-            f"{path} holds types skops does not trust by default: {', '.join(refused)}; "
-            f"review them, then accept each with {flags} (or all of them with "
-            "--trust-model, only for a file you made or trust)")
+            f"{path} holds types skops does not trust by default: "
+            f"{', '.join(_shown_name(t) for t in refused)}; {how} (or accept all of them "
+            "with --trust-model, only for a file you made or trust)")
     try:
         return sio.load(path, trusted=untrusted)
     except Exception as exc:
         raise ReportError(f"cannot load model from {path} with skops: "
                           f"{type(exc).__name__}: {_one_line(exc)}") from exc
+
+
+def _size_text(n):
+    for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= k:
+            return f"{n / k:.4g} {unit}"
+    return f"{n} bytes"
+
+
+def check_archive_size(path, max_size=MAX_MODEL_SIZE, max_ratio=MAX_MODEL_RATIO):
+    """Refuse a zip archive (a ``.skops`` file) that would decompress to too much.
+
+    The declared (central directory) sizes are checked against ``max_size`` in all and
+    ``max_ratio`` times the file's size. Python's zipfile stops a stored or deflated
+    member at its declared size (a lying member then fails its CRC check), but not a bzip2
+    or LZMA one, so those are decompressed here, in bounded steps, and refused when they
+    hold more than they declare.
+    """
+    import zipfile
+
+    path = Path(path)
+    hint = "(raise the limit with --max-model-size / --max-model-ratio for a file you trust)"
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise ReportError(f"cannot load model from {path} with skops: not a skops (zip) "
+                          f"file: {_one_line(exc)}") from exc
+    total = sum(i.file_size for i in infos)
+    on_disk = max(path.stat().st_size, 1)
+    if total > max_size:
+        raise ReportError(f"{path} declares {_size_text(total)} once decompressed, above "
+                          f"the limit of {_size_text(max_size)} {hint}")
+    if total > _RATIO_FLOOR and total / on_disk > max_ratio:
+        raise ReportError(f"{path} declares {_size_text(total)} once decompressed from "
+                          f"{_size_text(on_disk)}, a ratio of {total / on_disk:.0f}:1 above "
+                          f"the limit of {max_ratio:g}:1 (a zip bomb?) {hint}")
+    budget = max_size
+    for info in infos:
+        if info.compress_type in (zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
+            actual = _decompressed_size(path, info, min(info.file_size, budget) + 1)
+            if actual > info.file_size:
+                raise ReportError(f"{path}: member {_shown_name(info.filename)} holds more "
+                                  f"than the {info.file_size} bytes it declares (a zip "
+                                  "bomb?); refused")
+            budget -= actual
+        elif info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise ReportError(f"{path}: member {_shown_name(info.filename)} uses zip "
+                              f"compression method {info.compress_type}, which skops files "
+                              "do not use; refused")
+
+
+def _decompressed_size(path, info, limit):
+    """Bytes a bzip2 or LZMA member decompresses to, counted up to ``limit``."""
+    import bz2
+    import lzma
+    import struct
+    import zipfile
+
+    with open(path, "rb") as f:
+        f.seek(info.header_offset)
+        header = f.read(30)
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            raise ReportError(f"{path}: member {_shown_name(info.filename)} has no local "
+                              "header; not a valid zip file")
+        name_len, extra_len = struct.unpack("<HH", header[26:30])
+        f.seek(name_len + extra_len, 1)
+        left = info.compress_size
+        if info.compress_type == zipfile.ZIP_BZIP2:
+            dec = bz2.BZ2Decompressor()
+        else:  # zip's LZMA: version (2 bytes), properties size (2 bytes), properties
+            head = f.read(4)
+            (psize,) = struct.unpack("<H", head[2:4])
+            props = f.read(psize)
+            left -= 4 + psize
+            try:
+                filt = lzma._decode_filter_properties(lzma.FILTER_LZMA1, props)
+                dec = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[filt])
+            except (lzma.LZMAError, ValueError) as exc:
+                raise ReportError(f"{path}: member {_shown_name(info.filename)} is not "
+                                  "valid LZMA data") from exc
+        out = 0
+        chunk = b""
+        try:
+            while out < limit:
+                if dec.needs_input:
+                    if left <= 0:
+                        break
+                    chunk = f.read(min(left, 1 << 16))
+                    if not chunk:
+                        break
+                    left -= len(chunk)
+                else:
+                    chunk = b""
+                out += len(dec.decompress(chunk, max_length=min(1 << 20, limit - out)))
+                if dec.eof:
+                    break
+        except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+            raise ReportError(f"{path}: member {_shown_name(info.filename)} is not valid "
+                              f"compressed data: {_one_line(exc)}") from exc
+    return out
+
+
+def _shown_name(name):
+    """A name taken from a file, as printed: as is, or escaped (quoted) when it holds a
+    character that is not printable (a terminal control sequence)."""
+    name = str(name)
+    return name if name.isprintable() else repr(name)
+
+
+def printable(text):
+    """``text`` with every non-printable character (an escape sequence, a carriage return)
+    written as its Python escape, so that a file cannot drive the terminal."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _refuse_duplicate_header(path):
+    """A CSV header naming a column twice is an error (pandas would rename the second
+    ``name.1`` and the first would be taken silently)."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+            header = next((row for row in csv.reader(f) if row), None)
+    except (OSError, csv.Error):
+        return  # pandas reports what is wrong with the file
+    if not header:
+        return
+    seen, dups = set(), []
+    for name in header:
+        if name in seen and name not in dups and name.strip():
+            dups.append(name)
+        seen.add(name)
+    if dups:
+        what = "a column" if len(dups) == 1 else "columns"
+        raise ReportError(f"the header of {path} names {what} more than once: "
+                          f"{', '.join(repr(d) for d in dups)}; give every column its own "
+                          "name (the first would be taken and the others renamed)")
 
 
 def _model_columns(model):
@@ -391,11 +557,13 @@ def _model_columns(model):
 
 
 def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb", threads=None,
-                  trust_model=False, trusted_types=()):
+                  trust_model=False, trusted_types=(), max_model_size=MAX_MODEL_SIZE,
+                  max_model_ratio=MAX_MODEL_RATIO):
     """Load the user's model and data (or train the default model on the user's data).
 
     Every check runs before anything is printed, so that a bad input gives exactly one
-    line on stderr. ``trust_model`` and ``trusted_types`` are passed to :func:`load_model`.
+    line on stderr. ``trust_model``, ``trusted_types``, ``max_model_size`` and
+    ``max_model_ratio`` are passed to :func:`load_model`.
     """
     timings = []
     t0 = time.perf_counter()
@@ -439,7 +607,8 @@ def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb",
     else:
         t0 = time.perf_counter()
         model = load_model(model_path, trust_model=trust_model,
-                           trusted_types=trusted_types)
+                           trusted_types=trusted_types, max_size=max_model_size,
+                           max_ratio=max_model_ratio)
         timings.append((f"load {model_path}", time.perf_counter() - t0))
         frame = _match_columns(model, frame, model_path, data_path, notes)
         model_desc = f"{_model_name(model)} loaded from {Path(model_path).name}"

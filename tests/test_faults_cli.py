@@ -197,6 +197,112 @@ def test_skops_garbage_is_one_line(user, tmp_path, capsys):
     assert not marker.exists()
 
 
+def _rewrite_skops(src, dst, edit_schema=None, extra=None):
+    """Copy the skops archive ``src`` to ``dst``, editing its schema and adding members."""
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(src) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    if edit_schema is not None:
+        schema = json.loads(members["schema.json"])
+        edit_schema(schema)
+        members["schema.json"] = json.dumps(schema).encode()
+    with zipfile.ZipFile(dst, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+        for name, data, method in extra or ():
+            z.writestr(name, data, compress_type=method)
+    return dst
+
+
+def test_skops_type_names_are_escaped_and_shell_quoted(user, skops_model, tmp_path, capsys):
+    """A type name from the file cannot drive the terminal, nor the suggested command."""
+    path, untrusted = skops_model
+    hostile = "HistGradientBoostingClassifier\x1b[2K\r\x1b[1Asklearn-xai: all good"
+
+    def rename(schema):
+        schema["__module__"], schema["__class__"] = "evil", hostile
+
+    crafted = _rewrite_skops(path, tmp_path / "crafted.skops", rename)
+    code, _, err = _run(["explain", "--model", crafted, "--data", user["dir"] / "data.csv",
+                         "--out", tmp_path / "phi.csv"], capsys)
+    line = _one_line_error(code, err, "control characters", "do not trust it")
+    assert "\x1b" not in err and "\r" not in err
+    assert repr("evil." + hostile) in line  # shown escaped, as a Python string
+    assert "--trust-type evil." not in line  # and never offered as a command
+    for t in untrusted:  # the genuine types are still listed, and offered
+        assert f"--trust-type {t}" in line
+    assert not (tmp_path / "phi.csv").exists()
+
+    # a printable name with shell syntax is offered shell-quoted
+    def shell(schema):
+        schema["__module__"], schema["__class__"] = "evil", "X; touch pwned $(id)"
+
+    crafted = _rewrite_skops(path, tmp_path / "shell.skops", shell)
+    code, _, err = _run(["explain", "--model", crafted, "--data", user["dir"] / "data.csv",
+                         "--out", tmp_path / "phi.csv"], capsys)
+    line = _one_line_error(code, err)
+    assert "--trust-type 'evil.X; touch pwned $(id)'" in line
+    assert "control characters" not in line
+
+
+def _declare_size(path, member, size):
+    """Make the central directory of the zip ``path`` declare ``size`` bytes for ``member``
+    (a lying header)."""
+    import struct
+
+    data = bytearray(path.read_bytes())
+    name = member.encode()
+    at = 0
+    while True:
+        at = data.index(b"PK\x01\x02", at)
+        (name_len,) = struct.unpack("<H", data[at + 28:at + 30])
+        if bytes(data[at + 46:at + 46 + name_len]) == name:
+            break
+        at += 4
+    data[at + 24:at + 28] = struct.pack("<L", size)
+    path.write_bytes(bytes(data))
+
+
+def test_skops_zip_bomb_is_refused_before_decompressing(user, skops_model, tmp_path,
+                                                        capsys):
+    import zipfile
+
+    path, untrusted = skops_model
+    trust = [a for t in untrusted for a in ("--trust-type", t)]
+    zeros = bytes(50 * 2**20)  # 50 MiB of zeros deflate to about 50 KiB
+    bomb = _rewrite_skops(path, tmp_path / "bomb.skops",
+                          extra=[("zeros.npy", zeros, zipfile.ZIP_DEFLATED)])
+    assert bomb.stat().st_size < 2**20
+    argv = ["explain", "--model", bomb, *trust, "--data", user["dir"] / "data.csv",
+            "--rows", "3", "--out", tmp_path / "phi.csv"]
+    code, _, err = _run(argv, capsys)
+    _one_line_error(code, err, "ratio", "above the limit of 200:1", "--max-model-ratio")
+    # a declared total above --max-model-size is refused whatever the ratio
+    code, _, err = _run(argv + ["--max-model-ratio", "1e6", "--max-model-size", "10M"],
+                        capsys)
+    _one_line_error(code, err, "declares 50.", "above the limit of 10 MiB",
+                    "--max-model-size")
+    assert not (tmp_path / "phi.csv").exists()
+    # raised limits load it (the extra member is not read by skops)
+    code, _, err = _run(argv + ["--max-model-ratio", "1e6"], capsys)
+    assert code == 0, err
+    _treeshap_margin(user["model"], user["X"], pd.read_csv(tmp_path / "phi.csv",
+                                                           index_col="row"))
+    # a bzip2 member that declares less than it holds: zipfile would decompress it all
+    liar = _rewrite_skops(path, tmp_path / "liar.skops",
+                          extra=[("zeros.npy", zeros, zipfile.ZIP_BZIP2)])
+    _declare_size(liar, "zeros.npy", 1000)
+    assert zipfile.ZipFile(liar).getinfo("zeros.npy").file_size == 1000
+    code, _, err = _run(argv[:2] + [liar] + argv[3:] + ["--max-model-ratio", "1e6"], capsys)
+    _one_line_error(code, err, "zeros.npy", "more than the 1000 bytes it declares")
+    # the options are checked
+    with pytest.raises(SystemExit):
+        main(["explain", "--max-model-size", "lots", "--out", str(tmp_path / "a.csv")])
+    assert "--max-model-size" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------------
 # columns
 # ------------------------------------------------------------------------------------------
@@ -218,6 +324,21 @@ def test_reordered_columns_are_an_error(user, tmp_path, capsys):
     assert code == 0, err
     assert "not used by the model were left out: id" in err
     _treeshap_margin(user["model"], X, pd.read_csv(out, index_col="row"))
+
+
+def test_duplicated_csv_header_is_refused(user, tmp_path, capsys):
+    """pandas would rename the second 'debt' to 'debt.1' and the first would be used."""
+    X = user["X"]
+    data = tmp_path / "dup.csv"
+    X.assign(other=-X["debt"]).to_csv(data, index=False, header=[*FEATURES, "debt"])
+    assert data.read_text().splitlines()[0] == "age,income,debt,debt"
+    out = tmp_path / "phi.csv"
+    for argv in (["explain", "--model", user["dir"] / "model.joblib", "--trust-model"],
+                 ["explain", "--target", "age"]):
+        code, _, err = _run([*argv, "--data", data, "--out", out], capsys)
+        line = _one_line_error(code, err, "dup.csv", "more than once: 'debt'")
+        assert "debt.1" not in line
+    assert not out.exists()
 
 
 def test_model_without_feature_names_takes_columns_by_position(tmp_path, capsys):
