@@ -3,7 +3,8 @@
 Attribution measures compare estimated values with a reference (absolute error, ranking
 accuracy), check an axiom (efficiency gap) or ask the model: the faithfulness correlation of
 Bhatt, Weller and Moura (IJCAI 2020) over random player subsets, which attribution
-explainers' ``score`` returns, and the deletion-order faithfulness and monotonicity.
+explainers' ``score`` returns, the signed deletion-order faithfulness and the
+monotonicity.
 Recourse measures (validity, sparsity, proximity, diversity, yNN, redundancy) take a
 :class:`~sklearn_xai.Counterfactuals` result.
 """
@@ -193,12 +194,16 @@ def _first_output(attribution_values, output=0):
 
 
 def faithfulness(model_fn, X, attribution, reference, groups=None, output=0):
-    """Pearson correlation of ``|value|`` with the output change along the deletion order.
+    """Signed Pearson correlation of the values with the output drops along the deletion
+    order.
 
-    For each row, players are removed (set to the reference) in order of decreasing
-    ``|value|``; the step changes ``|Delta_k|`` are correlated with the sorted ``|value|``.
-    Rows whose steps or values are constant (up to round-off) count as 0. Averaged over
-    rows.
+    For each row, players are removed (set to the reference) one at a time in order of
+    decreasing ``|value|``; the drop of the ``k``-th removal, ``Delta_k = f(before) -
+    f(after)``, is correlated with the signed value of the player removed. Signs matter,
+    as in :func:`faithfulness_correlation`: a player whose removal lowers the output should
+    have a positive value, so values that match the drops score near 1 and the same values
+    negated score exactly the negative. Rows whose drops or values are constant (up to
+    round-off) count as 0. Averaged over rows.
 
     Parameters
     ----------
@@ -220,14 +225,15 @@ def faithfulness(model_fn, X, attribution, reference, groups=None, output=0):
     Returns
     -------
     float
-        The mean correlation, in [-1, 1].
+        The mean correlation, in [-1, 1]; ``faithfulness(..., -phi, ...)`` is
+        ``-faithfulness(..., phi, ...)``.
     """
     values = _first_output(attribution, output)
     fn = _single_output(model_fn, output)
     order, curve = deletion_curve(fn, X, values, reference, groups)
-    delta = np.abs(np.diff(curve, axis=1))
-    sorted_abs = np.take_along_axis(np.abs(values), order, axis=1)
-    return float(np.mean(_pearson_over_axis1(sorted_abs[:, :, None], delta[:, :, None])))
+    drops = -np.diff(curve, axis=1)  # f(before) - f(after) of each removal
+    sorted_values = np.take_along_axis(values, order, axis=1)
+    return float(np.mean(_pearson_over_axis1(sorted_values[:, :, None], drops[:, :, None])))
 
 
 def faithfulness_correlation(model_fn, X, attribution, reference, groups=None, *,

@@ -135,13 +135,34 @@ def test_faithfulness_counts_steps_equal_up_to_round_off_as_constant():
     X = np.ones((3, 6))
     values = np.tile(np.arange(6.0, 0.0, -1.0), (3, 1))
     assert faithfulness(model_fn, X, values, np.zeros((1, 6))) == 0.0
-    # the Pearson correlation of faithfulness_correlation, row by row
+    # the Pearson correlation of the signed values with the signed drops, row by row
     rng = np.random.default_rng(0)
     values = rng.normal(size=(3, 6))
     X = rng.normal(size=(3, 6))
     order = np.argsort(-np.abs(values), axis=1, kind="stable")
-    steps = 0.1 * np.abs(np.take_along_axis(X, order, axis=1))  # |f| drop per step
-    sorted_abs = np.take_along_axis(np.abs(values), order, axis=1)
-    expected = np.mean([np.corrcoef(a, d)[0, 1] for a, d in zip(sorted_abs, steps)])
+    drops = 0.1 * np.take_along_axis(X, order, axis=1)  # f drops by 0.1 x_j removing j
+    sorted_values = np.take_along_axis(values, order, axis=1)
+    expected = np.mean([np.corrcoef(a, d)[0, 1] for a, d in zip(sorted_values, drops)])
     assert faithfulness(model_fn, X, values, np.zeros((1, 6))) == pytest.approx(expected,
                                                                                  rel=1e-9)
+
+
+def test_faithfulness_is_signed():
+    """A negated explanation scores the negative (the deletion order, by |value|, is the
+    same), on a model with interactions explained by SHEAR."""
+    explainer, X = _interacting_explainer(n_evals=8, random_state=0)
+    rows = X[:40]
+    att = explainer.explain(rows)
+    phi = att.values
+    reference = rows.mean(axis=0, keepdims=True)
+    good = faithfulness(explainer.model_fn_, rows, phi, reference)
+    bad = faithfulness(explainer.model_fn_, rows, -phi, reference)
+    assert good > 0.5
+    assert bad == pytest.approx(-good, abs=1e-12)
+    # an additive model explained exactly against the same reference scores 1
+    y = X @ np.array([1.0, -2.0, 0.5, 0.25, 3.0])
+    linear = LinearRegression().fit(X, y)
+    exact = linear.coef_ * (rows - reference)  # the drop of removing each feature
+    fn = lambda Z: linear.predict(Z)[:, None]  # noqa: E731
+    assert faithfulness(fn, rows, exact, reference) == pytest.approx(1.0, abs=1e-9)
+    assert faithfulness(fn, rows, -exact, reference) == pytest.approx(-1.0, abs=1e-9)
