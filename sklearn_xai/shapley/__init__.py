@@ -1,13 +1,20 @@
-"""Model-agnostic Shapley values: the game, its estimators and the explainers built on them."""
+"""Model-agnostic Shapley values: the game, its estimators and the explainers built on them.
+
+The game and its estimators are imported eagerly; the explainers built on them (SHEAR and the
+knockoff explainers) only when asked for, so the game layer never loads the layers above it
+(``import sklearn_xai.tree`` needs the estimators' weights, not SHEAR or the knockoffs).
+"""
+
+import importlib
 
 from ._estimators import ALGORITHMS, exact_shapley, kernel_shapley, permutation_shapley
 from ._game import Game, ImputationGame
 
-# knockoff imputation (KnockoffSHAP, KnockoffSAGE)
-from ._knockoff import KnockoffSAGE, KnockoffSHAP  # noqa: E402
-
-# SHEAR (issue 4)
-from ._shear import ShearExplainer
+_LAZY = {
+    "ShearExplainer": "sklearn_xai.shapley._shear",
+    "KnockoffSHAP": "sklearn_xai.shapley._knockoff",
+    "KnockoffSAGE": "sklearn_xai.shapley._knockoff",
+}
 
 __all__ = [
     "Game",
@@ -16,8 +23,17 @@ __all__ = [
     "exact_shapley",
     "permutation_shapley",
     "kernel_shapley",
-    # SHEAR (issue 4)
     "ShearExplainer",
     "KnockoffSHAP",
     "KnockoffSAGE",
 ]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'sklearn_xai.shapley' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
