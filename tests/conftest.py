@@ -98,7 +98,7 @@ def pytest_sessionstart(session):
         return
     seconds, compiled = warm_numba_kernels()
     _WARMUP.update(seconds=seconds, kernels=len(compiled),
-                   signatures=sum(compiled.values()))
+                   signatures=sum(compiled.values()), compiled=compiled)
 
 
 @pytest.fixture(autouse=True)

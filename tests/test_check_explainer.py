@@ -119,6 +119,23 @@ EXACT_REGIMES = {
 }
 
 
+def test_numba_kernels_are_compiled_before_the_first_test():
+    """The TreeSHAP kernels compile (minutes on a loaded machine with a cold cache) in
+    pytest_sessionstart, outside the per-test timeout that covers fixtures too."""
+    import os
+
+    from . import conftest
+
+    if os.environ.get("SKLEARN_XAI_WARMUP", "1") == "0":
+        pytest.skip("SKLEARN_XAI_WARMUP=0")
+    compiled = conftest._WARMUP["compiled"]
+    # path-dependent (path / pattern tables), interventional (tables / pairwise), and the
+    # interaction kernels of both
+    for kernel in ("_shap_path", "_shap_inter", "_build_tables", "_shap_tables",
+                   "_inter_tables", "_shap_interv"):
+        assert compiled.get(kernel, 0) >= 1, (kernel, compiled)
+
+
 @pytest.mark.parametrize("name", list(EXACT_REGIMES))
 def test_every_attribution_explainer_passes_in_its_exact_regime(X, name):
     check_explainer(EXACT_REGIMES[name](), X)
