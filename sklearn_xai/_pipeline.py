@@ -3,8 +3,11 @@
 An explainer that explains a :class:`~sklearn.pipeline.Pipeline` in its input columns
 needs, for each column the final model receives, the one input column it is computed
 from. That is known only for transformers whose every output column is a function of
-one input column; it is decided here by the transformer's *type* (never by comparing
-widths: a PCA with as many components as inputs mixes them all).
+one input column; it is decided here by the transformer's *exact* type (never by
+comparing widths: a PCA with as many components as inputs mixes them all). A subclass of
+a known transformer may override ``transform`` (and mix columns), so it is not trusted:
+:func:`is_known_step` is the one rule, used by every consumer (this map, the feature
+groups and the NaN rule of :mod:`sklearn_xai.base`, P2CE's input owners).
 """
 
 from numbers import Integral
@@ -13,7 +16,30 @@ import numpy as np
 
 from ._utils import unwrap_frozen
 
-__all__ = ["input_column_map"]
+__all__ = ["input_column_map", "is_known_step"]
+
+
+def is_known_step(step, types):
+    """Whether ``step`` (a ``FrozenEstimator`` unwrapped) is exactly of one of ``types``.
+
+    Exact types, not ``isinstance``: a subclass of a column-wise transformer may override
+    ``transform`` and mix columns (or stop imputing), and nothing about its behaviour is
+    known, so every consumer treats it as an unknown step.
+
+    Parameters
+    ----------
+    step : object
+        A pipeline step.
+    types : type or tuple of type
+        The known classes.
+
+    Returns
+    -------
+    bool
+    """
+    if isinstance(types, type):
+        types = (types,)
+    return type(unwrap_frozen(step)) in tuple(types)
 
 
 def _one_to_one_types():
@@ -101,7 +127,7 @@ def _step_map(step, n_in, label, names):
         return np.arange(n_in)
     if isinstance(step, str) and step == "drop":
         return np.zeros(0, dtype=np.int64)
-    if isinstance(step, Pipeline):
+    if is_known_step(step, Pipeline):
         cols = np.arange(n_in)
         for name, sub in step.steps:
             cols = cols[_step_map(sub, len(cols), _label(label, name),
@@ -111,7 +137,7 @@ def _step_map(step, n_in, label, names):
     if n_fitted is not None and int(n_fitted) != n_in:
         raise ValueError(f"The step {label} ({type(step).__name__}) was fitted on "
                          f"{n_fitted} columns but receives {n_in}.")
-    if isinstance(step, ColumnTransformer):
+    if is_known_step(step, ColumnTransformer):
         return _column_transformer_map(step, n_in, label, names)
     cols = _transformer_map(step, n_in, label)
     _check_width(step, cols, label)
@@ -122,9 +148,9 @@ def _transformer_map(step, n_in, label):
     from sklearn.impute import MissingIndicator, SimpleImputer
     from sklearn.preprocessing import KBinsDiscretizer, OneHotEncoder, TargetEncoder
 
-    if isinstance(step, _one_to_one_types()):
+    if is_known_step(step, _one_to_one_types()):
         return np.arange(n_in)
-    if isinstance(step, OneHotEncoder):
+    if is_known_step(step, OneHotEncoder):
         widths = []
         drop = getattr(step, "drop_idx_", None)
         infrequent = getattr(step, "infrequent_categories_", None) \
@@ -137,17 +163,17 @@ def _transformer_map(step, n_in, label):
                 w -= 1
             widths.append(w)
         return np.repeat(np.arange(n_in), widths)
-    if isinstance(step, KBinsDiscretizer):
+    if is_known_step(step, KBinsDiscretizer):
         if step.encode == "ordinal":
             return np.arange(n_in)
         return np.repeat(np.arange(n_in), np.asarray(step.n_bins_, dtype=np.int64))
-    if isinstance(step, TargetEncoder):
+    if is_known_step(step, TargetEncoder):
         if step.target_type_ == "multiclass":  # feature-major, one column per class
             return np.repeat(np.arange(n_in), len(step.classes_))
         return np.arange(n_in)
-    if isinstance(step, MissingIndicator):
+    if is_known_step(step, MissingIndicator):
         return np.asarray(step.features_, dtype=np.int64)
-    if isinstance(step, SimpleImputer):
+    if is_known_step(step, SimpleImputer):
         import pandas as pd
 
         if getattr(step, "keep_empty_features", False):
@@ -158,9 +184,23 @@ def _transformer_map(step, n_in, label):
             kept = np.concatenate([kept, np.asarray(step.indicator_.features_,
                                                     dtype=np.int64)])
         return kept.astype(np.int64)
+    known = next((t for t in _all_known_types() if isinstance(step, t)), None)
+    why = (f" (a subclass of {known.__name__}: it may override transform, so only the "
+           f"exact class is trusted)") if known is not None else ""
     raise ValueError(
-        f"The step {label} ({type(step).__name__}) is not known to be column-wise: its "
-        f"output columns may mix input columns. Column-wise steps: {_SUPPORTED}.")
+        f"The step {label} ({type(step).__name__}) is not known to be column-wise{why}: "
+        f"its output columns may mix input columns. Column-wise steps: {_SUPPORTED}.")
+
+
+def _all_known_types():
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import MissingIndicator, SimpleImputer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import KBinsDiscretizer, OneHotEncoder, TargetEncoder
+
+    return _one_to_one_types() + (OneHotEncoder, KBinsDiscretizer, TargetEncoder,
+                                  MissingIndicator, SimpleImputer, Pipeline,
+                                  ColumnTransformer)
 
 
 def _check_width(step, cols, label):

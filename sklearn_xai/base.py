@@ -18,6 +18,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._model import RESPONSE_METHODS, frame_like, make_model_function
+from ._pipeline import is_known_step
 from ._utils import batch_slices, take_rows, unwrap_frozen
 
 __all__ = ["BaseExplainer", "OutputExplainer", "AttributionExplainer", "AttributionMixin",
@@ -29,17 +30,44 @@ def _is_frame(X):
     return hasattr(X, "iloc") and hasattr(X, "columns")
 
 
+def _is_series(X):
+    """A pandas Series (or a Series-like: ``iloc`` and a 1-D shape, no ``columns``)."""
+    return hasattr(X, "iloc") and not hasattr(X, "columns") and \
+        len(getattr(X, "shape", ())) == 1
+
+
 def _model_allows_nan(model):
-    """Whether ``model`` (a Pipeline too) takes rows with missing values.
+    """Whether ``model`` (a Pipeline too) takes rows with missing values in every column.
 
     A :class:`~sklearn.pipeline.Pipeline` does not carry an ``allow_nan`` tag of its own,
     so it is decided step by step: an imputer (or an encoder that makes NaN a category)
-    removes the missing values, a ``ColumnTransformer`` needs every branch to, and any
-    other step must accept NaN itself and pass it on to a model that accepts it.
+    removes the missing values, a ``ColumnTransformer`` needs every branch to (a
+    ``"passthrough"`` branch or remainder hands them on to the next step, which decides),
+    and any other step must accept NaN itself and pass it on to a model that accepts it.
+    Steps are recognised by their exact class (:func:`sklearn_xai._pipeline.is_known_step`):
+    a subclass of an imputer may not impute, so its own ``allow_nan`` tag decides.
     """
     if model is None:  # no model (or no sampler) given: nothing vouches for NaN
         return False
     return _step_allows_nan(model, then=True)
+
+
+def _model_nan_columns(model, n_columns):
+    """Which of the ``n_columns`` input columns of ``model`` may hold missing values.
+
+    As :func:`_model_allows_nan`, column by column where the pipeline's first step is a
+    ``ColumnTransformer`` (or a Pipeline starting with one): a column takes NaN when every
+    branch that reads it does (an imputer on it, or a ``"passthrough"`` to later steps
+    that take NaN); a column no branch reads is dropped. Elsewhere one answer for all.
+
+    Returns
+    -------
+    ndarray of bool of shape (n_columns,)
+    """
+    if model is None:
+        return np.zeros(n_columns, dtype=bool)
+    return np.broadcast_to(_step_nan_columns(model, n_columns, then=True),
+                           (n_columns,)).copy()
 
 
 def _nan_consuming_types():
@@ -54,27 +82,76 @@ def _nan_consuming_types():
     return types + (IterativeImputer,)
 
 
+def _is_passthrough(step):
+    """``None``, ``"passthrough"`` or a fitted ColumnTransformer's identity transformer."""
+    from sklearn.preprocessing import FunctionTransformer
+
+    step = unwrap_frozen(step)
+    if step is None or (isinstance(step, str) and step == "passthrough"):
+        return True
+    return (is_known_step(step, FunctionTransformer) and step.func is None
+            and step.inverse_func is None)
+
+
+def _ct_branches(ct):
+    """``(transformer, input indices or None)`` of every branch of a ColumnTransformer.
+
+    A fitted ``"passthrough"`` branch or remainder is fitted as an identity
+    ``FunctionTransformer``; it is given back as ``"passthrough"``.
+    """
+    fitted = hasattr(ct, "transformers_")
+    specs = {name: trans for name, trans, _ in ct.transformers}
+    known = getattr(ct, "_transformer_to_input_indices", None) if fitted else None
+    out = []
+    for name, trans, _ in (ct.transformers_ if fitted else ct.transformers):
+        spec = ct.remainder if name == "remainder" else specs.get(name, trans)
+        if isinstance(spec, str) and spec == "passthrough":
+            trans = "passthrough"
+        idx = None
+        if known is not None and name in known:
+            idx = np.asarray(known[name], dtype=np.int64)
+        out.append((trans, idx))
+    if not fitted:
+        out.append((ct.remainder, None))
+    return out
+
+
 def _step_allows_nan(step, then):
     """NaN-tolerance of ``step`` followed by steps whose tolerance is ``then``."""
+    return bool(np.all(_step_nan_columns(step, None, then)))
+
+
+def _step_nan_columns(step, n_in, then):
+    """NaN-tolerance of ``step`` (then steps of tolerance ``then``) per input column.
+
+    A bool for all columns, or (with ``n_in`` known and a ColumnTransformer first) one
+    bool per input column.
+    """
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
 
     step = unwrap_frozen(step)
-    if step is None or (isinstance(step, str) and step == "passthrough"):
+    if _is_passthrough(step):
         return then
     if isinstance(step, str):  # "drop"
         return True
-    if isinstance(step, _nan_consuming_types()):
+    if is_known_step(step, _nan_consuming_types()):
         return True
-    if isinstance(step, Pipeline):
-        for _, inner in reversed(step.steps):
+    if is_known_step(step, Pipeline):
+        if not step.steps:
+            return then
+        for _, inner in reversed(step.steps[1:]):
             then = _step_allows_nan(inner, then)
-        return then
-    if isinstance(step, ColumnTransformer):
-        branches = [t for _, t, _ in getattr(step, "transformers_", step.transformers)]
-        if not hasattr(step, "transformers_"):
-            branches.append(step.remainder)
-        return all(_step_allows_nan(t, then) for t in branches)
+        return _step_nan_columns(step.steps[0][1], n_in, then)
+    if is_known_step(step, ColumnTransformer):
+        branches = _ct_branches(step)
+        if n_in is None or any(idx is None for _, idx in branches):
+            return all(_step_allows_nan(t, then) for t, _ in branches)
+        ok = np.ones(n_in, dtype=bool)  # a column no branch reads is dropped
+        for trans, idx in branches:
+            if len(idx):
+                ok[idx] &= _step_allows_nan(trans, then)
+        return ok
     try:
         return bool(get_tags(step).input_tags.allow_nan) and then
     except Exception:  # models outside scikit-learn may not implement tags
@@ -228,7 +305,10 @@ def groups_from_transformer(transformer):
     """Feature groups of a fitted ``ColumnTransformer`` or ``OneHotEncoder`` output.
 
     Output columns that came from one input column (e.g. the one-hot columns of one
-    category) form one group named after that input column.
+    category) form one group named after that input column. A branch is split by input
+    column only when it is known to be column-wise, by the same rule as TreeSHAP's input
+    columns (:func:`sklearn_xai._pipeline.input_column_map`: exact classes, a subclass may
+    mix columns); any other branch is one group named after the branch.
 
     Parameters
     ----------
@@ -244,38 +324,44 @@ def groups_from_transformer(transformer):
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder
 
-    if isinstance(transformer, Pipeline):
-        transformer = transformer.steps[-1][1]
-    if isinstance(transformer, OneHotEncoder):
-        groups, start = {}, 0
-        names = getattr(transformer, "feature_names_in_",
-                        [f"x{j}" for j in range(len(transformer.categories_))])
-        for name, cats in zip(names, transformer.categories_):
-            width = len(cats) - (0 if transformer.drop_idx_ is None or
-                                 transformer.drop_idx_[list(names).index(name)] is None else 1)
-            groups[str(name)] = list(range(start, start + width))
-            start += width
-        return groups
-    if not isinstance(transformer, ColumnTransformer):
-        raise TypeError(f"Cannot infer feature groups from {type(transformer).__name__}.")
+    from ._pipeline import _step_map
+
+    transformer = unwrap_frozen(transformer)
+    if is_known_step(transformer, Pipeline):
+        transformer = unwrap_frozen(transformer.steps[-1][1])
+    if is_known_step(transformer, OneHotEncoder):
+        n_in = len(transformer.categories_)
+        names = [str(n) for n in getattr(transformer, "feature_names_in_",
+                                         [f"x{j}" for j in range(n_in)])]
+        cols = _step_map(transformer, n_in, "transformer", names)
+        return {names[j]: [int(c) for c in np.flatnonzero(cols == j)] for j in range(n_in)}
+    if not is_known_step(transformer, ColumnTransformer):
+        raise TypeError(f"Cannot infer feature groups from {type(transformer).__name__} "
+                        "(a ColumnTransformer, a OneHotEncoder or a Pipeline ending in one "
+                        "is needed; a subclass of one is not trusted).")
     groups = {}
+    specs = {name: trans for name, trans, _ in transformer.transformers}
     for name, trans, cols in transformer.transformers_:
         if name == "remainder" and trans == "drop":
             continue
         sl = transformer.output_indices_[name]
         if sl.stop == sl.start:
             continue
-        inner = trans.steps[-1][1] if isinstance(trans, Pipeline) else trans
+        spec = transformer.remainder if name == "remainder" else specs.get(name, trans)
+        if isinstance(spec, str) and spec == "passthrough":
+            trans = "passthrough"  # fitted as an identity FunctionTransformer
         in_names = _input_names(transformer, cols)
-        if isinstance(inner, OneHotEncoder):
-            sub = groups_from_transformer(inner)
-            for in_name, (_, out_cols) in zip(in_names, sub.items()):
-                groups[str(in_name)] = [sl.start + c for c in out_cols]
-        elif sl.stop - sl.start == len(in_names):
-            for k, in_name in enumerate(in_names):
-                groups[str(in_name)] = [sl.start + k]
-        else:
+        try:
+            owner = _step_map(trans, len(in_names), repr(name), in_names)
+        except ValueError:  # not known to be column-wise: one group for the branch
+            owner = None
+        if owner is None or len(owner) != sl.stop - sl.start:
             groups[str(name)] = list(range(sl.start, sl.stop))
+            continue
+        for k, in_name in enumerate(in_names):
+            out = [sl.start + int(c) for c in np.flatnonzero(owner == k)]
+            if out:
+                groups[str(in_name)] = out
     return groups
 
 
@@ -421,6 +507,7 @@ class BaseExplainer(BaseEstimator):
                 raise NotFittedError(
                     "The FrozenEstimator wraps an unfitted model; fit it before freezing."
                 ) from exc
+            _check_steps_fitted(self.model)
             self.model_ = self.model
             self._check_classes(self.model_)
             return self.model_
@@ -459,6 +546,17 @@ class BaseExplainer(BaseEstimator):
         model = getattr(self, "model_", self.model)
         return _model_allows_nan(model)
 
+    def _nan_columns(self, n_columns):
+        """Which input columns may hold NaN when :meth:`_allow_nan` says not all may.
+
+        An explainer whose ``_allow_nan`` is the base's (the model decides) asks the model
+        column by column (:func:`_model_nan_columns`); one that overrides ``_allow_nan``
+        decides for every column.
+        """
+        if type(self)._allow_nan is not BaseExplainer._allow_nan:
+            return np.zeros(n_columns, dtype=bool)
+        return _model_nan_columns(getattr(self, "model_", self.model), n_columns)
+
     def _validate_X(self, X, *, reset, allow_nan=None):
         """Check ``X`` and set/check ``n_features_in_`` and ``feature_names_in_``.
 
@@ -471,7 +569,8 @@ class BaseExplainer(BaseEstimator):
         reset : bool
             True in ``fit``, False afterwards.
         allow_nan : bool or None
-            Whether NaN may appear; ``None`` takes the model's ``allow_nan`` tag.
+            Whether NaN may appear; ``None`` asks the model (:meth:`_allow_nan`, then
+            column by column, :meth:`_nan_columns`).
 
         Returns
         -------
@@ -482,10 +581,18 @@ class BaseExplainer(BaseEstimator):
                 f"model is the class {self.model.__name__}, not an estimator; pass an "
                 f"instance such as {self.model.__name__}() (or a trained one wrapped in "
                 "sklearn.frozen.FrozenEstimator).")
+        nan_columns = None  # which columns may hold NaN when not all may
         if allow_nan is None:
             allow_nan = self._allow_nan()
+            if not allow_nan:
+                nan_columns = self._nan_columns
         if X is None:
             raise ValueError("X is None; pass a 2-D array or DataFrame of rows.")
+        if _is_series(X):
+            raise ValueError(
+                f"X is a pandas Series (shape {X.shape}); {type(self).__name__} takes 2-D "
+                "rows. For one row of a DataFrame pass X.iloc[[0]] (a one-row DataFrame), "
+                "or series.to_frame().T for a Series that holds one row.")
         if not reset and getattr(self, "_input_template", None) is not None and not (
                 _is_frame(X) and (all(isinstance(c, str) for c in X.columns)
                                   or list(X.columns) == list(self._input_template.columns))):
@@ -504,7 +611,9 @@ class BaseExplainer(BaseEstimator):
                                  f"{X.shape[1]})) while a minimum of 1 is required.")
             if X.shape[1] == 0:
                 raise ValueError("X has 0 feature(s); a minimum of 1 is required.")
-            for name in X.columns:
+            ok = nan_columns(X.shape[1]) if nan_columns is not None else \
+                np.zeros(X.shape[1], dtype=bool)
+            for j, name in enumerate(X.columns):
                 dtype = X[name].dtype
                 if pd.api.types.is_complex_dtype(dtype):
                     raise ValueError(f"Complex data not supported: column {name!r} of X.")
@@ -513,7 +622,7 @@ class BaseExplainer(BaseEstimator):
                     col = X[name].to_numpy(dtype=np.float64, na_value=np.nan)
                     if np.isinf(col).any():
                         raise ValueError(f"Input X contains infinity in column {name!r}.")
-                    if not allow_nan and np.isnan(col).any():
+                    if not allow_nan and not ok[j] and np.isnan(col).any():
                         raise ValueError(
                             f"Input X contains NaN in column {name!r}; this model/method "
                             "cannot take missing values: impute them (e.g. a SimpleImputer "
@@ -525,7 +634,10 @@ class BaseExplainer(BaseEstimator):
             self._input_template = None
         X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan")
         if not allow_nan:
-            bad = np.flatnonzero(np.isnan(X).any(axis=0))
+            bad = np.isnan(X).any(axis=0)
+            if bad.any() and nan_columns is not None:
+                bad &= ~nan_columns(X.shape[1])
+            bad = np.flatnonzero(bad)
             if bad.size:
                 raise ValueError(
                     f"Input X contains NaN in column {int(bad[0])}; this model/method cannot "
@@ -832,6 +944,10 @@ class RecourseMixin(TransformerMixin):
 def split_pipeline(model):
     """``(preprocessing, final_step)`` of a (possibly frozen) model.
 
+    Nested pipelines are flattened first (a step that is itself a Pipeline, frozen or not,
+    contributes its own steps), so a Pipeline whose last step is a Pipeline ending in a
+    model is split as the same pipeline written flat.
+
     Parameters
     ----------
     model : estimator
@@ -842,17 +958,63 @@ def split_pipeline(model):
     -------
     preprocessing : Pipeline or None
         The steps before the last one; ``None`` for a model that is not a Pipeline of two
-        or more steps.
+        or more steps (once flattened).
     final_step : estimator
         The last step (the model itself when it is not a Pipeline).
     """
     from sklearn.pipeline import Pipeline
 
     inner = unwrap_frozen(model)
-    if isinstance(inner, Pipeline):
-        pre = inner[:-1] if len(inner.steps) > 1 else None
-        return pre, inner.steps[-1][1]
-    return None, inner
+    if not isinstance(inner, Pipeline):
+        return None, inner
+    steps = _flat_steps(inner)
+    final = unwrap_frozen(steps[-1][1])
+    if len(steps) == 1:
+        return None, final
+    if len(steps) == len(inner.steps):  # nothing nested: the pipeline's own slice
+        return inner[:-1], final
+    return Pipeline(steps[:-1], memory=inner.memory, verbose=inner.verbose), final
+
+
+def _check_steps_fitted(model):
+    """NotFittedError naming the first unfitted step of a (frozen, nested) Pipeline.
+
+    scikit-learn's ``check_is_fitted`` on a Pipeline looks at its last step only.
+    """
+    from sklearn.pipeline import Pipeline
+
+    inner = unwrap_frozen(model)
+    if not isinstance(inner, Pipeline):
+        return
+    for name, step in _flat_steps(inner):
+        step = unwrap_frozen(step)
+        if step is None or isinstance(step, str):  # "passthrough", "drop"
+            continue
+        try:
+            check_is_fitted(step)
+        except NotFittedError as exc:
+            raise NotFittedError(
+                f"The step {name!r} ({type(step).__name__}) of the model's Pipeline is not "
+                "fitted; fit the whole pipeline before freezing it.") from exc
+        except TypeError:  # not an estimator: the model's own calls will tell
+            continue
+
+
+def _flat_steps(pipeline, prefix=""):
+    """``(name, step)`` of a Pipeline with every nested (or frozen) Pipeline expanded.
+
+    A nested step is named ``outer__inner``, as in the nested parameter names.
+    """
+    from sklearn.pipeline import Pipeline
+
+    steps = []
+    for name, step in pipeline.steps:
+        inner = unwrap_frozen(step)
+        if isinstance(inner, Pipeline) and inner.steps:
+            steps.extend(_flat_steps(inner, f"{prefix}{name}__"))
+        else:
+            steps.append((f"{prefix}{name}", step))
+    return steps
 
 
 def row_generators(random_state, X):

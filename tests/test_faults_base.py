@@ -178,3 +178,93 @@ def test_n_jobs_zero_is_refused_in_fit(n_jobs):
     X, y = _data()
     with pytest.raises(ValueError, match="n_jobs"):
         ShearExplainer(LogisticRegression(), n_evals=4, n_jobs=n_jobs).fit(X, y)
+
+
+# ---------------------------------------------- issue #24: the NaN rule and passthrough
+def _baseline_shapley(f, X, r):
+    """phi[n, i] of the single-reference game of ``f`` by enumerating every coalition."""
+    import itertools
+    from math import factorial
+
+    X, r = np.asarray(X, float), np.asarray(r, float).reshape(-1)
+    P = X.shape[1]
+    phi = np.zeros((len(X), P))
+    for i in range(P):
+        others = [j for j in range(P) if j != i]
+        for s in range(P):
+            w = factorial(s) * factorial(P - s - 1) / factorial(P)
+            for T in itertools.combinations(others, s):
+                z0 = np.tile(r, (len(X), 1))
+                z0[:, list(T)] = X[:, list(T)]
+                z1 = z0.copy()
+                z1[:, i] = X[:, i]
+                phi[:, i] += w * (f(z1) - f(z0))
+    return phi
+
+
+def test_passthrough_branch_hands_nan_to_the_step_that_decides():
+    # a passthrough branch or remainder made the whole pipeline "cannot take NaN": SHEAR
+    # refused a pipeline that imputes the NaN column (or ends in a NaN-native model),
+    # advising a SimpleImputer it already had; TreeSHAP took the same rows
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.impute import SimpleImputer
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = _data(n=120)
+    X[::5, 0] = np.nan
+    imputing = make_pipeline(
+        ColumnTransformer([("imp", SimpleImputer(), [0])], remainder="passthrough"),
+        LogisticRegression()).fit(X, y)
+    native = make_pipeline(
+        ColumnTransformer([("keep", "passthrough", [0]), ("s", StandardScaler(), [1, 2])]),
+        HistGradientBoostingClassifier(max_iter=10, random_state=0)).fit(X, y)
+    rows = X[:10]  # rows 0 and 5 have NaN in column 0
+    for pipe in (imputing, native):
+        exp = ShearExplainer(FrozenEstimator(pipe), n_evals=8, random_state=0).fit(X)
+        att = exp.explain(rows)
+        assert att.std is None  # 8 evaluations of 3 players: every coalition
+        truth = _baseline_shapley(lambda Z, p=pipe: p.predict_proba(Z)[:, 1], rows,
+                                  exp.reference_)
+        np.testing.assert_allclose(att.values, truth, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(att.values.sum(axis=1) + att.base_values,
+                                   pipe.predict_proba(rows)[:, 1], rtol=0, atol=1e-12)
+    # NaN in a column that reaches a model that cannot take it is still refused
+    leaky = make_pipeline(
+        ColumnTransformer([("imp", SimpleImputer(), [1])], remainder="passthrough"),
+        LogisticRegression()).fit(np.nan_to_num(X), y)
+    with pytest.raises(ValueError, match=r"NaN in column 0.*cannot take missing values"):
+        ShearExplainer(FrozenEstimator(leaky), n_evals=8, random_state=0).fit(X)
+
+
+# ------------------------------------------------------------ issue #24: messages
+@pytest.mark.parametrize("cls", [ShearExplainer, KnockoffSHAP, KnockoffSAGE,
+                                 TreeShapExplainer, MaceRecourse, P2CERecourse])
+def test_series_and_unfitted_pipeline_step_get_clear_messages(cls):
+    # explain(X.iloc[0]) said "could not convert string to float" (mixed data) or
+    # scikit-learn's "Expected a 2-dimensional container"; an unfitted step inside a
+    # FrozenEstimator(Pipeline) was a TypeError with a hint about column types
+    from sklearn.exceptions import NotFittedError
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = _data()
+    df = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": np.where(X[:, 2] > 0, "u", "v")})
+    make = (lambda: DecisionTreeClassifier(max_depth=3, random_state=0)) \
+        if cls is TreeShapExplainer else LogisticRegression
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["c"]),
+                                                 remainder="passthrough"), make()).fit(df, y)
+    hint = r"pandas Series.*X\.iloc\[\[0\]\].*series\.to_frame\(\)\.T"
+    with pytest.raises(ValueError, match=hint):
+        cls(FrozenEstimator(pipe)).fit(df.iloc[0])
+    if cls in (ShearExplainer, TreeShapExplainer):  # explain of a fitted explainer too
+        kw = {"n_evals": 4} if cls is ShearExplainer else {}
+        exp = cls(FrozenEstimator(pipe), **kw).fit(df)
+        for row in (df.iloc[0], df[["a", "b"]].iloc[0]):  # mixed and numeric data
+            with pytest.raises(ValueError, match=hint):
+                exp.explain(row)
+    # a step that was never fitted, in front of a fitted model
+    model = make().fit(X[:, :2], y)
+    unfitted = make_pipeline(StandardScaler(), model)
+    with pytest.raises(NotFittedError, match=r"'standardscaler' \(StandardScaler\).*not fitted"):
+        cls(FrozenEstimator(unfitted)).fit(X[:, :2])

@@ -19,8 +19,14 @@ Categorical routing, as each library does it (measured with xgboost 3.2, lightgb
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.frozen import FrozenEstimator
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LinearRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import MinMaxScaler, StandardScaler
+from sklearn.tree import DecisionTreeRegressor
 
 from sklearn_xai import TreeShapExplainer
 from sklearn_xai.tree import parse_model, predict_raw
@@ -226,3 +232,100 @@ def test_hgb_unseen_category(mode):
     att = exp.explain(rows)
     np.testing.assert_allclose(att.values.sum(axis=1) + att.base_values, model.predict(rows),
                                rtol=0, atol=1e-10)
+
+
+# ------------------------------------------------- issue #24: pipelines and messages
+class _MixingScaler(StandardScaler):
+    """A StandardScaler subclass whose transform mixes two columns."""
+
+    def transform(self, X, copy=None):
+        Z = np.asarray(super().transform(X, copy=copy), dtype=np.float64).copy()
+        Z[:, 0] = Z[:, 0] + Z[:, 1]
+        return Z
+
+
+class _NonImputer(SimpleImputer):
+    """A SimpleImputer subclass that does not impute (NaN goes through)."""
+
+    def transform(self, X):
+        return np.asarray(X, dtype=np.float64)
+
+
+def _two_column_data(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    return X, np.where(X[:, 0] > 0.3, 2.0, -1.0) + np.where(X[:, 1] > -0.2, 1.0, 0.0)
+
+
+def test_a_subclass_of_a_column_wise_transformer_is_not_trusted():
+    # a subclass of a whitelisted transformer was taken as column-wise (isinstance): its
+    # mixed column was labelled as input column 0, so the values were not the Shapley
+    # values of the input-column game, without a warning; the groups, the NaN rule and
+    # P2CE's input owners trusted it the same way
+    from sklearn_xai.base import _model_allows_nan, groups_from_transformer
+    from sklearn_xai.recourse._p2ce_models import input_owner
+
+    X, y = _two_column_data()
+    pipe = make_pipeline(_MixingScaler(), DecisionTreeRegressor(max_depth=3, random_state=0))
+    pipe.fit(X, y)
+    with pytest.warns(UserWarning, match=r"_MixingScaler.*not known to be column-wise"):
+        exp = TreeShapExplainer(FrozenEstimator(pipe)).fit(X)
+    assert exp.feature_space_ == "model"
+    att = exp.explain(X[:5])
+    np.testing.assert_allclose(att.values.sum(axis=1) + att.base_values,
+                               pipe.predict(X[:5]), rtol=0, atol=1e-10)
+    # the exact class is still trusted
+    plain = make_pipeline(StandardScaler(), DecisionTreeRegressor(max_depth=3)).fit(X, y)
+    assert TreeShapExplainer(FrozenEstimator(plain)).fit(X).feature_space_ == "input"
+    # every consumer applies the same rule
+    ct = ColumnTransformer([("mix", _MixingScaler(), [0, 1])]).fit(X)
+    assert groups_from_transformer(ct) == {"mix": [0, 1]}
+    assert groups_from_transformer(
+        ColumnTransformer([("s", StandardScaler(), [0, 1])]).fit(X)) == {"x0": [0], "x1": [1]}
+    assert input_owner(pipe[:-1], 2) is None
+    assert input_owner(plain[:-1], 2).tolist() == [0, 1]
+    not_imputing = make_pipeline(_NonImputer(), LinearRegression())
+    assert not _model_allows_nan(not_imputing)
+    assert _model_allows_nan(make_pipeline(SimpleImputer(), LinearRegression()))
+
+
+def test_a_pipeline_ending_in_a_pipeline_is_explained_as_the_flat_pipeline():
+    # Pipeline(..., Pipeline(..., tree)) was refused: "'Pipeline' is not a supported tree
+    # model"; the same steps written flat were explained
+    import itertools
+
+    from sklearn.pipeline import Pipeline
+
+    from ._oracles import values_from_game
+
+    X, y = _two_column_data(n=150)
+    X = np.c_[X, np.random.default_rng(1).normal(size=len(X))]
+    y = y + np.where(X[:, 2] > 0.1, 0.5, 0.0)
+    nested = Pipeline([("ct", ColumnTransformer([("s", StandardScaler(), [0, 1])],
+                                                remainder="passthrough")),
+                       ("model", Pipeline([("scale", MinMaxScaler()),
+                                           ("tree", DecisionTreeRegressor(max_depth=4,
+                                                                          random_state=0))]))])
+    nested.fit(X, y)
+    flat = Pipeline([("ct", nested[0]), ("scale", nested[1][0]), ("tree", nested[1][1])])
+    bg, rows = X[:12], X[100:104]
+    for mode in MODES:
+        got = TreeShapExplainer(FrozenEstimator(nested), feature_perturbation=mode).fit(bg)
+        ref = TreeShapExplainer(FrozenEstimator(flat), feature_perturbation=mode).fit(bg)
+        assert got.feature_space_ == "input" == ref.feature_space_
+        a, b = got.explain(rows), ref.explain(rows)
+        np.testing.assert_allclose(a.values, b.values, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(a.base_values, b.base_values, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(a.values.sum(axis=1) + a.base_values,
+                                   nested.predict(rows), rtol=0, atol=1e-10)
+    # interventional: the game over the input columns, enumerated through nested.predict
+    att = TreeShapExplainer(FrozenEstimator(nested),
+                            feature_perturbation="interventional").fit(bg).explain(rows)
+    for i, x in enumerate(rows):
+        v = {}
+        for S in itertools.product([0, 1], repeat=3):
+            h = bg.copy()
+            h[:, np.flatnonzero(S)] = x[np.flatnonzero(S)]
+            v[S] = nested.predict(h).mean()
+        phi, _ = values_from_game(v, 3)
+        np.testing.assert_allclose(att.values[i], phi[:, 0], rtol=0, atol=1e-10)

@@ -186,19 +186,28 @@ def _one_to_one_types():
 
 
 def _step_owner(step, n_in):
-    """Input column of every output column of a fitted column-wise step, or None."""
+    """Input column of every output column of a fitted column-wise step, or None.
+
+    Steps are recognised by their exact class (:func:`sklearn_xai._pipeline.is_known_step`,
+    the rule TreeSHAP and the base share): a subclass may override ``transform`` and mix
+    columns, so it is not known to be column-wise.
+    """
     from sklearn.compose import ColumnTransformer
     from sklearn.impute import SimpleImputer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import FunctionTransformer, KBinsDiscretizer, OneHotEncoder
 
+    from .._pipeline import is_known_step
+    from .._utils import unwrap_frozen
+
+    step = unwrap_frozen(step)
     if step is None or (isinstance(step, str) and step == "passthrough"):
         return np.arange(n_in)
-    if isinstance(step, FunctionTransformer) and step.func is None:
+    if is_known_step(step, FunctionTransformer) and step.func is None:
         return np.arange(n_in)  # identity (a ColumnTransformer's fitted "passthrough")
-    if isinstance(step, Pipeline):
+    if is_known_step(step, Pipeline):
         return input_owner(step, n_in)
-    if isinstance(step, ColumnTransformer):
+    if is_known_step(step, ColumnTransformer):
         to_in = getattr(step, "_transformer_to_input_indices", None)
         out_idx = getattr(step, "output_indices_", None)
         if to_in is None or out_idx is None:
@@ -215,16 +224,16 @@ def _step_owner(step, n_in):
                 return None
             owner[sl] = ins[sub]
         return owner if np.all(owner >= 0) else None
-    if isinstance(step, OneHotEncoder):
+    if is_known_step(step, OneHotEncoder):
         counts = getattr(step, "_n_features_outs", None)
         if counts is None or len(counts) != n_in:
             return None
         return np.repeat(np.arange(n_in), np.asarray(counts, dtype=np.int64))
-    if isinstance(step, KBinsDiscretizer):
+    if is_known_step(step, KBinsDiscretizer):
         if step.encode == "ordinal":
             return np.arange(n_in)
         return np.repeat(np.arange(n_in), np.asarray(step.n_bins_, dtype=np.int64))
-    if isinstance(step, SimpleImputer):
+    if is_known_step(step, SimpleImputer):
         if step.add_indicator:
             return None
         if getattr(step, "keep_empty_features", False):
@@ -232,7 +241,7 @@ def _step_owner(step, n_in):
         import pandas as pd
 
         return np.flatnonzero(~pd.isna(np.asarray(step.statistics_, dtype=object)))
-    if isinstance(step, _one_to_one_types()):
+    if is_known_step(step, _one_to_one_types()):
         return np.arange(n_in)
     return None
 
@@ -252,9 +261,18 @@ def input_owner(prefix, n_in):
     ndarray of int64 or None
         ``None`` when some step is not known to be column-wise.
     """
+    from sklearn.pipeline import Pipeline
+
+    from .._pipeline import is_known_step
+    from .._utils import unwrap_frozen
+
     owner = np.arange(n_in)
+    prefix = unwrap_frozen(prefix)
     if prefix is None:
         return owner
+    if not is_known_step(prefix, Pipeline):
+        sub = _step_owner(prefix, n_in)
+        return None if sub is None else owner[sub]
     for _, step in prefix.steps:
         sub = _step_owner(step, len(owner))
         if sub is None:
