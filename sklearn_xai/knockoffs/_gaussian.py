@@ -10,8 +10,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import draw_base_seed as _draw_base_seed
-from ._base import _row_draws
+from ._base import _discrete_support, _row_draws, _to_support
 from ._smatrix import singular_tolerance, solve_s
+
+# eigenvalues of the (standardised) knockoff covariance below this times the largest are
+# treated as 0 in its square root: the noise they would add is at most 1e-5 standard
+# deviations
+_ROOT_FLOOR = 1e-10
 
 
 class GaussianKnockoffs(BaseEstimator):
@@ -19,6 +24,10 @@ class GaussianKnockoffs(BaseEstimator):
 
     ``fit`` estimates the mean ``mu`` and covariance ``Sigma`` of ``X`` and solves for
     the knockoff diagonal ``s`` on the correlation scale; ``D = diag(s_j Sigma_jj)``.
+    The covariance is estimated on standardised columns (Ledoit-Wolf shrinks their
+    correlation matrix) and mapped back by the columns' standard deviations, so the
+    sampler is scale-equivariant: rescaling a column rescales its mean, variance and
+    knockoffs and changes nothing else.
     ``sample`` draws, for each given row ``x`` (new rows are allowed),
 
     ``X~ | X = x  ~  N(x - D Sigma^-1 (x - mu),  2 D - D Sigma^-1 D)``,
@@ -37,8 +46,9 @@ class GaussianKnockoffs(BaseEstimator):
         Smaller ``s_j`` means knockoffs closer to the original column: in knockoff
         imputation, attributions of strongly correlated features shrink.
     shrinkage : {"ledoit_wolf"} or None, default="ledoit_wolf"
-        Covariance estimator: Ledoit-Wolf shrinkage, or the plain (maximum
-        likelihood) sample covariance. The estimate must be positive definite: ``fit``
+        Covariance estimator: Ledoit-Wolf shrinkage of the correlation matrix towards
+        the identity (every variance stays the column's sample variance), or the plain
+        (maximum likelihood) sample covariance. The estimate must be positive definite: ``fit``
         raises a ValueError when the smallest eigenvalue of its correlation matrix is
         at most ``max(n_samples, n_features) * eps`` times its largest (the rank rule
         of :func:`numpy.linalg.matrix_rank`, which absorbs the round-off of the
@@ -49,14 +59,25 @@ class GaussianKnockoffs(BaseEstimator):
         barrier stage for SDP).
     tol : float, default=1e-8
         Relative convergence tolerance of the ``s`` solver.
-    support : {"observed"} or None, default=None
-        ``"observed"`` rounds every knockoff value to the nearest value that column
-        took in ``fit``, so binary and integer columns get values a real row can have
-        (a model or detector can otherwise tell knockoffs apart by their non-integer
-        values). Rounding makes the knockoffs only approximately exchangeable; for
-        data with many categorical columns prefer
+    support : {"auto", "observed"} or None, default="auto"
+        Where knockoff values may lie. ``"auto"``: a discrete column (2 to
+        ``MAX_DISCRETE_LEVELS = 20`` distinct values in ``fit``, and at most half as
+        many as rows: binary indicators, counts, ratings, integer-coded categories that
+        a pipeline may one-hot encode; the rule looks only at the distinct values, so
+        rescaling a column does not change it) gets knockoffs among the values it took
+        in ``fit``, by the
+        marginal quantile transform: the Gaussian draw ``t`` becomes
+        ``u = Phi((t - mean_j) / sqrt(covariance_jj))``, its probability under the
+        column's fitted marginal, and then the ``u``-quantile of the column's ``fit``
+        values. A draw distributed like the fitted marginal thus becomes a value
+        distributed like the observed column (rounding to the nearest value would
+        distort the frequencies of skewed or unevenly spaced values), and the map is
+        monotone, so the knockoff keeps its dependence on the row. Other columns keep
+        the Gaussian draws. ``"observed"`` rounds every knockoff value, of every column,
+        to the nearest value that column took in ``fit``. Either makes the knockoffs
+        only approximately exchangeable; for data with many categorical columns prefer
         :class:`~sklearn_xai.knockoffs.SequentialKnockoffs`. ``None`` keeps the
-        Gaussian draws.
+        Gaussian draws everywhere.
 
     Attributes
     ----------
@@ -71,8 +92,13 @@ class GaussianKnockoffs(BaseEstimator):
         ``2 D - D Sigma^-1 D``, the conditional covariance of a knockoff.
     n_iter_ : int
         Iterations the ``s`` solver ran.
-    support_values_ : list of ndarray or None
-        Sorted values of each column seen in ``fit`` (``support="observed"`` only).
+    discrete_ : ndarray of bool, shape (n_features,)
+        Columns whose knockoffs ``support="auto"`` maps onto their observed values (all
+        False for the other settings).
+    support_values_ : list of ndarray or None, or None
+        Sorted values of each column seen in ``fit``: every column with
+        ``support="observed"``; the discrete columns with ``"auto"`` (None for the
+        others); None with ``support=None``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when ``X`` has string column names.
@@ -88,11 +114,11 @@ class GaussianKnockoffs(BaseEstimator):
         "shrinkage": [StrOptions({"ledoit_wolf"}), None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "support": [StrOptions({"observed"}), None],
+        "support": [StrOptions({"auto", "observed"}), None],
     }
 
     def __init__(self, method="mvr", shrinkage="ledoit_wolf", max_iter=100, tol=1e-8,
-                 support=None):
+                 support="auto"):
         self.method = method
         self.shrinkage = shrinkage
         self.max_iter = max_iter
@@ -131,24 +157,34 @@ class GaussianKnockoffs(BaseEstimator):
                 "X has values too large for a covariance in float64 (it overflows to inf); "
                 "rescale the columns."
             )
-        if self.shrinkage == "ledoit_wolf":
-            cov_v, _ = ledoit_wolf(Xv, assume_centered=False)
-        else:
-            cov_v = np.cov(Xv, rowvar=False, bias=True).reshape(vary.size, vary.size)
-        if not np.all(np.isfinite(cov_v)) or not np.all(np.isfinite(mean)):
-            raise ValueError(
-                "X has values too large for a covariance in float64 (it overflows to inf); "
-                "rescale the columns."
-            )
-        scale = np.sqrt(np.diag(cov_v))
-        if not np.all(scale > 0):
-            j = int(vary[np.argmin(scale)])
+        if not np.all(spread > 0):
+            j = int(vary[np.argmin(spread)])
             raise ValueError(
                 f"Column {self._column_name(j)} of X varies too little for its variance "
                 "to be represented in float64 (it underflows to 0); rescale it."
             )
-        C = cov_v / np.outer(scale, scale)
+        # the model is estimated on standardised columns (Ledoit-Wolf shrinks the
+        # correlation matrix towards the identity) and mapped back: rescaling a column
+        # rescales its mean, variance and knockoffs and changes nothing else. Shrinking
+        # the raw covariance towards trace / p would let the largest column set every
+        # other column's variance.
+        Zv = (Xv - mean[vary]) / spread
+        if self.shrinkage == "ledoit_wolf":
+            C, _ = ledoit_wolf(Zv, assume_centered=True)
+        else:
+            C = np.cov(Zv, rowvar=False, bias=True).reshape(vary.size, vary.size)
+        if not np.all(np.isfinite(C)):
+            raise ValueError(
+                "X has values too large for a covariance in float64 (it overflows to inf); "
+                "rescale the columns."
+            )
+        # unit diagonal up to round-off: make it exact
+        d = np.sqrt(np.diag(C))
+        C = C / np.outer(d, d)
         C = (C + C.T) / 2.0
+        np.fill_diagonal(C, 1.0)
+        scale = spread
+        cov_v = C * np.outer(scale, scale)
         self._check_positive_definite(C, X.shape[0], vary)
         s_v, n_iter = solve_s(C, self.method, max_iter=self.max_iter, tol=self.tol)
         cov = np.zeros((p, p))
@@ -160,10 +196,19 @@ class GaussianKnockoffs(BaseEstimator):
         self.constant_ = constant
         self.s_ = s
         self.n_iter_ = n_iter
-        self.support_values_ = (
-            [np.unique(X[:, j]) for j in range(X.shape[1])] if self.support == "observed"
-            else None
-        )
+        self._supports = [None] * p
+        self._round = self.support == "observed"
+        if self.support == "auto":
+            self._supports = [None if constant[j] else _discrete_support(X[:, j])
+                              for j in range(p)]
+        self.discrete_ = np.array([sup is not None for sup in self._supports], dtype=bool)
+        if self.support == "observed":
+            self.support_values_ = [np.unique(X[:, j]) for j in range(p)]
+        elif self.support == "auto":
+            self.support_values_ = [None if sup is None else sup[0].copy()
+                                    for sup in self._supports]
+        else:
+            self.support_values_ = None
         try:
             self._set_sampling_matrices()
         except linalg.LinAlgError as exc:
@@ -214,23 +259,39 @@ class GaussianKnockoffs(BaseEstimator):
         )
 
     def _set_sampling_matrices(self):
+        """The knockoff mean and noise on the correlation scale: every matrix product
+        of ``sample`` runs on standardised columns and is mapped back by the columns'
+        scales, so that the knockoffs are equivariant to rescaling a column (an
+        eigendecomposition of the raw-scale knockoff covariance would not be)."""
         vary = np.flatnonzero(~self.constant_)
         p = self.covariance_.shape[0]
         cov = self.covariance_[np.ix_(vary, vary)]
-        d = self.s_[vary] * np.diag(cov)
-        chol = linalg.cho_factor(cov, lower=True)
-        Sinv_D = linalg.cho_solve(chol, np.diag(d))  # Sigma^-1 D
-        # knockoff mean (row form): x - (x - mu) @ Sigma^-1 D; constant columns: s = 0
+        sd = np.sqrt(np.diag(cov))
+        C = cov / np.outer(sd, sd)
+        C = (C + C.T) / 2.0
+        s = self.s_[vary]
+        chol = linalg.cho_factor(C, lower=True)
+        Cinv_S = linalg.cho_solve(chol, np.diag(s))  # C^-1 diag(s)
+        # knockoff mean (row form, standardised): z - z @ C^-1 diag(s); constant: s = 0
+        self._scale = np.ones(p)
+        self._scale[vary] = sd
         self._shift = np.zeros((p, p))
-        self._shift[np.ix_(vary, vary)] = Sinv_D
-        Vv = 2.0 * np.diag(d) - np.diag(d) @ Sinv_D
+        self._shift[np.ix_(vary, vary)] = Cinv_S
+        Vc = 2.0 * np.diag(s) - np.diag(s) @ Cinv_S
+        Vc = (Vc + Vc.T) / 2.0
         V = np.zeros((p, p))
-        V[np.ix_(vary, vary)] = (Vv + Vv.T) / 2.0
+        V[np.ix_(vary, vary)] = Vc * np.outer(sd, sd)
         self.knockoff_covariance_ = V
-        w, Q = linalg.eigh(V[np.ix_(vary, vary)])
-        w = np.clip(w, 0.0, None)
-        self._root = np.zeros((p, p))  # z @ root has covariance V
-        self._root[np.ix_(vary, vary)] = (Q * np.sqrt(w)).T
+        # the symmetric square root Q sqrt(w) Q^T: unlike (Q sqrt(w))^T it does not
+        # depend on the basis eigh picks in a repeated eigenvalue's eigenspace (which
+        # round-off can rotate), so equal models give equal draws. Eigenvalues below
+        # _ROOT_FLOOR times the largest are set to 0: a singular Vc (equicorrelated
+        # s = 2 lambda_min) computes them as round-off of either sign, whose square
+        # roots (1e-8 for 1e-16) would otherwise make the draws depend on the last bits
+        w, Q = linalg.eigh(Vc)
+        w = np.where(w > _ROOT_FLOOR * max(float(w[-1]), 0.0), w, 0.0)
+        self._root = np.zeros((p, p))  # z @ root has covariance Vc (standardised)
+        self._root[np.ix_(vary, vary)] = (Q * np.sqrt(w)) @ Q.T
 
     def score(self, X, y=None):
         """Mean Gaussian log-likelihood of the rows of ``X`` under the fitted model.
@@ -296,12 +357,16 @@ class GaussianKnockoffs(BaseEstimator):
         n, p = X.shape
         if row_indices is None:
             row_indices = range(n)
-        mean = X - (X - self.mean_) @ self._shift
+        mean = X - (((X - self.mean_) / self._scale) @ self._shift) * self._scale
         Z, _ = _row_draws(base_seed, row_indices, n_knockoffs * p)
         # one (n K, p) x (p, p) product rather than n small ones
         out = (Z.reshape(n * n_knockoffs, p) @ self._root).reshape(n, n_knockoffs, p)
+        out *= self._scale
         out += mean[:, None, :]
-        if self.support_values_ is not None:
+        for j in np.flatnonzero(self.discrete_):
+            out[:, :, j] = _to_support(out[:, :, j], self.mean_[j], self._scale[j],
+                                       self._supports[j])
+        if self._round:
             for j, values in enumerate(self.support_values_):
                 col = out[:, :, j]
                 k = np.clip(np.searchsorted(values, col), 1, max(len(values) - 1, 1))

@@ -8,11 +8,15 @@ import pandas as pd
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.linear_model import LassoCV, LogisticRegressionCV
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import draw_base_seed as _draw_base_seed
-from ._base import _row_draws
+from ._base import _discrete_support, _row_draws, _to_support
+
+# a lasso coefficient (standardised column on standardised predictors) at most this large
+# is round-off, not a selected predictor
+_COEF_ROUNDOFF = 1e-10
 
 
 def _as_frame(X):
@@ -33,7 +37,8 @@ class SequentialKnockoffs(BaseEstimator):
 
     * numeric ``X_j``: a cross-validated lasso (``LassoCV``); a knockoff is the
       prediction plus Gaussian noise with the residual standard deviation
-      ``sqrt(RSS / (n - nnz - 1))``;
+      ``sqrt(RSS / (n - nnz - 1))`` (mapped onto the column's observed values when it
+      is discrete, see ``support``);
     * categorical ``X_j``: a cross-validated multinomial logistic regression
       (``LogisticRegressionCV``, L2 penalty); a knockoff is drawn from the predicted
       class probabilities, so it is always a level seen in training.
@@ -57,6 +62,17 @@ class SequentialKnockoffs(BaseEstimator):
         Cross-validation folds of each column's model.
     Cs : int, default=10
         Number of inverse regularisation strengths tried by each logistic model.
+    support : {"auto"} or None, default="auto"
+        ``"auto"``: a discrete numeric column (2 to ``MAX_DISCRETE_LEVELS = 20``
+        distinct values in ``fit``, and at most half as many as rows: binary indicators,
+        counts, integer-coded categories that a pipeline may one-hot encode) gets knockoffs
+        among the values it took in ``fit``, by the marginal quantile transform of
+        :class:`~sklearn_xai.knockoffs.GaussianKnockoffs`: the Gaussian draw ``t``
+        becomes ``u = Phi((t - mean_j) / std_j)`` (the column's mean and standard
+        deviation in ``fit``), then the ``u``-quantile of the column's ``fit`` values,
+        which keeps the column's observed frequencies. Other numeric columns keep the
+        Gaussian draws; categorical columns are always drawn among their levels.
+        ``None``: Gaussian draws for every numeric column.
     random_state : int, RandomState instance or None, default=None
         Seeds the column order and the training rows' knockoffs drawn during ``fit``
         (the cross-validation folds are deterministic).
@@ -69,6 +85,9 @@ class SequentialKnockoffs(BaseEstimator):
         Which columns are modelled as categorical.
     levels_ : list
         Per column: the sorted training levels (categorical) or None.
+    discrete_ : ndarray of bool, shape (n_features,)
+        Numeric columns whose knockoffs ``support="auto"`` maps onto their observed
+        values.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when ``X`` is a DataFrame with string column names.
@@ -86,13 +105,16 @@ class SequentialKnockoffs(BaseEstimator):
         "categorical_features": ["array-like", None],
         "cv": [Interval(Integral, 2, None, closed="left")],
         "Cs": [Interval(Integral, 1, None, closed="left")],
+        "support": [StrOptions({"auto"}), None],
         "random_state": ["random_state"],
     }
 
-    def __init__(self, categorical_features=None, cv=5, Cs=10, random_state=None):
+    def __init__(self, categorical_features=None, cv=5, Cs=10, support="auto",
+                 random_state=None):
         self.categorical_features = categorical_features
         self.cv = cv
         self.Cs = Cs
+        self.support = support
         self.random_state = random_state
 
     # ------------------------------------------------------------------ helpers
@@ -215,6 +237,7 @@ class SequentialKnockoffs(BaseEstimator):
         self._center = np.zeros(p)
         self._scale = np.ones(p)
         cols = [frame.iloc[:, j].to_numpy() for j in range(p)]
+        self._supports = [None] * p
         for j in range(p):
             if self.categorical_[j]:
                 self.levels_[j] = list(pd.unique(pd.Series(cols[j])))
@@ -233,6 +256,9 @@ class SequentialKnockoffs(BaseEstimator):
                         "mean or standard deviation overflows to inf); rescale it."
                     )
                 self._scale[j] = sd if sd > 0 else 1.0
+                if self.support == "auto" and sd > 0:
+                    self._supports[j] = _discrete_support(v)
+        self.discrete_ = np.array([sup is not None for sup in self._supports], dtype=bool)
         enc_x = [self._encode_column(j, cols[j]) for j in range(p)]
         enc_ko = [None] * p
         self._models = [None] * p
@@ -258,9 +284,15 @@ class SequentialKnockoffs(BaseEstimator):
             if np.ptp(v) == 0 or Z.shape[1] == 0:
                 return {"kind": "constant" if np.ptp(v) == 0 else "gaussian_marginal",
                         "value": float(v[0]), "mean": float(v.mean()), "sigma": float(v.std())}
-            model = LassoCV(cv=self.cv).fit(Z, v)
-            resid = v - model.predict(Z)
-            nnz = int(np.count_nonzero(model.coef_))
+            # the lasso is fitted to the standardised column (the predictors are
+            # standardised too) and mapped back, so a column's scale changes only the
+            # scale of its knockoffs; coefficients below _COEF_ROUNDOFF (round-off left
+            # by coordinate descent, whose appearance depends on the last bits of the
+            # data) do not count as selected in the residual degrees of freedom
+            t = (v - self._center[j]) / self._scale[j]
+            model = LassoCV(cv=self.cv).fit(Z, t)
+            resid = t - model.predict(Z)
+            nnz = int(np.count_nonzero(np.abs(model.coef_) > _COEF_ROUNDOFF))
             dof = max(n - nnz - 1, 1)
             sigma = float(np.sqrt(resid @ resid / dof))
             return {"kind": "lasso", "model": model, "sigma": sigma}
@@ -297,10 +329,16 @@ class SequentialKnockoffs(BaseEstimator):
         m = Z.shape[0]
         if kind == "constant":
             return np.full(m, info["value"])
-        if kind == "gaussian_marginal":
-            return info["mean"] + info["sigma"] * normal
-        if kind == "lasso":
-            return info["model"].predict(Z) + info["sigma"] * normal
+        if kind in ("gaussian_marginal", "lasso"):
+            if kind == "gaussian_marginal":
+                values = info["mean"] + info["sigma"] * normal
+            else:  # the lasso models the standardised column
+                values = self._center[j] + self._scale[j] * (
+                    info["model"].predict(Z) + info["sigma"] * normal)
+            if self._supports[j] is not None:
+                values = _to_support(values, self._center[j], self._scale[j],
+                                     self._supports[j])
+            return values
         lv = self.levels_[j]
         if kind == "categorical_marginal":
             cdf = np.cumsum(info["freq"])
