@@ -1,0 +1,334 @@
+"""Shapley estimators at equal coalition budgets: ours against shapiq's order-1 approximators.
+
+Every game has exact truth: the small games (Adult, 12 players; German credit, 20 players)
+are dumped as full tables of coalition values (all ``2**P`` coalitions of each explained
+row, index = binary code of the mask, bit ``p`` = player ``p``), so that our estimators and
+shapiq's (run in their own Python 3.12 venv by ``_shapiq_side.py``) evaluate the very same
+game; the 32-player game is a dividend game with planted interactions (closed-form truth).
+
+Budgets: ``n_evals`` in 2, 4, ..., 64 coalition evaluations per player and row, i.e.
+``n_evals * P`` coalitions besides the empty and the full one; shapiq gets
+``budget = n_evals * P + 2`` (its budget counts the empty and full coalitions).
+
+Usage::
+
+    python benchmarks/bench_shapley.py [--quick] [--out DIR] [--skip-shapiq]
+        [--shapiq-python /work/bench_envs/shapiq312/bin/python]
+
+Steps: build the tables (cached in ``DIR``), run shapiq (cached), run ours, print the mean
+absolute error of every estimator, the ratio ours-best / shapiq-best per game and budget,
+the 95% interval coverage of ``frontier`` and the time per row outside the model.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sklearn_xai.shapley import ALGORITHMS, Game
+from sklearn_xai.shapley._estimators import all_masks, exact_shapley, unit_std
+from sklearn_xai.testing import DividendGame
+
+BUDGETS = (2, 4, 8, 16, 32, 64)
+HERE = Path(__file__).resolve().parent
+
+
+class TableGame(Game):
+    """A game given by each row's full table of coalition values (one output)."""
+
+    def __init__(self, tables, active=None):
+        self.tables = np.asarray(tables, dtype=np.float64)       # (n, 2**P)
+        self._P = int(round(np.log2(self.tables.shape[1])))
+        self._active = active
+        self.n_evaluations = 0
+        self._n_outputs = 1
+
+    @property
+    def n_players(self):
+        return self._P
+
+    @property
+    def n_rows(self):
+        return self.tables.shape[0]
+
+    def active_players(self):
+        return self._active
+
+    def value(self, masks, rows=None, count=True):
+        masks, row_ids = self._check_masks(masks, rows)
+        codes = masks.astype(np.int64) @ (np.int64(1) << np.arange(self._P, dtype=np.int64))
+        if codes.ndim == 1:
+            out = self.tables[row_ids][:, codes]
+        else:
+            out = np.take_along_axis(self.tables[row_ids], codes, axis=1)
+        self._count(row_ids.size, masks.shape[-2], count)
+        return out[:, :, None]
+
+
+# --------------------------------------------------------------------------- games
+
+def _adult():
+    from sklearn_xai.datasets import load_adult
+    X, y = load_adult(subset="train")
+    X = X.drop(columns=["fnlwgt", "education"])
+    cols = list(X.columns)
+    A = np.empty(X.shape, dtype=np.float64)
+    for j, c in enumerate(cols):
+        s = X[c]
+        A[:, j] = s.cat.codes.to_numpy() if hasattr(s, "cat") else s.to_numpy()
+    return A, y.to_numpy(), cols
+
+
+def _german():
+    from sklearn_xai.datasets import load_german_credit
+    X, y = load_german_credit()
+    A = np.empty(X.shape, dtype=np.float64)
+    for j, c in enumerate(X.columns):
+        s = X[c]
+        A[:, j] = s.cat.codes.to_numpy() if hasattr(s, "cat") else s.to_numpy()
+    return A, y.to_numpy(), list(X.columns)
+
+
+def _xgb(A, y, seed=0):
+    import xgboost
+    m = xgboost.XGBClassifier(n_estimators=100, max_depth=4, learning_rate=0.1, n_jobs=1,
+                              random_state=seed, tree_method="hist")
+    m.fit(A, y)
+    booster = m.get_booster()
+
+    def f(Z):
+        return booster.inplace_predict(np.ascontiguousarray(Z, dtype=np.float32))[:, None]
+    return f
+
+
+def _mlp(A, y, seed=0):
+    import torch
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)
+    mu, sd = A.mean(axis=0), A.std(axis=0) + 1e-9
+    Xt = torch.tensor((A - mu) / sd, dtype=torch.float32)
+    yt = torch.tensor(y, dtype=torch.float32)
+    net = torch.nn.Sequential(torch.nn.Linear(A.shape[1], 64), torch.nn.Softplus(),
+                              torch.nn.Linear(64, 64), torch.nn.Softplus(),
+                              torch.nn.Linear(64, 1))
+    opt = torch.optim.Adam(net.parameters(), lr=3e-3)
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(8):
+        perm = torch.randperm(len(yt), generator=g)
+        for k in range(0, len(yt), 256):
+            idx = perm[k:k + 256]
+            opt.zero_grad()
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                net(Xt[idx])[:, 0], yt[idx])
+            loss.backward()
+            opt.step()
+    net.eval()
+
+    def f(Z):
+        with torch.no_grad():
+            z = torch.tensor((np.asarray(Z, dtype=np.float64) - mu) / sd, dtype=torch.float32)
+            return torch.sigmoid(net(z)).numpy().astype(np.float64)
+    return f
+
+
+def _tables(f, X, R, P, chunk_rows=2**20):
+    """Full tables (n, 2**P): v(S) = mean_k f(x_S, R_k[~S])."""
+    masks = all_masks(P)
+    K = R.shape[0]
+    out = np.empty((X.shape[0], masks.shape[0]))
+    step = max(1, chunk_rows // K)
+    for r, x in enumerate(X):
+        for c0 in range(0, masks.shape[0], step):
+            m = masks[c0:c0 + step]
+            hyb = np.where(m[:, None, :], x[None, None, :], R[None, :, :])
+            out[r, c0:c0 + step] = f(hyb.reshape(-1, P)).reshape(m.shape[0], K).mean(axis=1)
+    return out
+
+
+def _active(X, R):
+    return ~np.all(X[:, None, :] == R[None], axis=1)
+
+
+def build(out, quick):
+    """Write every game's tables (or terms) to ``out``; cached."""
+    out.mkdir(parents=True, exist_ok=True)
+    n_small = 6 if quick else 12
+    n_german = 2 if quick else 4
+    specs = {}
+    rng = np.random.default_rng(0)
+    need = [g for g in ("adult_xgb_ref", "adult_xgb_bg16", "adult_mlp_ref", "german_xgb_bg16")
+            if not (out / f"{g}.npz").exists()]
+    if any(g.startswith("adult") for g in need):
+        A, y, _ = _adult()
+        rows = A[rng.choice(len(A), n_small, replace=False)]
+        ref = np.median(A, axis=0)[None]
+        bg = A[rng.choice(len(A), 16, replace=False)]
+        fx = _xgb(A, y)
+        specs["adult_xgb_ref"] = (fx, rows, ref)
+        specs["adult_xgb_bg16"] = (fx, rows, bg)
+        specs["adult_mlp_ref"] = (_mlp(A, y), rows, ref)
+    if "german_xgb_bg16" in need:
+        A, y, _ = _german()
+        g_rng = np.random.default_rng(1)
+        rows = A[g_rng.choice(len(A), n_german, replace=False)]
+        bg = A[g_rng.choice(len(A), 16, replace=False)]
+        specs["german_xgb_bg16"] = (_xgb(A, y), rows, bg)
+    for name in need:
+        f, rows, R = specs[name]
+        t0 = time.perf_counter()
+        tab = _tables(f, rows, R, rows.shape[1])
+        np.savez(out / f"{name}.npz", tables=tab, active=_active(rows, R))
+        print(f"built {name}: {tab.shape} in {time.perf_counter() - t0:.1f} s", flush=True)
+    if not (out / "dividend32.npz").exists():
+        P, n = 32, (4 if quick else 8)
+        d_rng = np.random.default_rng(2)
+        terms = {}
+        for order, count, scale in ((1, P, 1.0), (2, 40, 0.6), (3, 30, 0.5), (4, 12, 0.5),
+                                    (5, 6, 0.5)):
+            for _ in range(count):
+                T = tuple(sorted(d_rng.choice(P, order, replace=False).tolist()))
+                terms[T] = d_rng.normal(0, scale, n)
+        keys = sorted(terms)
+        np.savez(out / "dividend32.npz", n_players=P,
+                 sets=np.array([sum(1 << p for p in T) for T in keys], dtype=np.int64),
+                 dividends=np.array([terms[T] for T in keys]).T)  # (n, n_terms)
+        print("built dividend32", flush=True)
+
+
+def load_game(out, name):
+    z = np.load(out / f"{name}.npz")
+    if "tables" in z:
+        game = TableGame(z["tables"], z["active"])
+        return game, exact_shapley(game)[0][:, :, 0]
+    P = int(z["n_players"])
+    sets, div = z["sets"], z["dividends"]
+    terms = {tuple(p for p in range(P) if (int(s) >> p) & 1): div[:, k]
+             for k, s in enumerate(sets)}
+    game = DividendGame(P, terms, n_rows=div.shape[0])
+    return game, game.shapley_values()[0][:, :, 0]
+
+
+GAMES = ("adult_xgb_ref", "adult_xgb_bg16", "adult_mlp_ref", "german_xgb_bg16", "dividend32")
+
+
+# --------------------------------------------------------------------------- ours
+
+def run_ours(out, seeds, games=GAMES, methods=None, max_units_budget=16):
+    from sklearn_xai.shapley._frontier import frontier_shapley
+    methods = methods or {"kernel": ALGORITHMS["kernel"],
+                          "permutation": ALGORITHMS["permutation"],
+                          "frontier": frontier_shapley}
+    res = {}
+    for name in games:
+        game, truth = load_game(out, name)
+        n = game.n_rows
+        for mname, fn in methods.items():
+            for b in BUDGETS:
+                errs, cover, secs, evals = [], [], 0.0, 0
+                for seed in seeds:
+                    gens = [np.random.default_rng([seed, r]) for r in range(n)]
+                    game.n_evaluations = 0
+                    t0 = time.perf_counter()
+                    phi = fn(game, b, gens)[0][:, :, 0]
+                    secs += time.perf_counter() - t0
+                    evals = max(evals, game.n_evaluations)
+                    errs.append(np.abs(phi - truth).mean())
+                    if mname == "frontier" and b <= max_units_budget:
+                        gens = [np.random.default_rng([seed, r]) for r in range(n)]
+                        phi_u, _, units = fn(game, b, gens, return_units=True)
+                        if units is not None:
+                            se = unit_std(units)[:, :, 0]
+                            ok = se > 0
+                            hit = np.abs(phi_u[:, :, 0] - truth) <= 1.96 * se
+                            cover.append((hit[ok].sum(), ok.sum()))
+                res[(name, mname, b)] = {
+                    "mae": float(np.mean(errs)), "sec_per_row": secs / (len(seeds) * n),
+                    "evals_per_row": evals / n,
+                    "cover": (int(sum(c[0] for c in cover)), int(sum(c[1] for c in cover)))}
+    return res
+
+
+# --------------------------------------------------------------------------- shapiq
+
+def run_shapiq(out, python, seeds, quick, games):
+    """shapiq's estimates per game (``_shapiq_side.py`` in shapiq's venv; resumable)."""
+    cmd = [python, str(HERE / "_shapiq_side.py"), "--dir", str(out), "--seeds",
+           ",".join(map(str, seeds)), "--budgets", ",".join(map(str, BUDGETS)),
+           "--games", ",".join(games)]
+    if quick:
+        cmd.append("--quick")
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+    return {g: json.loads((out / f"shapiq_{g}.json").read_text()) for g in games
+            if (out / f"shapiq_{g}.json").exists()}
+
+
+def load_shapiq(out, games):
+    return {g: json.loads((out / f"shapiq_{g}.json").read_text()) for g in games
+            if (out / f"shapiq_{g}.json").exists()}
+
+
+def shapiq_mae(out, sq, name):
+    _, truth = load_game(out, name)
+    res = {}
+    for key, info in sq.get(name, {}).items():
+        est = np.load(out / info["file"])                        # (seeds, n, P)
+        if est.shape[0] < 1 or np.isnan(est).any():
+            continue
+        res[key] = {"mae": float(np.abs(est - truth[None]).mean()),
+                    "sec_per_row": info["sec_per_row"] or float("nan"), "budget": info["budget"]}
+    return res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default="/tmp/frontier_bench")
+    ap.add_argument("--skip-shapiq", action="store_true",
+                    help="use the shapiq results already in DIR, run nothing in shapiq's venv")
+    ap.add_argument("--shapiq-python", default="/work/bench_envs/shapiq312/bin/python")
+    ap.add_argument("--games", default=",".join(GAMES))
+    ap.add_argument("--build-only", action="store_true")
+    args = ap.parse_args(argv)
+    out = Path(args.out) / ("quick" if args.quick else "full")
+    games = args.games.split(",")
+    build(out, args.quick)
+    if args.build_only:
+        return 0
+    seeds = [0, 1] if args.quick else [0, 1, 2, 3]
+    sq = (load_shapiq(out, games) if args.skip_shapiq else
+          run_shapiq(out, args.shapiq_python, seeds, args.quick, games))
+    ours = run_ours(out, seeds, games)
+    print(f"\n{'game':18s} {'n_ev':>4s} {'kernel':>9s} {'perm':>9s} {'frontier':>9s} "
+          f"{'sq best':>9s} {'(which)':>22s} {'ratio':>7s} {'cover':>9s} {'ms/row':>7s} "
+          f"{'sq ms/row':>9s}")
+    for name in games:
+        sqm = shapiq_mae(out, sq, name) if sq else {}
+        for b in BUDGETS:
+            k, p, fr = (ours[(name, m, b)] for m in ("kernel", "permutation", "frontier"))
+            cand = {m: v for m, v in sqm.items() if v.get("budget") == b or
+                    m.endswith(f"@{b}")}
+            if cand:
+                best = min(cand, key=lambda m: cand[m]["mae"])
+                bm, bt = cand[best]["mae"], cand[best]["sec_per_row"] * 1e3
+                bname = best.split("@")[0]
+            else:
+                bm, bt, bname = float("nan"), float("nan"), "-"
+            ours_best = min(k["mae"], p["mae"], fr["mae"])
+            c = fr["cover"]
+            cov = f"{c[0] / c[1]:.3f}" if c[1] else ("exact" if b <= 16 else "-")
+            print(f"{name:18s} {b:4d} {k['mae']:9.2e} {p['mae']:9.2e} {fr['mae']:9.2e} "
+                  f"{bm:9.2e} {bname:>22s} {ours_best / bm:7.3f} {cov:>9s} "
+                  f"{fr['sec_per_row'] * 1e3:7.2f} {bt:9.1f}")
+            if fr["evals_per_row"] > b * load_game(out, name)[0].n_players + 2:
+                print(f"  !! frontier used {fr['evals_per_row']} evaluations per row")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
