@@ -243,7 +243,7 @@ def run_ours(out, seeds, games=GAMES, methods=None, max_units_budget=16):
                         phi_u, _, units = fn(game, b, gens, return_units=True)
                         if units is not None:
                             se = unit_std(units)[:, :, 0]
-                            ok = se > 0
+                            ok = se > 0                # NaN (no estimate) and 0 (exact) out
                             hit = np.abs(phi_u[:, :, 0] - truth) <= 1.96 * se
                             cover.append((hit[ok].sum(), ok.sum()))
                 res[(name, mname, b)] = {
@@ -321,7 +321,7 @@ def main(argv=None):
                 bm, bt, bname = float("nan"), float("nan"), "-"
             ours_best = min(k["mae"], p["mae"], fr["mae"])
             c = fr["cover"]
-            cov = f"{c[0] / c[1]:.3f}" if c[1] else ("exact" if b <= 16 else "-")
+            cov = f"{c[0] / c[1]:.3f}" if c[1] else ("no se" if b <= 16 else "-")
             print(f"{name:18s} {b:4d} {k['mae']:9.2e} {p['mae']:9.2e} {fr['mae']:9.2e} "
                   f"{bm:9.2e} {bname:>22s} {ours_best / bm:7.3f} {cov:>9s} "
                   f"{fr['sec_per_row'] * 1e3:7.2f} {bt:9.1f}")

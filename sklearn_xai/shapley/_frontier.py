@@ -250,7 +250,9 @@ def frontier_shapley(game, n_evals, generators, *, return_units=False, **config)
         (G - 1) phi_(-g)``, with ``phi_(-g)`` the fit without group ``g`` (its stratum
         weights rescaled to keep their mass); their spread (:func:`unit_std`) is the
         jackknife standard error. Rows computed exactly get ``G`` copies of ``phi``
-        (standard error 0); a row with fewer than ``G`` sampled pairs gets ``G`` values
+        (standard error 0); a row whose pairs all lie in enumerated strata (e.g. ``n_evals =
+        2``: the size-1 stratum) is deterministic but not exact and gets NaN units (no
+        error estimate); a row with fewer than ``G`` sampled pairs gets ``G`` values
         with its own jackknife mean and standard error. **Caveat (measured):** the units
         carry the sampling variance only. The fit is biased where the game has odd
         structure beyond order 3 that the enumerated border strata pin down (the misfit
@@ -320,9 +322,11 @@ def frontier_shapley(game, n_evals, generators, *, return_units=False, **config)
             phi[r, players] = _project(est, 2 * yN)
             if return_units:
                 u = _jackknife(X, y, W, strat, yN, cfg, est)
-                if u is not None:
-                    unit_rows[r] = (players, u)
-                    G_all = max(G_all, u.shape[0])
+                if u is None:
+                    # no sampled pair: deterministic but not exact; no error estimate
+                    u = np.full((2,) + est.shape, np.nan)
+                unit_rows[r] = (players, u)
+                G_all = max(G_all, u.shape[0])
     base = v0.copy()
     if not return_units:
         return phi, base
@@ -333,7 +337,9 @@ def frontier_shapley(game, n_evals, generators, *, return_units=False, **config)
         # rows with fewer groups: their pseudo-values repeated keeps mean and spread
         # (the standard error uses G_all; rescale so unit_std gives the row's own one)
         G = u.shape[0]
-        if G == G_all:
+        if np.isnan(u).all():
+            units[r][:, players] = np.nan
+        elif G == G_all:
             units[r][:, players] = u
         else:
             mean = u.mean(axis=0)
