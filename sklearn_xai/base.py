@@ -6,6 +6,7 @@ An explainer is an ordinary scikit-learn estimator: ``__init__`` stores paramete
 ``transform(X)`` a 2-D array and ``score(X, y=None)`` a quality figure (higher is better).
 """
 
+import functools
 from numbers import Integral
 
 import numpy as np
@@ -24,6 +25,22 @@ from ._utils import batch_slices, take_rows, unwrap_frozen
 __all__ = ["BaseExplainer", "OutputExplainer", "AttributionExplainer", "AttributionMixin",
            "RecourseMixin", "reference_row", "resolve_feature_groups", "groups_from_transformer",
            "split_pipeline"]
+
+
+#: renamed parameters of explainers defined outside this module, by (module, class name):
+#: old name -> new name. Listed in CHANGELOG.md; merged into each class's
+#: ``_renamed_parameters`` (which a subclass inherits) by ``BaseExplainer.__init_subclass__``.
+_RENAMED_PARAMETERS = {
+    ("sklearn_xai.shapley._knockoff", "KnockoffSHAP"): {"estimator": "algorithm"},
+    ("sklearn_xai.shapley._knockoff", "KnockoffSAGE"): {"estimator": "algorithm"},
+    ("sklearn_xai.recourse._mace", "MaceRecourse"): {"sparsify": "posthoc_sparsity"},
+}
+
+
+def _renamed_message(cls, name, what):
+    new = cls._renamed_parameters[name]
+    return (f"{cls.__name__} got an unexpected {what} {name!r}; it was renamed to "
+            f"{new!r} (see the changelog).")
 
 
 def _is_frame(X):
@@ -407,6 +424,57 @@ class BaseExplainer(BaseEstimator):
     _in_default_report = False
     #: scikit-learn estimator checks expected to fail, each with its reason
     _expected_failed_checks: dict = {}
+    #: parameters that were renamed, old name -> new name (inherited; see CHANGELOG.md):
+    #: passing an old name to ``__init__`` or ``set_params`` is an error naming the new one
+    _renamed_parameters: dict = {}
+
+    def __init_subclass__(cls, **kwargs):
+        """Declare the renamed parameters of ``cls`` and check them in its ``__init__``.
+
+        ``__init__`` is wrapped with :func:`functools.wraps`, so ``inspect.signature``
+        (which scikit-learn's ``get_params`` and ``clone`` read) is the original's.
+        """
+        super().__init_subclass__(**kwargs)
+        renamed = {**getattr(cls, "_renamed_parameters", {}),
+                   **_RENAMED_PARAMETERS.get((cls.__module__, cls.__qualname__), {})}
+        cls._renamed_parameters = renamed
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_checks_renamed_parameters", False):
+            return
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            old = type(self)._renamed_parameters
+            if old:
+                for name in kwargs:
+                    if name in old and name not in type(self)._get_param_names():
+                        raise TypeError(_renamed_message(type(self), name, "keyword argument"))
+            init(self, *args, **kwargs)
+
+        __init__._checks_renamed_parameters = True
+        cls.__init__ = __init__
+
+    def set_params(self, **params):
+        """Set the parameters of this explainer (an old, renamed name is an error naming
+        the new one).
+
+        Parameters
+        ----------
+        **params : dict
+            Explainer parameters (``model__<name>`` for the model's own).
+
+        Returns
+        -------
+        object
+            The explainer (``self``).
+        """
+        old = type(self)._renamed_parameters
+        valid = set(self._get_param_names())
+        for key in params:
+            name = key.split("__", 1)[0]
+            if name in old and name not in valid:
+                raise ValueError(_renamed_message(type(self), name, "parameter"))
+        return super().set_params(**params)
 
     @classmethod
     def _report_params(cls, model, *, seed, immutable=None, time_limit=None):

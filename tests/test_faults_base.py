@@ -268,3 +268,30 @@ def test_series_and_unfitted_pipeline_step_get_clear_messages(cls):
     unfitted = make_pipeline(StandardScaler(), model)
     with pytest.raises(NotFittedError, match=r"'standardscaler' \(StandardScaler\).*not fitted"):
         cls(FrozenEstimator(unfitted)).fit(X[:, :2])
+
+
+# ---------------------------------------------------------- issue #24: renamed parameters
+@pytest.mark.parametrize("cls,old,new", [
+    (KnockoffSHAP, "estimator", "algorithm"),
+    (KnockoffSAGE, "estimator", "algorithm"),
+    (MaceRecourse, "sparsify", "posthoc_sparsity"),
+])
+def test_old_parameter_names_say_the_new_name(cls, old, new):
+    # an old name gave Python's plain "unexpected keyword argument" with no hint
+    import inspect
+
+    from sklearn.base import clone
+
+    with pytest.raises(TypeError, match=rf"^{cls.__name__} got an unexpected keyword "
+                                        rf"argument '{old}'; it was renamed to '{new}'"):
+        cls(**{old: getattr(cls(), new)})
+    with pytest.raises(ValueError, match=rf"'{old}'; it was renamed to '{new}'"):
+        cls().set_params(**{old: getattr(cls(), new)})
+    # scikit-learn reads the signature: it is the class's own, and clone still works
+    assert set(inspect.signature(cls.__init__).parameters) - {"self"} == \
+        set(cls._get_param_names())
+    assert old not in cls._get_param_names() and new in cls._get_param_names()
+    est = cls(**{new: getattr(cls(), new)})
+    assert clone(est).get_params() == est.get_params()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_name'"):
+        cls(no_such_name=1)
