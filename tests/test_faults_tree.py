@@ -329,3 +329,41 @@ def test_a_pipeline_ending_in_a_pipeline_is_explained_as_the_flat_pipeline():
             v[S] = nested.predict(h).mean()
         phi, _ = values_from_game(v, 3)
         np.testing.assert_allclose(att.values[i], phi[:, 0], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_target_selects_an_output_of_a_multi_output_classifier(mode):
+    # target="proba(target k, class c)" (the documented name) and the names the error
+    # offered were refused; every name the error offers must select its output
+    import ast
+
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, _ = _two_column_data(n=160, seed=3)
+    X = np.c_[X, np.random.default_rng(4).normal(size=len(X))]
+    Y = np.c_[(X[:, 0] > 0).astype(int), np.digitize(X[:, 1] + 0.5 * X[:, 2], [-0.5, 0.5])]
+    model = RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, Y)
+    bg, rows = X[:40], X[100:106]
+    every = TreeShapExplainer(FrozenEstimator(model), feature_perturbation=mode).fit(bg)
+    all_values = every.explain(rows).values  # (rows, players, outputs)
+    with pytest.raises(ValueError, match="target takes one of") as info:
+        TreeShapExplainer(FrozenEstimator(model), target="no such output").fit(bg)
+    offered = ast.literal_eval(str(info.value).split("target takes one of ")[1].rstrip("."))
+    assert offered == every.output_names_
+    proba = model.predict_proba(rows)
+    k = 0
+    for t, classes in enumerate(model.classes_):
+        for c in range(len(classes)):
+            name = f"proba(target {t}, class {classes[c]})"
+            assert offered[k] == name
+            for target in (name, f"target {t}, class {classes[c]}"):
+                exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation=mode,
+                                        target=target).fit(bg)
+                assert exp.output_names_ == [name]
+                att = exp.explain(rows)
+                assert att.values.shape == (len(rows), 3)
+                np.testing.assert_allclose(att.values.sum(axis=1) + att.base_values,
+                                           proba[t][:, c], rtol=0, atol=1e-10)
+                np.testing.assert_allclose(att.values, all_values[:, :, k], rtol=0,
+                                           atol=1e-12)
+            k += 1

@@ -519,20 +519,12 @@ class TreeShapExplainer(AttributionExplainer):
         # the package's output names (sklearn_xai._model.output_names): proba(c) for a
         # probability, margin(c) for a raw class score, predict[k] for a regressor's
         # prediction (identity link), margin[k] for a raw score under another link
-        space = "proba" if (probability or ens.raw_space == "probability") else "margin"
-        if ens.raw_space == "path_length":  # IsolationForest
-            space = ens.raw_space
-        elif not self._is_classifier(final, ens) and ens.link == "identity":
-            space = "predict"
-        if self._is_classifier(final, ens):
-            labels = [ens.output_names[k] for k in outputs]
-            if sign != 1:  # the negative class of a binary margin model
-                labels = [str(self.target)]
-            self.output_names_ = [f"{space}({c})" for c in labels]
-        elif ens.n_outputs == 1:
-            self.output_names_ = [space]
+        if sign != 1:  # the negative class of a binary margin model
+            space = self._output_space(final, ens, probability)
+            self.output_names_ = [f"{space}({self._negative_class(final)})"]
         else:
-            self.output_names_ = [f"{space}[{k}]" for k in outputs]
+            self.output_names_ = [self._output_names(final, ens, probability)[k]
+                                  for k in outputs]
         # on the explained rows: the numeric tree inputs, or the input columns of a Pipeline
         self.model_fn_ = _EnsembleFunction(
             ens, outputs, probability, sign, offset, self.output_names_,
@@ -705,14 +697,54 @@ class TreeShapExplainer(AttributionExplainer):
                 return [1], sign, offset, probability
             return list(range(K)), sign, offset, probability
         t = str(self.target)
-        if t in names:
-            return [names.index(t)], sign, offset, probability
-        classes = [str(c) for c in getattr(final, "classes_", [])]
-        if K == 1 and len(classes) == 2 and t == classes[0]:
+        shown = self._output_names(final, ens, probability)  # proba(c), margin[k], ...
+        for candidates in (names, shown):
+            if t in candidates:
+                return [candidates.index(t)], sign, offset, probability
+        classes = getattr(final, "classes_", None)
+        single = classes is not None and not isinstance(classes, list)
+        classes = [str(c) for c in classes] if single else []
+        negative = self._negative_class(final)
+        space = self._output_space(final, ens, probability)
+        if K == 1 and negative is not None and t in (negative, f"{space}({negative})"):
             # binary margin model: the other class is the negated margin
             return [0], -1.0, (1.0 if probability else 0.0), probability
-        raise ValueError(f"target={self.target!r} is not one of the model's outputs "
-                         f"{classes or names}.")
+        offered = list(dict.fromkeys(
+            classes + shown + ([f"{space}({negative})"] if K == 1 and negative else [])))
+        raise ValueError(f"target={self.target!r} is not one of the model's outputs; "
+                         f"target takes one of {offered}.")
+
+    def _output_space(self, final, ens, probability):
+        """The kind of output explained: proba, margin, predict or path_length."""
+        space = "proba" if (probability or ens.raw_space == "probability") else "margin"
+        if ens.raw_space == "path_length":  # IsolationForest
+            return ens.raw_space
+        if not self._is_classifier(final, ens) and ens.link == "identity":
+            return "predict"
+        return space
+
+    def _output_names(self, final, ens, probability):
+        """The package's name of every output of the ensemble.
+
+        As :func:`sklearn_xai._model.output_names`: ``proba(c)`` for a probability,
+        ``margin(c)`` for a raw class score (``proba(target k, class c)`` for a
+        multi-output classifier), ``predict[k]`` for a regressor's prediction (identity
+        link), ``margin[k]`` for a raw score under another link.
+        """
+        space = self._output_space(final, ens, probability)
+        if self._is_classifier(final, ens):
+            return [f"{space}({c})" for c in ens.output_names]
+        if ens.n_outputs == 1:
+            return [space]
+        return [f"{space}[{k}]" for k in range(ens.n_outputs)]
+
+    @staticmethod
+    def _negative_class(final):
+        """The first class of a single-output binary classifier, else None."""
+        classes = getattr(final, "classes_", None)
+        if classes is None or isinstance(classes, list) or len(classes) != 2:
+            return None
+        return str(classes[0])
 
     # -- explain ------------------------------------------------------------------------
 
