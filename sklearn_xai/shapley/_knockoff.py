@@ -6,7 +6,6 @@ the explained row, so every row the model is asked about is distributed like rea
 and a model that detects off-manifold queries cannot steer the explanation.
 """
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -240,11 +239,14 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         Knockoff sampler, cloned and fitted on ``X`` in ``fit``. ``None``:
         :class:`~sklearn_xai.knockoffs.GaussianKnockoffs` when every column of ``X`` is
         numeric, else :class:`~sklearn_xai.knockoffs.SequentialKnockoffs` (its column
-        order seeded from ``random_state``). For mixed
-        data encoded as numbers, pass ``SequentialKnockoffs(categorical_features=...)``
-        or ``GaussianKnockoffs(support="observed")`` so that knockoffs stay on the
-        data's support (a detector can spot non-integer values in binary columns);
-        see the German Credit example.
+        order seeded from ``random_state``). Both keep the knockoffs of a discrete
+        numeric column (2 to 20 distinct values, at most half as many as rows: binary
+        indicators, integer codes a pipeline one-hot encodes) on the values it took in
+        ``fit`` (their ``support="auto"``); both are scale-equivariant (rescaling a
+        column rescales only its knockoffs). For mixed data encoded as numbers you can
+        also pass ``SequentialKnockoffs(categorical_features=...)``, or
+        ``GaussianKnockoffs(support="observed")`` to round every column to its observed
+        values; see the German Credit example.
     n_knockoffs : int, default=10
         Knockoffs drawn per explained row (``K``). One coalition evaluation costs ``K``
         model rows.
@@ -475,13 +477,14 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
             if self.imputation == "knockoff":
                 extras["n_knockoffs"] = budget[:, 1]
             capped = int(np.sum(~np.concatenate([p[6] for p in parts])))
-            if capped:
-                warnings.warn(
+            if capped:  # once per fitted explainer (score explains again)
+                self._warn_once(
                     f"KnockoffSHAP(n_evals='auto') stopped {capped} row(s) at the caps "
                     f"(n_evals <= MAX_AUTO_N_EVALS = {MAX_AUTO_N_EVALS}, n_knockoffs <= "
                     f"{MAX_AUTO_KNOCKOFF_FACTOR} * n_knockoffs); their standard errors may "
                     f"exceed tol={self.tol} times their range of attributions. Pass a "
-                    "larger tol.", ConvergenceWarning, stacklevel=3)
+                    "larger tol.", ConvergenceWarning, key="n_evals='auto' cap",
+                    stacklevel=3)
         return Attribution(phi, base, data, list(self.player_names_),
                            list(self.output_names_), extras, std)
 
@@ -1034,14 +1037,14 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
                 if np.max(std) <= target:
                     converged = True
                     break
-        if not converged and self.n_permutations is None:
-            warnings.warn(
+        if not converged and self.n_permutations is None:  # once per fitted explainer
+            self._warn_once(
                 f"KnockoffSAGE stopped after MAX_PERMUTATION_ROUNDS = {cap} permutation "
                 f"rounds before the largest standard error ({np.max(std):.3g}) fell below "
                 f"convergence_tol={self.convergence_tol} times the spread of the "
                 f"importances ({np.ptp(values):.3g}); pass a larger convergence_tol, or "
                 "n_permutations to choose the number of rounds.", ConvergenceWarning,
-                stacklevel=3)
+                key="permutation cap", stacklevel=3)
         return GlobalImportance(values, std, list(self.player_names_), rounds, converged,
                                 self.loss_, self.imputation)
 
