@@ -38,6 +38,7 @@ __all__ = [
     "known_linear_combination",
     "known_models",
     "check_explainer",
+    # CheckReport (check_explainer's result) joins __all__ once doc/api.rst lists it
     "DividendGame",
     "sum_games",
     "games",
@@ -502,6 +503,11 @@ _SUPPORTED = {
 _COMBINABLE = ("linear", "forest")
 # a sampled value may miss an exact relation by this many of its standard errors
 _Z = 6.0
+# ... but neither the standard errors nor atol may excuse this fraction of the model's
+# output range on its data: a negated (or zero) explanation misses efficiency by at least
+# the whole range at some row, so it always fails
+_MAX_EXCUSE = 0.1
+_MIN_DRAWN_ROWS = 12
 
 
 @dataclass(eq=False)
@@ -894,8 +900,10 @@ def known_models(X=None, y=None, *, families=("linear", "forest"), structures=No
     Parameters
     ----------
     X : array-like or DataFrame of shape (n_samples, n_features) or None, default=None
-        The data the models are built on; ``None`` draws small data sets too (8 to 30
-        rows, 2 to 5 features, values in [-100, 100]).
+        The data the models are built on; ``None`` draws small data sets too (12 to 30
+        rows, 2 to 5 features, every column taking distinct values: a shuffled ramp of a
+        drawn step and offset, plus a drawn perturbation below half a step; never
+        constant, so every drawn model varies on its data).
     y : array-like of shape (n_samples,) or None, default=None
         Targets (only with ``X``); see :func:`make_known_model`.
     families : sequence of str, default=("linear", "forest")
@@ -926,10 +934,20 @@ def known_models(X=None, y=None, *, families=("linear", "forest"), structures=No
 
     @st.composite
     def data(draw):
-        n = draw(st.integers(8, 30))
+        # never degenerate: every column takes n distinct values (a drawn perturbation of
+        # a shuffled ramp), so that every drawn model varies on its data and a broken
+        # explainer cannot pass by a tie (all-zero X, a constant column)
+        n = draw(st.integers(_MIN_DRAWN_ROWS, 30))
         m = draw(st.integers(2, 5))
-        return draw(arrays(np.float64, (n, m), elements=st.floats(
-            -100, 100, allow_nan=False, allow_subnormal=False, width=64)))
+        noise = draw(arrays(np.float64, (n, m), elements=st.floats(
+            -0.4, 0.4, allow_nan=False, allow_subnormal=False, width=64)))
+        cols = []
+        for j in range(m):
+            ramp = np.asarray(draw(st.permutations(range(n))), dtype=np.float64)
+            step = draw(st.floats(0.05, 20.0, allow_nan=False))
+            shift = draw(st.floats(-50.0, 50.0, allow_nan=False))
+            cols.append(shift + step * (ramp + noise[:, j]))
+        return np.column_stack(cols)
 
     @st.composite
     def build(draw):
@@ -972,8 +990,25 @@ class _Profile:
     families: tuple  # checked by default
     structures: tuple
     axioms: tuple
-    why_not: dict = field(default_factory=dict)
+    why_not: dict = field(default_factory=dict)  # axiom -> why it does not hold
     allowed: tuple = _FAMILIES  # that the explainer can explain
+    structure_why: dict = field(default_factory=dict)  # structure -> why it is not checked
+
+    def families_text(self):
+        """The families, as the error messages and doc/testing.rst's table give them."""
+        default = ", ".join(self.families)
+        more = [f for f in self.allowed if f not in self.families]
+        if not more:
+            return default
+        return f"{default} (by default) and {', '.join(more)} (in models=)"
+
+
+_PAIR_WHY = {
+    "ShearExplainer": "ShearExplainer without antithetic pairing is exact on the planted "
+                      "pair only with n_evals >= 2**n_features",
+    "KnockoffSHAP": "KnockoffSHAP is exact on the planted pair only with the exact or "
+                    "permutation algorithm, or KernelSHAP enumerating every coalition",
+}
 
 
 def _explainer_profile(explainer, n_features):
@@ -1004,7 +1039,8 @@ def _explainer_profile(explainer, n_features):
         n_evals = params.get("n_evals")
         exact = isinstance(n_evals, int | np.integer) and n_evals >= 2**n_features
         pair = exact or bool(params.get("antithetic", True))
-        return _Profile(name, agnostic, _STRUCTURES if pair else no_pair, AXIOMS)
+        return _Profile(name, agnostic, _STRUCTURES if pair else no_pair, AXIOMS,
+                        structure_why={} if pair else {"pair": _PAIR_WHY["ShearExplainer"]})
     if "KnockoffSHAP" in mro:
         from .shapley._estimators import default_n_evals
 
@@ -1017,6 +1053,7 @@ def _explainer_profile(explainer, n_features):
         pair = algorithm in ("exact", "permutation") or (
             algorithm == "kernel" and n_evals * n_features >= 2**n_features - 2)
         structures = _STRUCTURES if pair else no_pair
+        structure_why = {} if pair else {"pair": _PAIR_WHY["KnockoffSHAP"]}
         if params.get("imputation", "knockoff") == "knockoff":
             why = ("the knockoffs that fill the missing features depend on the explained "
                    "row, so the attributions of a component are not g(x) plus a constant")
@@ -1028,10 +1065,11 @@ def _explainer_profile(explainer, n_features):
                 why_not["linearity"] = ("n_evals='auto' chooses each row's number of "
                                         "knockoffs from the model's own errors, so f, g and "
                                         "a f + b g are explained with different knockoffs")
+            structure_why["symmetric"] = why_not["symmetry"]
             return _Profile(f"{name}(imputation='knockoff')", agnostic,
                             tuple(s for s in structures if s != "symmetric"), axioms,
-                            why_not)
-        return _Profile(name, agnostic, structures, AXIOMS)
+                            why_not, structure_why=structure_why)
+        return _Profile(name, agnostic, structures, AXIOMS, structure_why=structure_why)
     return _Profile(name, agnostic, _STRUCTURES, AXIOMS)
 
 
@@ -1048,13 +1086,20 @@ def _resolve_axioms(axioms, profile):
     return tuple(a for a in AXIOMS if a in names)
 
 
-def _default_models(X, y, profile, axioms, random_state):
+def _default_models(X, y, profile, axioms, random_state, skipped):
     rng = np.random.default_rng(random_state)
     M = np.shape(X)[1]
     models = []
     for fam in profile.families:
-        structures = [s for s in _SUPPORTED[fam] if s in profile.structures
-                      and (s == "additive" or M >= 2)]
+        structures = []
+        for s in _SUPPORTED[fam]:
+            if s not in profile.structures:
+                why = profile.structure_why.get(s, f"{profile.name} is not checked on it")
+                skipped.append((f"the {s} {fam} model", why))
+            elif s != "additive" and M < 2:
+                skipped.append((f"the {s} {fam} model", "it needs at least 2 features"))
+            else:
+                structures.append(s)
         for structure in structures:
             feats = None if structure == "additive" else (
                 int(rng.integers(M)) if structure == "dummy" else
@@ -1070,6 +1115,10 @@ def _default_models(X, y, profile, axioms, random_state):
                                      random_state=int(rng.integers(2**31 - 1)))
                     for _ in range(2))
             models.append(known_linear_combination(f, g))
+    for fam in profile.allowed:
+        if fam not in profile.families:
+            skipped.append((f"the {fam} models", f"{profile.name} is checked on them only "
+                            "when given in models="))
     return models
 
 
@@ -1089,6 +1138,12 @@ def _explain_known(explainer, km, random_state, cache):
         params["random_state"] = int(random_state)  # linearity compares runs of one seed
     est.set_params(**params)
     att = est.fit(km.X).explain(km.X)
+    from ._explanation import Attribution
+
+    if not isinstance(att, Attribution):
+        raise TypeError(f"check_explainer needs explain to return an Attribution; "
+                        f"{type(explainer).__name__}.explain returned "
+                        f"{'None' if att is None else type(att).__name__}.")
     values = np.asarray(att.values, dtype=np.float64)
     base = np.asarray(att.base_values, dtype=np.float64)
     std = getattr(att, "std", None)
@@ -1103,9 +1158,18 @@ def _explain_known(explainer, km, random_state, cache):
             f"{type(explainer).__name__} gave values of shape {np.shape(att.values)} for "
             f"{_n_rows(km.X)} rows of {M} features (remove feature_groups, explain one "
             "output).")
-    # no standard error (exact) or an unknown one (NaN): the relations must hold exactly
+    if std is not None and std.shape != values.shape:
+        raise ValueError(f"{type(explainer).__name__} gave std of shape {std.shape} for "
+                         f"values of shape {values.shape}.")
+    if std is not None and np.any(std < 0):
+        r, j = np.argwhere(std < 0)[0]
+        raise AssertionError(f"check_explainer: {type(explainer).__name__} reports a "
+                             f"negative standard error ({std[r, j]:.3g}) on the "
+                             f"{km.description}, at row {r}, feature {j}.")
+    # no standard error (exact) or an unknown one (NaN): the relations must hold exactly;
+    # an infinite one excuses no more than the cap of _check_known
     out = (values, base.reshape(-1), np.zeros_like(values) if std is None else
-           np.nan_to_num(std, nan=0.0), list(att.feature_names))
+           np.nan_to_num(std, nan=0.0, posinf=np.inf), list(att.feature_names))
     cache[id(km)] = (km, out)  # keeps km alive, so its id is not reused
     return out
 
@@ -1117,37 +1181,61 @@ def _fail(axiom, profile, km, row, where, what, got, expected, gap, tol):
         f"tolerance {tol:.3g}).")
 
 
-def _check_known(explainer, km, axioms, profile, atol, random_state, cache):
-    phi, base, std, names = _explain_known(explainer, km, random_state, cache)
+def _spread(km):
+    """The model's output range on its data, and the most atol or standard errors may
+    excuse on it."""
     pred = km.predict()
+    spread = float(np.ptp(pred)) if pred.size else 0.0
+    return pred, spread, _MAX_EXCUSE * spread
+
+
+def _check_known(explainer, km, axioms, profile, atol, random_state, cache):
+    """Check ``axioms`` on ``km``; return the axioms that applied to it."""
+    with np.errstate(over="ignore"):  # a huge standard error squared is inf: capped
+        return _check_known_axioms(explainer, km, axioms, profile, atol, random_state,
+                                   cache)
+
+
+def _check_known_axioms(explainer, km, axioms, profile, atol, random_state, cache):
+    pred, spread, cap = _spread(km)
+    phi, base, std, names = _explain_known(explainer, km, random_state, cache)
     scale = max(1.0, float(np.max(np.abs(pred))), float(np.max(np.abs(base))))
     # round-off: 1e-7 of the output, more for a model that predicts in float32
     tol0 = max(1e-7, 128 * km.output_eps) * scale if atol is None else float(atol)
+
+    def excuse(sd):  # what standard errors may excuse: Z of them, at most the cap
+        return np.minimum(_Z * sd, cap)
+
+    applied = []
     if "efficiency" in axioms:
+        applied.append("efficiency")
         got = base + phi.sum(axis=1)
         gap = np.abs(got - pred)
-        tol = tol0 + _Z * np.sqrt((std**2).sum(axis=1))
+        tol = tol0 + excuse(np.sqrt((std**2).sum(axis=1)))
         r = int(np.argmax(gap - tol))
         if not gap[r] <= tol[r]:
             _fail("efficiency", profile, km, r, "all features", "base value + sum of "
                   "attributions", got[r], pred[r], gap[r], tol[r])
-    if "dummy" in axioms:
+    if "dummy" in axioms and km.dummy_features:
+        applied.append("dummy")
         for d in km.dummy_features:
-            gap, tol = np.abs(phi[:, d]), tol0 + _Z * std[:, d]
+            gap, tol = np.abs(phi[:, d]), tol0 + excuse(std[:, d])
             r = int(np.argmax(gap - tol))
             if not gap[r] <= tol[r]:
                 _fail("dummy", profile, km, r, f"feature {names[d]!r} (never read by the "
                       "model)", "attribution", phi[r, d], 0.0, gap[r], tol[r])
-    if "symmetry" in axioms:
+    if "symmetry" in axioms and km.symmetric_pairs:
+        applied.append("symmetry")
         for a, b in km.symmetric_pairs:
             gap = np.abs(phi[:, a] - phi[:, b])
-            tol = tol0 + _Z * np.hypot(std[:, a], std[:, b])
+            tol = tol0 + excuse(np.hypot(std[:, a], std[:, b]))
             r = int(np.argmax(gap - tol))
             if not gap[r] <= tol[r]:
                 _fail("symmetry", profile, km, r, f"features {names[a]!r} and {names[b]!r} "
                       "(interchangeable)", f"attribution of {names[a]!r}", phi[r, a],
                       phi[r, b], gap[r], tol[r])
     if "closed_form" in axioms:
+        applied.append("closed_form")
         effects = km.component_effects()
         for k, G in enumerate(km.components):
             G = list(G)
@@ -1155,7 +1243,7 @@ def _check_known(explainer, km, axioms, profile, atol, random_state, cache):
             resid = joint - effects[:, k]
             const = np.median(resid)  # a broken row does not move the constant
             gap = np.abs(resid - const)
-            tol = tol0 + _Z * np.sqrt((std[:, G] ** 2).sum(axis=1))
+            tol = tol0 + excuse(np.sqrt((std[:, G] ** 2).sum(axis=1)))
             r = int(np.argmax(gap - tol))
             if not gap[r] <= tol[r]:
                 where = (f"feature {names[G[0]]!r}" if len(G) == 1 else
@@ -1164,6 +1252,7 @@ def _check_known(explainer, km, axioms, profile, atol, random_state, cache):
                 _fail("closed form", profile, km, r, where, "attribution",
                       joint[r], effects[r, k] + const, gap[r], tol[r])
     if "linearity" in axioms and km.parts:
+        applied.append("linearity")
         expect_phi = np.zeros_like(phi)
         expect_base = np.zeros_like(base)
         var = std**2
@@ -1174,7 +1263,7 @@ def _check_known(explainer, km, axioms, profile, atol, random_state, cache):
             var = var + coef**2 * p_std**2
         weight = 1.0 + sum(abs(c) for c, _ in km.parts)
         gap = np.abs(phi - expect_phi)
-        tol = weight * tol0 + _Z * np.sqrt(var)
+        tol = weight * tol0 + excuse(np.sqrt(var))
         r, j = np.unravel_index(int(np.argmax(gap - tol)), gap.shape)
         if not gap[r, j] <= tol[r, j]:
             _fail("linearity", profile, km, r, f"feature {names[j]!r}", "attribution",
@@ -1184,6 +1273,75 @@ def _check_known(explainer, km, axioms, profile, atol, random_state, cache):
         if not gap[r] <= weight * tol0:
             _fail("linearity", profile, km, r, "the base value", "base value", base[r],
                   expect_base[r], gap[r], weight * tol0)
+    return tuple(applied)
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check_explainer` checked, and what it skipped and why.
+
+    Attributes
+    ----------
+    explainer : str
+        The explainer as the table of :mod:`sklearn_xai.testing` names it (e.g.
+        ``"KnockoffSHAP(imputation='knockoff')"``).
+    checked : list of (str, tuple of str)
+        Each known model checked (its description) with the axioms that applied to it (a
+        model without a dummy feature has no dummy check, only a linear combination a
+        linearity check).
+    skipped : list of (str, str)
+        What was not checked (a model, a family, an axiom) and why.
+    axioms : tuple of str
+        The axioms checked on at least one model.
+    """
+
+    explainer: str
+    checked: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+    axioms: tuple = ()
+
+    def __str__(self):
+        lines = [f"check_explainer({self.explainer}): {len(self.checked)} known models "
+                 f"passed {', '.join(self.axioms)}"]
+        lines += [f"  checked {what}: {', '.join(ax)}" for what, ax in self.checked]
+        lines += [f"  skipped {what}: {why}" for what, why in self.skipped]
+        return "\n".join(lines)
+
+
+def _check_explainer_type(explainer):
+    """A TypeError that says what is wrong, for anything but an attribution explainer."""
+    from .base import AttributionMixin, BaseExplainer, RecourseMixin
+
+    if isinstance(explainer, type):
+        raise TypeError(f"check_explainer needs an explainer instance, not the class "
+                        f"{explainer.__name__}: pass {explainer.__name__}(...) with the "
+                        "parameters to check.")
+    name = type(explainer).__name__
+    if isinstance(explainer, RecourseMixin):
+        raise TypeError(f"check_explainer checks attribution explainers; {name} is a "
+                        "recourse explainer (it returns counterfactuals, not attributions).")
+    if isinstance(explainer, BaseExplainer) and not isinstance(explainer, AttributionMixin):
+        raise TypeError(f"check_explainer checks attribution explainers (one value per "
+                        f"feature and row); {name} is not one (it does not return an "
+                        "Attribution per row, e.g. a global importance).")
+    if not (hasattr(explainer, "get_params") and hasattr(explainer, "explain")
+            and "model" in explainer.get_params(deep=False)):
+        raise TypeError(f"check_explainer needs an attribution explainer with a 'model' "
+                        f"parameter and an explain method (a subclass of "
+                        f"sklearn_xai.base.BaseExplainer); got {name}.")
+
+
+def _check_atol(atol):
+    if atol is None:
+        return None
+    try:
+        value = float(atol)
+    except (TypeError, ValueError):
+        raise TypeError(f"atol must be a number or None; got {atol!r}.") from None
+    if not (np.isfinite(value) and value >= 0):
+        raise ValueError(f"atol must be a finite number >= 0 or None; got {atol!r} (an "
+                         "infinite or NaN tolerance would pass any explanation).")
+    return value
 
 
 def check_explainer(explainer, X, y=None, *, axioms="all", atol=None, models=None,
@@ -1210,7 +1368,12 @@ def check_explainer(explainer, X, y=None, *, axioms="all", atol=None, models=Non
     without antithetic pairing is not exact on the planted pair. Check an explainer in
     the regime where it is exact, or a sampled one whose result reports standard errors
     (``Attribution.std``): a value may then miss an exact relation by six of its
-    standard errors (an unknown, ``NaN``, standard error counts as 0).
+    standard errors (an unknown, ``NaN``, standard error counts as 0), but neither the
+    standard errors (an infinite one included) nor ``atol`` may excuse a tenth of the
+    model's output range on its data, so a negated or zero explanation always fails.
+    Nothing is skipped silently: the returned :class:`CheckReport` lists every model
+    checked with the axioms that applied to it, and every model, family or axiom that
+    was not checked, with the reason.
 
     Parameters
     ----------
@@ -1226,11 +1389,12 @@ def check_explainer(explainer, X, y=None, *, axioms="all", atol=None, models=Non
         Targets of the known models (see :func:`make_known_model`); ``None``: synthetic.
     axioms : "all" or iterable of str, default="all"
         Among ``AXIOMS``; ``"all"``: every axiom the explainer promises. Asking for one it
-        does not promise is a ValueError that says why.
+        does not promise, none at all (``[]``), or one that no model given can test
+        (``"dummy"`` without a dummy feature) is a ValueError that says why.
     atol : float or None, default=None
-        Absolute tolerance; ``None``: ``1e-7`` times the largest model output (at least
-        1), or ``128`` float32 epsilons of it for a model that predicts in float32
-        (XGBoost).
+        Absolute tolerance, finite and ``>= 0`` (and below a tenth of each model's output
+        range); ``None``: ``1e-7`` times the largest model output (at least 1), or
+        ``128`` float32 epsilons of it for a model that predicts in float32 (XGBoost).
     models : iterable of KnownModel or None, default=None
         The known models (e.g. drawn by :func:`known_models`; each carries its own data,
         and ``X`` and ``y`` are then not used). ``None``: one model per family and
@@ -1238,16 +1402,32 @@ def check_explainer(explainer, X, y=None, *, axioms="all", atol=None, models=Non
     random_state : int, default=0
         Seeds the default models and explainers whose ``random_state`` is not an int.
 
+    Returns
+    -------
+    CheckReport
+        What was checked (each model and the axioms that applied to it) and what was
+        skipped, with the reason (e.g. the planted pair for SHEAR without antithetic
+        pairing, the axioms that knockoff imputation does not promise).
+
     Raises
     ------
     AssertionError
         Naming the axiom, the explainer, the model, the row, the feature and the gap.
+    TypeError
+        For a class instead of an instance, an explainer that is not an attribution
+        explainer (a recourse explainer, KnockoffSAGE), or one whose ``explain`` does not
+        return an :class:`~sklearn_xai.Attribution`.
+    ValueError
+        For a non-finite or negative ``atol``, empty ``axioms``, or a known model that
+        (nearly) predicts a constant on its data, on which a check could not fail.
     """
-    if not (hasattr(explainer, "get_params") and hasattr(explainer, "explain")
-            and "model" in explainer.get_params(deep=False)):
-        raise TypeError(f"check_explainer needs an attribution explainer with a 'model' "
-                        f"parameter and an explain method (a subclass of "
-                        f"sklearn_xai.base.BaseExplainer); got {type(explainer).__name__}.")
+    _check_explainer_type(explainer)
+    atol = _check_atol(atol)
+    if not isinstance(axioms, str):
+        axioms = list(axioms)
+        if not axioms:
+            raise ValueError(f"axioms is empty, so nothing would be checked; pass 'all' or "
+                             f"some of {AXIOMS}.")
     if models is None:
         A, y = _check_data(X, y, 2)
         width = A.shape[1]
@@ -1258,13 +1438,41 @@ def check_explainer(explainer, X, y=None, *, axioms="all", atol=None, models=Non
         width = np.shape(models[0].X)[1]
     profile = _explainer_profile(explainer, width)
     wanted = _resolve_axioms(axioms, profile)
+    report = CheckReport(profile.name)
+    for a in AXIOMS:
+        if a not in wanted:
+            report.skipped.append((f"the {a} axiom", profile.why_not.get(a, "not asked for")
+                                   if a not in profile.axioms else "not asked for"))
     if models is None:
-        models = _default_models(X, y, profile, wanted, random_state)
+        models = _default_models(X, y, profile, wanted, random_state, report.skipped)
     cache = {}
     for km in models:
         prof = _explainer_profile(explainer, np.shape(km.X)[1])
         if km.family not in prof.allowed or km.structure not in prof.structures:
+            why = prof.structure_why.get(km.structure)
             raise ValueError(
                 f"{prof.name} is not checked on the {km.description}: it is checked on "
-                f"the families {prof.allowed} with the structures {prof.structures}.")
-        _check_known(explainer, km, wanted, prof, atol, random_state, cache)
+                f"the families {prof.families_text()} with the structures "
+                f"{', '.join(prof.structures)}" + (f" ({why})" if why else "") + ".")
+        pred, spread, cap = _spread(km)
+        floor = atol if atol is not None else (
+            max(1e-7, 128 * km.output_eps) * max(1.0, float(np.max(np.abs(pred)))))
+        if not cap > floor:
+            raise ValueError(
+                f"The {km.description} predicts almost a constant on its data (output "
+                f"range {spread:.3g}), so a check on it could pass a broken explanation"
+                + (f" within atol={atol:g}" if atol else "") + ": build the known models on "
+                "data whose columns vary" + (f", or lower atol below a tenth of the range "
+                                             f"({cap:.3g})" if atol else "") + ".")
+        applied = _check_known(explainer, km, wanted, prof, atol, random_state, cache)
+        report.checked.append((km.description, applied))
+    report.axioms = tuple(a for a in AXIOMS if any(a in ax for _, ax in report.checked))
+    for a in wanted:
+        if a not in report.axioms:
+            what = {"dummy": "a dummy feature", "symmetry": "interchangeable features",
+                    "linearity": "a linear combination"}.get(a, "it")
+            if not (isinstance(axioms, str) and axioms == "all"):
+                raise ValueError(f"No model given has {what}, so the {a} axiom asked for "
+                                 "was not checked.")
+            report.skipped.append((f"the {a} axiom", f"no model checked has {what}"))
+    return report
