@@ -537,6 +537,7 @@ class BaseExplainer(BaseEstimator):
             The fitted explainer (``self``).
         """
         self._validate_params()
+        self._warned = set()  # conditions warned about since this fit (_warn_once)
         X = self._validate_X(X, reset=True)
         self._fit_model(X, y, **fit_params)
         X = self._fit_family(X)
@@ -561,6 +562,41 @@ class BaseExplainer(BaseEstimator):
         y : array-like or None
             The targets given to ``fit``.
         """
+
+    def _warn_once(self, message, category=UserWarning, *, key=None, stacklevel=2):
+        """Warn about a condition once per fitted explainer.
+
+        ``explain`` and ``score`` (which explains again) may meet the same condition; it is
+        reported the first time only. What was warned about is remembered in a private
+        attribute that ``fit`` resets (a plain set: the explainer still pickles).
+
+        Parameters
+        ----------
+        message : str
+            The warning's text.
+        category : type of Warning
+            The warning's class.
+        key : hashable or None
+            The condition; ``None``: the message itself.
+        stacklevel : int
+            As for :func:`warnings.warn`, counted from the caller of this method.
+
+        Returns
+        -------
+        bool
+            Whether the warning was given now.
+        """
+        import warnings
+
+        warned = getattr(self, "_warned", None)
+        if warned is None:
+            warned = self._warned = set()
+        key = (category, message if key is None else key)
+        if key in warned:
+            return False
+        warned.add(key)
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
+        return True
 
     # -- model ----------------------------------------------------------------------------
 

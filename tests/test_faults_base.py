@@ -295,3 +295,42 @@ def test_old_parameter_names_say_the_new_name(cls, old, new):
     assert clone(est).get_params() == est.get_params()
     with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_name'"):
         cls(no_such_name=1)
+
+
+# ---------------------------------------------------- issue #24: one warning, not two
+def test_convergence_warning_is_given_once_per_fitted_explainer(monkeypatch):
+    # n_evals="auto" warned in explain, and score (which explains again) warned again
+    import pickle
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sklearn_xai.shapley import _knockoff, _shear
+
+    monkeypatch.setattr(_shear, "MAX_AUTO_ROUNDS", 16)  # small caps: a fast test
+    monkeypatch.setattr(_knockoff, "MAX_AUTO_N_EVALS", 8)
+    monkeypatch.setattr(_knockoff, "MAX_AUTO_KNOCKOFF_FACTOR", 1)
+    monkeypatch.setattr(_knockoff, "MAX_PERMUTATION_ROUNDS", 3)
+    X, y = _data(n=60)
+    X = np.c_[X, np.random.default_rng(5).normal(size=(len(X), 2))]  # 5 players
+    model = FrozenEstimator(LogisticRegression().fit(X, y))
+
+    def convergence_warnings(call):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            call()
+        return [w for w in seen if issubclass(w.category, ConvergenceWarning)]
+
+    shear = ShearExplainer(model, n_evals="auto", tol=1e-9, random_state=0)
+    shap = KnockoffSHAP(model, n_knockoffs=2, n_evals="auto", tol=1e-9, random_state=0)
+    for exp in (shear, shap):
+        exp.fit(X)
+        assert len(convergence_warnings(lambda e=exp: e.explain(X[:4]))) == 1
+        assert convergence_warnings(lambda e=exp: e.score(X[:4])) == []
+        assert convergence_warnings(lambda e=exp: e.explain(X[:4])) == []
+        again = pickle.loads(pickle.dumps(exp))  # pickles, and remembers
+        assert convergence_warnings(lambda e=again: e.explain(X[:4])) == []
+        exp.fit(X)  # a new fit warns again
+        assert len(convergence_warnings(lambda e=exp: e.explain(X[:4]))) == 1
+    sage = KnockoffSAGE(model, n_knockoffs=2, convergence_tol=1e-12, random_state=0).fit(X)
+    assert len(convergence_warnings(lambda: sage.explain(X, y))) == 1
+    assert convergence_warnings(lambda: sage.explain(X, y)) == []

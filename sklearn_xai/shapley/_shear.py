@@ -14,7 +14,6 @@ The functions in this module only choose coalitions and weights; they call a val
 
 from __future__ import annotations
 
-import warnings
 from functools import partial
 from math import factorial
 from numbers import Integral, Real
@@ -1168,13 +1167,13 @@ class ShearExplainer(AttributionExplainer):
             n_evals = rounds * 2 ** (K + 1)
         if self.n_evals == "auto" and parts[0][5] is not None:
             capped = int(np.sum(rounds >= MAX_AUTO_ROUNDS))
-            if capped:
-                warnings.warn(
+            if capped:  # once per fitted explainer (score explains again)
+                self._warn_once(
                     f"ShearExplainer(n_evals='auto') stopped {capped} row(s) at the cap of "
                     f"MAX_AUTO_ROUNDS = {MAX_AUTO_ROUNDS} rounds (n_evals = "
                     f"{MAX_AUTO_ROUNDS * 2 ** (K + 1)}); their standard errors may exceed "
                     f"tol={self.tol} times their range of attributions. Pass a larger tol.",
-                    ConvergenceWarning, stacklevel=3)
+                    ConvergenceWarning, key="n_evals='auto' cap", stacklevel=3)
         if phi.shape[2] == 1:
             phi, base = phi[:, :, 0], base[:, 0]
             std = None if std is None else std[:, :, 0]
