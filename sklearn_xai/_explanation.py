@@ -36,6 +36,9 @@ class Attribution:
         independent units (``values +- 1.96 std`` is a 95 % interval around the value the
         method would give with an unlimited budget); ``None`` for exact methods. A value
         whose error cannot be estimated (fewer than two units) has ``NaN``.
+    index : pandas.Index or None, default=None
+        The row labels of the explained ``X`` when it was a DataFrame (``explain`` sets
+        it), so that :meth:`to_frame` joins back to the input; ``None``: positions.
 
     Attributes
     ----------
@@ -50,6 +53,7 @@ class Attribution:
     output_names: list
     extras: dict = field(default_factory=dict)
     std: np.ndarray = None
+    index: object = None
 
     def __post_init__(self):
         self.values = np.asarray(self.values, dtype=np.float64)
@@ -146,7 +150,8 @@ class Attribution:
         Returns
         -------
         pandas.DataFrame of shape (n_samples, n_players) or (n_samples, n_players * n_outputs)
-            Twice as many columns with ``std=True``.
+            Twice as many columns with ``std=True``. Indexed like the explained ``X`` when
+            it was a DataFrame (``index``), else by position.
         """
         import pandas as pd
 
@@ -165,12 +170,13 @@ class Attribution:
         if self.values.ndim == 2 or output is not None:
             k = 0 if self.values.ndim == 2 else self._output_index(output)
             vals, cols = block(k)
-            return pd.DataFrame(vals, columns=cols)
+            return pd.DataFrame(vals, columns=cols, index=_row_index(self.index, len(self)))
         parts = [block(k) for k in range(self.n_outputs)]
         cols = pd.MultiIndex.from_tuples(
             [(o, c) for o, (_, names_k) in zip(self.output_names, parts) for c in names_k],
             names=["output", "feature"])
-        return pd.DataFrame(np.hstack([p[0] for p in parts]), columns=cols)
+        return pd.DataFrame(np.hstack([p[0] for p in parts]), columns=cols,
+                            index=_row_index(self.index, len(self)))
 
     def _output_index(self, output):
         if output is None:
@@ -380,6 +386,9 @@ class Counterfactuals:
         The desired class (or outcome) per query.
     extras : dict, default={}
         Method-specific extras (e.g. P2CE's ``pareto`` flags and pruning counters).
+    index : pandas.Index or None, default=None
+        The row labels of the explained ``X`` when it was a DataFrame (one per query), so
+        that :meth:`to_frame` joins back to the input; ``None``: positions.
 
     Attributes
     ----------
@@ -395,6 +404,7 @@ class Counterfactuals:
     found: np.ndarray
     desired: np.ndarray
     extras: dict = field(default_factory=dict)
+    index: object = None
 
     @property
     def n_queries(self):
@@ -407,9 +417,13 @@ class Counterfactuals:
         Returns
         -------
         pandas.DataFrame of shape (n_counterfactuals, n_features + 3 + n_costs)
-            The rows of ``counterfactuals`` (with their ``query`` column), then a boolean
-            ``valid`` column, the prediction (``prediction``, or ``prediction_<k>`` per
-            output) and the columns of ``costs``.
+            The rows of ``counterfactuals`` (with their ``query`` column: the query's
+            position in ``queries``), then a boolean ``valid`` column, the prediction
+            (``prediction``, or ``prediction_<k>`` per output) and the columns of
+            ``costs``. Each row is indexed by its query's label in the explained ``X``
+            when that was a DataFrame (``index``: ``X.loc[frame.index]`` are the
+            queries, and a merge on the index puts them side by side), else by position
+            among the counterfactuals.
         """
         import pandas as pd
 
@@ -424,6 +438,9 @@ class Counterfactuals:
         if self.costs is not None and len(self.costs.columns):
             frame = pd.concat([frame.reset_index(drop=True),
                                self.costs.reset_index(drop=True)], axis=1)
+        if self.index is not None:
+            labels = _row_index(self.index, self.n_queries)
+            frame.index = labels[np.asarray(frame["query"], dtype=np.int64)]
         return frame
 
     def for_query(self, i):
@@ -491,6 +508,18 @@ class Counterfactuals:
 
     def __str__(self):
         return self.summary()
+
+
+def _row_index(index, n):
+    """``index`` as a pandas Index of ``n`` row labels (``None``: positions)."""
+    import pandas as pd
+
+    if index is None:
+        return pd.RangeIndex(n)
+    index = index if isinstance(index, pd.Index) else pd.Index(index)
+    if len(index) != n:
+        raise ValueError(f"index has {len(index)} labels for {n} explained rows.")
+    return index
 
 
 def _same(a, b):

@@ -422,3 +422,59 @@ def test_a_feature_named_twice_in_a_constraint_is_refused(what, value):
     for cls in (MaceRecourse, P2CERecourse):
         with pytest.raises(ValueError, match="names feature 'b' twice"):
             cls(model, random_state=0, **{what: {"b": value, 1: value}}).fit(X)
+
+
+# ------------------------------------------------------- how features are named (issue #24)
+_BY_NAME = [
+    ({"features_to_vary": ["x0", "x1", "x3"], "monotone": {"x0": "increase"}}, 0),
+    ({"immutable_features": ["x1"], "feature_ranges": {"x0": (-1.0, 1.0), "x2": (-0.5, 2.0)},
+      "monotone": {"x3": "decrease"}}, 1),
+]
+
+
+@pytest.mark.parametrize("make", [_p2ce, _mace])
+@pytest.mark.parametrize("by_name, k", _BY_NAME)
+def test_array_fitted_explainers_take_the_names_they_report(data, gbm, make, by_name, k):
+    """Fitted on an array, ``x0``, ``x1``, ... (the names ``get_feature_names_out``
+    reports) name the features like their positions do."""
+    X, _ = data
+    positional = CONSTRAINTS[k]
+    named = make(gbm, **by_name).fit(X)
+    assert named.get_feature_names_out().tolist() == ["x0", "x1", "x2", "x3"]
+    queries = X[:8]
+    res = named.explain(queries)
+    same = make(gbm, **positional).fit(X).explain(queries)
+    pd.testing.assert_frame_equal(res.counterfactuals, same.counterfactuals)
+    pd.testing.assert_frame_equal(res.costs, same.costs)
+    P = res.counterfactuals.drop(columns="query").to_numpy(dtype=float)
+    q = np.asarray(res.counterfactuals["query"])
+    assert res.found.sum() >= 3
+    _check_constraints(P, queries[q], positional)
+    np.testing.assert_array_equal(gbm.predict(P), 1 - gbm.predict(queries)[q])
+
+
+@pytest.mark.parametrize("make", [_p2ce, _mace])
+@pytest.mark.parametrize("params", [
+    {"immutable_features": {"a": True, "b": False}},
+    {"immutable_features": {0: True, 1: False}},
+    {"features_to_vary": {"a": True, "colour": True}},
+    {"feature_ranges": {"colour": {"red": True, "blue": False}}},
+])
+def test_a_mapping_is_not_a_list_of_features(frame, make, params):
+    """``{feature: bool}`` is refused instead of being read as its keys (which froze, or
+    allowed, the features mapped to False too)."""
+    df, _, model = frame
+    with pytest.raises(TypeError, match="list"):
+        make(model, **params).fit(df)
+
+
+@pytest.mark.parametrize("make", [_p2ce, _mace])
+def test_a_set_of_features_is_a_list_of_features(frame, make):
+    df, _, model = frame
+    queries = df[model.predict(df) == 0].iloc[:4]
+    as_set = make(model, immutable_features={"b", "colour"}).fit(df).explain(queries)
+    as_list = make(model, immutable_features=["b", "colour"]).fit(df).explain(queries)
+    pd.testing.assert_frame_equal(as_set.counterfactuals, as_list.counterfactuals)
+    q = queries.reset_index(drop=True).iloc[as_set.counterfactuals["query"]]
+    np.testing.assert_array_equal(as_set.counterfactuals["b"].to_numpy(), q["b"].to_numpy())
+    assert as_set.found.any()

@@ -75,52 +75,85 @@ def _name(names, j):
     return names[j] if names is not None else f"x{j}"
 
 
-def feature_positions(spec, names, n_features, what):
-    """Column positions of ``spec``: names (fitted on a DataFrame), indices or a bool mask.
+def _default_names(n_features):
+    """The names an explainer fitted without column names reports: ``x0``, ``x1``, ..."""
+    return [f"x{j}" for j in range(n_features)]
+
+
+def feature_positions(spec, names, n_features, what, aliases=None):
+    """Column positions of ``spec``: names, indices or a bool mask.
 
     Parameters
     ----------
     spec : array-like of str, int or bool
+        A list (tuple, set, array, Index) of features. A mapping is a TypeError (it is not
+        a list of features: ``{0: True, 1: False}`` would otherwise name both keys), and
+        so is a single string (not iterated letter by letter).
     names : list of str or None
-        The fitted column names (None for an array).
+        The fitted column names (None for an array: then ``x0``, ``x1``, ... name the
+        columns, as ``get_feature_names_out`` reports them).
     n_features : int
     what : str
         The parameter's name, for the error messages.
+    aliases : list of str or None
+        Other names of the columns, by position (the names the explainer reports, when
+        they differ from ``names``).
 
     Returns
     -------
     list of int
     """
+    from collections.abc import Mapping
+
+    if isinstance(spec, Mapping):
+        raise TypeError(
+            f"{what} must be a list of features (names or positions), not a "
+            f"{type(spec).__name__} ({spec!r}); pass the features themselves, e.g. "
+            f"{[k for k, v in spec.items() if isinstance(v, bool | np.bool_) and v]!r}"
+            " for the keys mapped to True.")
     spec = np.asarray(spec, dtype=object).tolist() if isinstance(spec, np.ndarray) else spec
-    if isinstance(spec, str) or not np.iterable(spec):
-        raise ValueError(f"{what} must be a list of features (names or indices), got {spec!r}.")
+    if isinstance(spec, str | bytes) or not np.iterable(spec):
+        raise TypeError(f"{what} must be a list of features (names or positions), got "
+                        f"{spec!r}" + (f"; for one feature pass [{spec!r}]."
+                                       if isinstance(spec, str) else "."))
     spec = list(spec)
     if spec and all(isinstance(s, bool | np.bool_) for s in spec):
         if len(spec) != n_features:
             raise ValueError(f"{what} as a boolean mask needs {n_features} entries, got "
                              f"{len(spec)}.")
         return [j for j, s in enumerate(spec) if s]
-    return [_position(s, names, n_features, what) for s in spec]
+    return [_position(s, names, n_features, what, aliases) for s in spec]
 
 
-def _position(f, names, n_features, what):
-    if isinstance(f, str):
+def _position(f, names, n_features, what, aliases=None):
+    if isinstance(f, str | np.str_):
+        f = str(f)
         if names is not None and f in names:
             return names.index(f)
-        known = names if names is not None else [f"x{j}" for j in range(n_features)]
-        raise ValueError(f"{what}: unknown feature {f!r}; the features are {known}"
-                         + ("" if names is not None else " (by index: fitted on an array)")
-                         + ".")
+        reported = aliases if aliases is not None else (
+            _default_names(n_features) if names is None else None)
+        if reported is not None and f in reported:
+            return list(reported).index(f)
+        known = names if names is not None else _default_names(n_features)
+        also = ("" if aliases is None or list(aliases) == list(known)
+                else f" (also {list(aliases)})")
+        raise ValueError(f"{what}: unknown feature {f!r}; the features are {known}{also}"
+                         " or their positions 0 to " f"{n_features - 1}.")
     if isinstance(f, numbers.Integral) and not isinstance(f, bool | np.bool_):
         if not 0 <= int(f) < n_features:
             raise ValueError(f"{what}: feature index {f} is out of range for {n_features} "
                              "features.")
         return int(f)
-    raise ValueError(f"{what}: features are given by name (DataFrame input) or index; got "
-                     f"{f!r}.")
+    raise ValueError(f"{what}: features are given by name or position; got {f!r}.")
 
 
 def _categories_of(rng, key, name, categories):
+    from collections.abc import Mapping
+
+    if isinstance(rng, Mapping):
+        raise TypeError(
+            f"feature_ranges[{key!r}]: {name!r} is categorical and takes a list of allowed "
+            f"categories, not a {type(rng).__name__} ({rng!r}); list the allowed ones.")
     if isinstance(rng, str | bytes) or not np.iterable(rng):
         raise ValueError(
             f"feature_ranges[{key!r}]: {name!r} is categorical and takes a list of allowed "
@@ -154,13 +187,14 @@ def _bounds_of(rng, key):
 
 def resolve_constraints(names, n_features, categorical, categories, ordered, *,
                         immutable_features=None, features_to_vary="all", feature_ranges=None,
-                        monotone=None):
+                        monotone=None, aliases=None):
     """The user's constraints as a :class:`RecourseConstraints` on the encoded columns.
 
     Parameters
     ----------
     names : list of str or None
-        Fitted column names (None: fitted on an array, features by index only).
+        Fitted column names (None: fitted on an array, whose features are named ``x0``,
+        ``x1``, ... or given by position).
     n_features : int
     categorical : ndarray of bool, shape (n_features,)
     categories : list of (ndarray or None)
@@ -170,6 +204,9 @@ def resolve_constraints(names, n_features, categorical, categories, ordered, *,
         and booleans): they accept ``monotone`` (by code).
     immutable_features, features_to_vary, feature_ranges, monotone
         The explainer's parameters (see the recourse user guide, "Constraints").
+    aliases : list of str or None
+        The names the explainer reports for the columns (``get_feature_names_out``), also
+        accepted when they differ from ``names``.
 
     Returns
     -------
@@ -180,10 +217,11 @@ def resolve_constraints(names, n_features, categorical, categories, ordered, *,
     mutable = out.mutable.copy()
     immutable = set()
     if immutable_features is not None:
-        immutable = set(feature_positions(immutable_features, names, d, "immutable_features"))
+        immutable = set(feature_positions(immutable_features, names, d, "immutable_features",
+                                          aliases))
         mutable[list(immutable)] = False
     if not (isinstance(features_to_vary, str) and features_to_vary == "all"):
-        vary = feature_positions(features_to_vary, names, d, "features_to_vary")
+        vary = feature_positions(features_to_vary, names, d, "features_to_vary", aliases)
         both = sorted(immutable.intersection(vary))
         if both:
             raise ValueError(
@@ -198,17 +236,17 @@ def resolve_constraints(names, n_features, categorical, categories, ordered, *,
             "no query could ever get a counterfactual; let at least one feature vary.")
     low, high = out.range_low.copy(), out.range_high.copy()
     codes = list(out.allowed_codes)
-    _check_once(feature_ranges, names, d, "feature_ranges")
-    _check_once(monotone, names, d, "monotone")
+    _check_once(feature_ranges, names, d, "feature_ranges", aliases)
+    _check_once(monotone, names, d, "monotone", aliases)
     for key, rng in (feature_ranges or {}).items():
-        j = _position(key, names, d, "feature_ranges")
+        j = _position(key, names, d, "feature_ranges", aliases)
         if categorical[j]:
             codes[j] = _categories_of(rng, key, _name(names, j), categories[j])
         else:
             low[j], high[j] = _bounds_of(rng, key)
     direction = out.direction.copy()
     for key, how in (monotone or {}).items():
-        j = _position(key, names, d, "monotone")
+        j = _position(key, names, d, "monotone", aliases)
         sign = None
         if isinstance(how, str) or (isinstance(how, numbers.Integral)
                                     and not isinstance(how, bool | np.bool_)):
@@ -225,11 +263,11 @@ def resolve_constraints(names, n_features, categorical, categories, ordered, *,
     return RecourseConstraints(mutable, low, high, tuple(codes), direction)
 
 
-def _check_once(mapping, names, d, what):
+def _check_once(mapping, names, d, what, aliases=None):
     """A feature named twice in ``mapping`` (by name and by index) is a ValueError."""
     seen = {}
     for key in (mapping or {}):
-        j = _position(key, names, d, what)
+        j = _position(key, names, d, what, aliases)
         if j in seen:
             raise ValueError(
                 f"{what} names feature {_name(names, j)!r} twice ({seen[j]!r} and {key!r}); "

@@ -130,14 +130,10 @@ class TabularEncoder:
             )
         elif cat is None:
             mask = np.zeros(d, dtype=bool)
-        else:
-            cat = list(cat)
-            if len(cat) == d and all(isinstance(c, (bool, np.bool_)) for c in cat):
-                mask = np.asarray(cat, dtype=bool)
-            else:
-                mask = np.zeros(d, dtype=bool)
-                mask[feature_positions(cat, self.feature_names_in_, d,
-                                       "categorical_features")] = True
+        else:  # names, positions or a boolean mask (a mapping is a TypeError)
+            mask = np.zeros(d, dtype=bool)
+            mask[feature_positions(cat, self.feature_names_in_, d,
+                                   "categorical_features")] = True
         if self.is_pandas_:
             for j in np.flatnonzero(~mask):
                 if not pd.api.types.is_numeric_dtype(self.dtypes_[j]) or pd.api.types.is_bool_dtype(

@@ -667,6 +667,7 @@ class MaceRecourse(RecourseExplainer):
             costs=costs,
             found=found,
             desired=desired,
+            index=X.index if isinstance(X, pd.DataFrame) else None,
             extras={
                 "proba": P,
                 "classes": self.classes_,

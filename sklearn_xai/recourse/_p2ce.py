@@ -19,6 +19,7 @@ from ..base import _is_frame, split_pipeline
 from ._base import RecourseExplainer
 from ._encoding import MissingAwareEncoder
 from ._p2ce_grid import OBJECTIVES, FeatureGrid, costs
+from ._p2ce_kernels import warm_up
 from ._p2ce_models import (
     FlatIsolationForest,
     LinearBound,
@@ -59,10 +60,13 @@ class P2CERecourse(RecourseExplainer):
 
     Parameters
     ----------
-    model : estimator
+    model : estimator, default=None
         A binary or multi-class classifier with ``predict_proba``, or a single-output
         regressor with ``desired_range``. Cloned and fitted on ``fit(X, y)``, or used as is
-        when wrapped in :class:`sklearn.frozen.FrozenEstimator`.
+        when wrapped in :class:`sklearn.frozen.FrozenEstimator`. Required: ``fit`` with
+        ``model=None`` is a ValueError (the default exists so that the explainer can be
+        built first and given its model with ``set_params``, as scikit-learn's
+        meta-estimators are).
     objectives : tuple of str, default=("max_distance", "n_changes", "mean_distance")
         Costs to minimise, any of ``"max_distance"`` (largest change divided by the
         training standard deviation), ``"n_changes"``, ``"mean_distance"`` (mean over all
@@ -152,8 +156,17 @@ class P2CERecourse(RecourseExplainer):
         slower). ``"auto"``: ``"exact"`` when available, else ``"none"``. ``bound_``
         records the choice.
     time_limit : float or None, default=None
-        Seconds per query; a query that runs out stops with a warning, and its front
-        may be partial (``extras["complete"]``).
+        Wall-clock seconds of branch and bound per query: the clock starts when the
+        query's search starts, after numba has compiled (or loaded from its cache) the
+        search's kernels -- once per process, a fresh joblib worker or unpickled
+        explainer included -- and after the query's setup (its candidates, the model's
+        per-query tables, the SHAP estimate of ``bound="shap"``). A query that runs out
+        stops with a warning, and its front may be partial (``extras["complete"]``). A
+        limit that is never reached changes nothing; a limit that is reached makes the
+        result depend on the machine's speed and load (a faster or idle machine explores
+        more nodes), so ``None`` (no limit, the default) is the setting whose results
+        are reproducible. ``extras["seconds"]`` reports each query's time, setup
+        included.
     shap_samples : int, default=100
         Training rows (seeded sample) whose mean ``|SHAP|`` orders the search levels. For a
         tree ensemble: path-dependent TreeSHAP of the margin
@@ -255,7 +268,7 @@ class P2CERecourse(RecourseExplainer):
         return [lambda: cls(LogisticRegression(), grid_step=0.25, max_changes=2,
                             n_estimators=5, shap_samples=5, random_state=0)]
 
-    def __init__(self, model, *, objectives=("max_distance", "n_changes", "mean_distance"),
+    def __init__(self, model=None, *, objectives=("max_distance", "n_changes", "mean_distance"),
                  max_changes=3, threshold=0.5, desired_class="opposite", desired_range=None,
                  grid_percentiles=(1, 99), grid_step=0.05, categorical_features="auto",
                  immutable_features=None, features_to_vary="all", feature_ranges=None,
@@ -707,9 +720,14 @@ class P2CERecourse(RecourseExplainer):
         return out
 
     def _explain_one(self, x, keys):
-        """The search of one query for its target ``keys``."""
-        t0 = time.perf_counter()
-        deadline = None if self.time_limit is None else t0 + self.time_limit
+        """The search of one query for its target ``keys``.
+
+        ``time_limit`` counts the branch and bound only: the search kernels are compiled
+        first (:func:`~._p2ce_kernels.warm_up`, once per process) and the per-query setup
+        (candidates, the model's tables, the SHAP estimate) runs before the clock starts.
+        """
+        warm_up()
+        t_query = time.perf_counter()
         values, contrib = self.grid_.candidates(x)
         order = [int(j) for j in self.feature_order_ if len(values[j]) > 1]
 
@@ -739,15 +757,17 @@ class P2CERecourse(RecourseExplainer):
         threshold = 0.0 if self.desired_range_ is not None else self.threshold
         problem = QueryProblem(x, values, contrib, order, self._objectives_, predict,
                                threshold, self.max_changes, bound=bound,
-                               iso=self._iso_ if self.plausibility else None,
-                               deadline=deadline)
+                               iso=self._iso_ if self.plausibility else None)
+        if self.time_limit is not None:
+            problem.deadline = time.perf_counter() + self.time_limit
         res = search_query(problem)
-        res.seconds = time.perf_counter() - t0
+        res.seconds = time.perf_counter() - t_query
         return res
 
     def _explain(self, X):
         import pandas as pd
 
+        index = X.index if _is_frame(X) else None
         if _is_frame(X) and not self._frame_:
             # fitted on an array: a frame's columns are taken by position, as in scikit-learn
             try:
@@ -764,7 +784,9 @@ class P2CERecourse(RecourseExplainer):
         if n_workers > 1 and n > 1:
             bounds = np.linspace(0, n, min(n, n_workers) + 1).astype(int)
             slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
-            parts = Parallel(n_jobs=self.n_jobs)(
+            # max_nbytes=None: no read-only memory-mapped arrays in the workers, whose
+            # kernels would be compiled for them during the search (see warm_up)
+            parts = Parallel(n_jobs=self.n_jobs, max_nbytes=None)(
                 delayed(self._explain_rows)(sl, Z, keys) for sl in slices)
         else:
             parts = [self._explain_rows(slice(0, n), Z, keys)]
@@ -826,7 +848,7 @@ class P2CERecourse(RecourseExplainer):
         }
         return Counterfactuals(queries=queries, counterfactuals=cf, predictions=pro,
                                valid=valid, costs=cost_frame, found=found,
-                               desired=desired_arr, extras=extras)
+                               desired=desired_arr, extras=extras, index=index)
 
     def score(self, X, y=None):
         """Validity rate minus half the mean normalised cost of the best counterfactuals.

@@ -441,3 +441,54 @@ def weakly_dominated(F, C):
                 out[i] = True
                 break
     return out
+
+
+# ----------------------------------------------------------------------------------------
+# warm-up
+# ----------------------------------------------------------------------------------------
+_WARM = False
+
+
+def warm_up():
+    """Compile (or load from numba's cache) every kernel above, once per process.
+
+    P2CE calls this before a query's search clock starts, so that the compilation -- up to
+    seconds per kernel with an empty numba cache, or the loading of a cached one -- never
+    counts against ``time_limit``: a limit then stops a search only for its own work, and
+    the results of a fresh process (a cold cache, a joblib worker, an unpickled explainer)
+    are those of a warm one. The arguments have the types of the search's calls
+    (C-contiguous, writable int64 / uint64 / float64 / bool arrays, float and int
+    scalars), so no call of the search compiles anything afterwards.
+    """
+    global _WARM
+    if _WARM:
+        return
+    i64 = np.int64
+    # one tree: node 0 splits (candidate 0 / value 0.0 goes left) into leaves 1 and 2
+    roots = np.zeros(1, dtype=i64)
+    left = np.array([1, -1, -1], dtype=i64)
+    right = np.array([2, -1, -1], dtype=i64)
+    leaf = np.array([0.0, 1.0, 2.0])
+    sub = subtree_max(roots, left, right, leaf)
+    depth = int(tree_depth(roots, left, right))
+    suffix = np.array([float(sub[0]), 0.0])
+    owner = np.zeros(3, dtype=i64)
+    masks = np.zeros((3, 1), dtype=np.uint64)
+    masks[0, 0] = np.uint64(1)
+    index = np.array([[0], [1]], dtype=i64)
+    n_cand = np.array([2], dtype=i64)
+    is_open = np.ones(1, dtype=np.bool_)
+    mask_sum_points(index, roots, left, right, owner, masks, leaf)
+    for kernel in (mask_max_reach, mask_max_reach_single):
+        kernel(roots, left, right, owner, masks, leaf, sub, suffix, is_open,
+               np.zeros(1, dtype=i64), n_cand, float(-np.inf), float(np.inf), depth)
+    packed = np.array([[0.5, 0.0, 1.0, 2.0, 1.0],
+                       [1.0, -1.0, -1.0, -1.0, 0.0],
+                       [2.0, -1.0, -1.0, -1.0, 0.0]])
+    X = np.array([[0.0], [1.0]])
+    iso_sum_points(X, roots, packed)
+    iso_max_reach(roots, packed, sub, suffix, is_open, np.zeros(1), np.array([[0.0, 1.0]]),
+                  np.array([2], dtype=i64), np.zeros(1, dtype=np.bool_), float(-np.inf),
+                  float(np.inf), depth)
+    weakly_dominated(X, X)
+    _WARM = True

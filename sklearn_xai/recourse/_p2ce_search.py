@@ -135,6 +135,9 @@ class QueryProblem:
         or None.
     iso : FlatIsolationForest or None
         None when plausibility is off.
+    deadline : float or None
+        ``time.perf_counter()`` value after which no further node is expanded (the
+        search then returns what it found, marked incomplete); None: no limit.
     """
 
     x: np.ndarray

@@ -1,0 +1,76 @@
+"""Result objects keep the row labels of the explained DataFrame (issue #24).
+
+``Attribution.to_frame()`` and ``Counterfactuals.to_frame()`` are indexed by the labels of
+``X`` when ``explain`` received a DataFrame, so that they join back to the input rows.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import GradientBoostingClassifier
+from sklearn.frozen import FrozenEstimator
+
+from sklearn_xai import TreeShapExplainer
+from sklearn_xai.recourse import MaceRecourse, P2CERecourse
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    n = 600
+    X = pd.DataFrame(rng.normal(size=(n, 3)), columns=["a", "b", "c"],
+                     index=pd.Index([f"row{i}" for i in range(n)], name="id"))
+    y = (X["a"] + 0.5 * X["b"] > 0).astype(int).to_numpy()
+    model = GradientBoostingClassifier(n_estimators=20, max_depth=2, random_state=0)
+    return X, model.fit(X, y)
+
+
+def test_attribution_to_frame_keeps_the_index_of_x(data):
+    X, model = data
+    expl = TreeShapExplainer(FrozenEstimator(model)).fit(X.iloc[:200])
+    rows = X.iloc[500:503]
+    att = expl.explain(rows)
+    frame = att.to_frame()
+    assert frame.index.equals(rows.index)  # row500, row501, row502 -- not 0, 1, 2
+    np.testing.assert_array_equal(frame.to_numpy(), att.values)
+    # the rows join back to X: each labelled row is that row's own attribution, and
+    # base + sum equals the model's margin on it
+    for label in rows.index:
+        alone = expl.explain(X.loc[[label]]).values[0]
+        np.testing.assert_allclose(frame.loc[label].to_numpy(), alone, rtol=0, atol=1e-12)
+    margin = model.decision_function(X.loc[frame.index])
+    np.testing.assert_allclose(att.base_values + frame.sum(axis=1).to_numpy(), margin,
+                               rtol=0, atol=1e-9)
+
+
+def test_attribution_of_an_array_keeps_positions(data):
+    X, model = data
+    expl = TreeShapExplainer(FrozenEstimator(model)).fit(X.to_numpy()[:200])
+    frame = expl.explain(X.to_numpy()[500:503]).to_frame()
+    assert frame.index.equals(pd.RangeIndex(3))
+
+
+@pytest.mark.parametrize("cls", [MaceRecourse, P2CERecourse])
+def test_counterfactuals_to_frame_is_indexed_by_the_query_label(data, cls):
+    X, model = data
+    if cls is P2CERecourse:
+        expl = cls(FrozenEstimator(model), grid_step=0.25, max_changes=2, n_estimators=10,
+                   shap_samples=10, random_state=0)
+    else:
+        expl = cls(FrozenEstimator(model), n_counterfactuals=2, neighbors="exact",
+                   random_state=0)
+    expl.fit(X.iloc[:300])
+    rows = X.iloc[500:505]
+    res = expl.explain(rows)
+    frame = res.to_frame()
+    assert res.found.sum() >= 3
+    pos = np.asarray(frame["query"])  # still the position among the queries
+    assert frame.index.tolist() == rows.index[pos].tolist()
+    # joined back to X, every counterfactual flips the prediction of its own query
+    joined = frame.merge(X, left_index=True, right_index=True, suffixes=("", "_query"))
+    np.testing.assert_array_equal(
+        model.predict(joined[["a", "b", "c"]]),
+        1 - model.predict(joined[["a_query", "b_query", "c_query"]].set_axis(
+            ["a", "b", "c"], axis=1)))
+    np.testing.assert_array_equal(joined[["a_query", "b_query", "c_query"]].to_numpy(),
+                                  X.loc[frame.index].to_numpy())
