@@ -38,7 +38,7 @@ __all__ = [
     "known_linear_combination",
     "known_models",
     "check_explainer",
-    # CheckReport (check_explainer's result) joins __all__ once doc/api.rst lists it
+    "CheckReport",
     "DividendGame",
     "sum_games",
     "games",
