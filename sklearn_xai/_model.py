@@ -154,6 +154,11 @@ def frame_like(X, template):
                          dtype=object if X.dtype == object else None)
     for name, dtype in template.dtypes.items():
         if frame[name].dtype != dtype:
+            if dtype.kind in "iu" and not _integral(frame[name]):
+                # a reference mean or a knockoff of an integer column: keep its value (a cast
+                # to the fitted integer dtype would truncate 2.97 to 2 before the model sees it)
+                frame[name] = frame[name].astype(np.float64)
+                continue
             try:
                 frame[name] = frame[name].astype(dtype)
             except (TypeError, ValueError) as exc:
@@ -161,6 +166,15 @@ def frame_like(X, template):
                     f"Column {name!r} of X cannot be converted to the dtype {dtype} it had "
                     f"in fit ({exc}); pass a DataFrame with the fitted columns.") from exc
     return frame
+
+
+def _integral(column):
+    """Whether every value of a numeric column is a whole number (NaN counts as not)."""
+    try:
+        values = np.asarray(column, dtype=np.float64)
+    except (TypeError, ValueError):
+        return True  # not numeric: the cast below decides
+    return bool(np.all(np.isfinite(values) & (values == np.round(values))))
 
 
 #: the end of every "non-finite output" error (``what``: "model" or "module")

@@ -334,3 +334,24 @@ def test_convergence_warning_is_given_once_per_fitted_explainer(monkeypatch):
     sage = KnockoffSAGE(model, n_knockoffs=2, convergence_tol=1e-12, random_state=0).fit(X)
     assert len(convergence_warnings(lambda: sage.explain(X, y))) == 1
     assert convergence_warnings(lambda: sage.explain(X, y)) == []
+
+
+def test_integer_columns_of_a_frame_are_not_truncated_before_the_model():
+    # The reference row of integer columns is their mean (2.97, not 2): a frame fitted with
+    # int64 columns must hand it to the model as it is, exactly as the same rows as floats do.
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 7, size=(120, 3))
+    y = (X[:, 0] + 2 * X[:, 1] - X[:, 2] + rng.normal(size=120) > 3).astype(int)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    model = LogisticRegression().fit(X.astype(float), y)
+    model_frame = LogisticRegression().fit(frame, y)
+    from_array = ShearExplainer(FrozenEstimator(model), n_evals=8).fit(X.astype(float))
+    from_frame = ShearExplainer(FrozenEstimator(model_frame), n_evals=8).fit(frame)
+    assert not np.all(from_array.reference_ == np.round(from_array.reference_))
+    a = from_array.explain(X[:5].astype(float))
+    f = from_frame.explain(frame.iloc[:5])
+    np.testing.assert_allclose(f.base_values, a.base_values, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(f.values, a.values, rtol=0, atol=1e-12)
+    # the base value is the model's own output at the (fractional) reference row
+    expected = model.predict_proba(from_array.reference_.reshape(1, -1).astype(float))[0, 1]
+    assert f.base_values[0] == pytest.approx(expected, abs=1e-12)
