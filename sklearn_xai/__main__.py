@@ -71,9 +71,10 @@ def _add_common(p, *, report):
                        help="a feature MACE and P2CE never change; repeat for several "
                             "(the default Adult run fixes race, sex, native_country, "
                             "marital_status and relationship)")
-        p.add_argument("--time-limit", type=float, default=10.0, metavar="SECONDS",
-                       help="P2CE search time per rejected row; a front cut short is marked "
-                            "partial in the report (default: 10)")
+        p.add_argument("--time-limit", type=float, default=0.0, metavar="SECONDS",
+                       help="P2CE search seconds per rejected row, 0 for no limit (the "
+                            "default: results then do not depend on the machine's speed); "
+                            "a front cut short by a limit is marked partial")
     else:
         p.add_argument("--explainer", default="tree", metavar="NAME",
                        help="tree, shear or knockoff (default: tree)")

@@ -1187,7 +1187,7 @@ def _page(title, sections):
 
 
 def build_report(workload, out, progress, *, explainers=DEFAULT_EXPLAINERS, n_rows=3,
-                 n_global=500, n_background=None, time_limit=10.0, seed=0, explicit=False,
+                 n_global=500, n_background=None, time_limit=None, seed=0, explicit=False,
                  t_start=None):
     """Explain ``workload`` and write the HTML report to ``out``.
 
@@ -1208,7 +1208,9 @@ def build_report(workload, out, progress, *, explainers=DEFAULT_EXPLAINERS, n_ro
         The explainers are fitted on the first ``n_background`` rows of ``workload.X``
         (``None``: all of them); the count is stated in the report.
     time_limit : float or None
-        Seconds of P2CE search per rejected row; a front cut short is marked partial.
+        Seconds of P2CE search per rejected row (compilation excluded); a front cut short
+        is marked partial. ``None`` (the default): no limit, so the report does not depend
+        on the machine's speed.
     seed : int
         ``random_state`` of every seeded explainer.
     explicit : bool
