@@ -175,6 +175,26 @@ def _step_nan_columns(step, n_in, then):
         return False
 
 
+def keep_index(result, index):
+    """Give an explanation the index of the DataFrame it explains (so ``to_frame`` joins back).
+
+    Parameters
+    ----------
+    result : Attribution or Counterfactuals
+        The explanation of the rows.
+    index : pandas.Index or None
+        The index of ``X`` when it was a DataFrame; ``None`` keeps positions.
+
+    Returns
+    -------
+    Attribution or Counterfactuals
+        ``result``, with ``index`` set when one was given.
+    """
+    if index is not None:
+        result.index = index
+    return result
+
+
 def as_array(X):
     """A 2-D numpy array of ``X``: float64 when every column is numeric, else object.
 
@@ -820,8 +840,9 @@ class AttributionMixin(TransformerMixin):
             (n_samples, n_players, n_outputs).
         """
         check_is_fitted(self)
+        index = X.index if _is_frame(X) else None
         X = self._validate_X(X, reset=False)
-        return self._explain(self._explained_rows(X))
+        return keep_index(self._explain(self._explained_rows(X)), index)
 
     def transform(self, X):
         """Attributions as a flat array.
@@ -997,8 +1018,9 @@ class RecourseMixin(TransformerMixin):
             The counterfactuals found for each query (see its documentation).
         """
         check_is_fitted(self)
+        index = X.index if _is_frame(X) else None
         X = self._validate_X(X, reset=False)
-        return self._explain(X)
+        return keep_index(self._explain(X), index)
 
     def transform(self, X):
         """The best counterfactual per row, NaN where none was found.

@@ -11,6 +11,8 @@ from sklearn.ensemble import GradientBoostingClassifier
 from sklearn.frozen import FrozenEstimator
 
 from sklearn_xai import TreeShapExplainer
+from sklearn_xai._registry import all_explainers
+from sklearn_xai.base import AttributionMixin
 from sklearn_xai.recourse import MaceRecourse, P2CERecourse
 
 
@@ -74,3 +76,13 @@ def test_counterfactuals_to_frame_is_indexed_by_the_query_label(data, cls):
             ["a", "b", "c"], axis=1)))
     np.testing.assert_array_equal(joined[["a_query", "b_query", "c_query"]].to_numpy(),
                                   X.loc[frame.index].to_numpy())
+
+
+@pytest.mark.parametrize("cls", [c for c in all_explainers() if issubclass(c, AttributionMixin)],
+                         ids=lambda c: c.__name__)
+def test_every_attribution_explainer_keeps_the_index_of_x(cls, data):
+    X, model = data
+    est = cls(FrozenEstimator(model), **cls._test_params()).fit(X.iloc[:100])
+    rows = X.iloc[[510, 3, 77]]
+    frame = est.explain(rows).to_frame()
+    assert list(frame.index) == ["row510", "row3", "row77"]

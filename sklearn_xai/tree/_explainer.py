@@ -20,6 +20,7 @@ from ..base import (
     BaseExplainer,
     _is_frame,
     as_array,
+    keep_index,
     reference_row,
     split_pipeline,
 )
@@ -898,10 +899,11 @@ class TreeShapExplainer(AttributionExplainer):
             plus the sum of a row's values is its explained output.
         """
         check_is_fitted(self)
+        index = X.index if _is_frame(X) else None
         X = self._explained_rows(self._validate_X(X, reset=False))
         if self.model_output == "log_loss":
-            return self._explain_log_loss(X, y)
-        return self._explain(X)
+            return keep_index(self._explain_log_loss(X, y), index)
+        return keep_index(self._explain(X), index)
 
     def _explain_log_loss(self, X, y):
         if y is None:
