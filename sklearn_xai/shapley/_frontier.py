@@ -72,7 +72,7 @@ def _k_subsets(Pa, k, count, rng, middle):
     return np.array(rows)
 
 
-def _design(Pa, n_pairs, rng, alloc="kernel", ht=True):
+def _design(Pa, n_pairs, rng, alloc="kernel", ht=True, unit=1):
     """Border strata enumerated, the rest sampled (stratified, without replacement).
 
     Returns the masks of one member of each pair (n_pairs, Pa), the regression weight of
@@ -101,17 +101,27 @@ def _design(Pa, n_pairs, rng, alloc="kernel", ht=True):
             break
         full |= grow
         left -= int(m[grow].sum())
-    masks, weights, stratum = [], [], []
+    masks, weights, stratum, incl = [], [], [], []
+    qq = {}
     for j in np.flatnonzero(full):
         k = int(ks[j])
         sub = _k_subsets(Pa, k, int(m[j]), rng, 2 * k == Pa)
         masks.append(sub)
         weights.append(np.full(len(sub), w[j]))
         stratum.append(np.full(len(sub), -1))
+        incl.append(np.ones(len(sub)))
     rem = np.flatnonzero(~full)
     if rem.size and left > 0:
         q = left * a[rem] / a[rem].sum()
-        counts = _systematic(q, rng)
+        if unit > 1:
+            # counts in units (one pair per fold and unit), at most the stratum
+            # (the left % unit pairs that do not make a whole unit are not used)
+            qu = (left // unit) * a[rem] / a[rem].sum()
+            counts = np.minimum(unit * _systematic(qu, rng), m[rem]).astype(np.int64)
+            q = unit * qu
+        else:
+            counts = _systematic(q, rng)
+        qq = dict(zip(rem, q))
         for j, c in zip(rem, counts):
             if c == 0:
                 continue
@@ -121,7 +131,10 @@ def _design(Pa, n_pairs, rng, alloc="kernel", ht=True):
             # Horvitz-Thompson: E[count] = q, so the weighted sums are unbiased
             weights.append(np.full(c, mass[j] / (q[list(rem).index(j)] if ht else c)))
             stratum.append(np.full(c, j))
-    return np.concatenate(masks), np.concatenate(weights), np.concatenate(stratum)
+            # probability that the stratum is drawn at all (systematic rounding in units)
+            incl.append(np.full(c, min(1.0, qq[j] / unit)))
+    return (np.concatenate(masks), np.concatenate(weights), np.concatenate(stratum),
+            np.concatenate(incl))
 
 
 # --------------------------------------------------------------------------- fit
@@ -136,38 +149,87 @@ def _esym_pm1(L, max_order):
     return E
 
 
-def _fit_row(X, y, W, yN, orders, ratio):
+def _triples(Pa):
+    """All 3-subsets of range(Pa) as an (F, 3) array."""
+    from itertools import combinations
+    return np.array(list(combinations(range(Pa), 3)), dtype=np.int64).reshape(-1, 3)
+
+
+def _chi3(A, T):
+    """Order-3 characters prod_{i in T} x_i of the rows of A (m, Pa) -> (m, F)."""
+    return A[:, T[:, 0]] * A[:, T[:, 1]] * A[:, T[:, 2]]
+
+
+def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9):
     """Shapley values of the fitted odd part: linear + kernel of odd orders (universal kriging).
 
     X : (n, Pa) in {-1, +1}; y : (n, O) odd values (v(S) - v(~S)) / 2; W : (n,) weights;
     yN : (O,) = (v(all) - v(empty)) / 2, imposed exactly. The odd part is modelled as
     ``x.b + g(x)``, ``g`` with kernel ``sum_k gamma_k e_k(x * x')`` over the odd ``orders``
     (each normalized by C(Pa, k)), ``b`` unpenalized; the misfit variance of pair ``c`` is
-    ``mean(W) / (ratio W_c)``. Returns phi (Pa, O) = Shapley values of the fit.
+    ``mean(W) / (ratio W_c)``. Returns phi (Pa, O) = Shapley values of the fit, and with
+    ``predict=True`` also a function giving the fitted odd part at new points (m, Pa).
+
+    ``ard`` > 0 (with ``orders == (3,)``): that many rounds of automatic relevance
+    determination of the triples: the prior variance of triple ``T`` becomes ``(1 - lam) +
+    lam e_T / mean(e)``, ``e_T`` the squared posterior coefficient of the previous round
+    (an adaptive ridge, approaching a sparse fit); only the ``n + 1`` largest get their own
+    variance, the others keep ``1 - lam``.
     """
     n, Pa = X.shape
     Wn = W / W.mean()
     if not orders or ratio == 0:
-        return _linear_row(X, y, Wn, yN)
+        phi = _linear_row(X, y, Wn, yN)
+        return (phi, lambda Xq: Xq @ (phi / 2.0)) if predict else phi
     pts = np.vstack([X, np.ones((1, Pa))])
-    agree = ((pts @ pts.T + Pa) / 2).round().astype(np.int64)      # count of +1 in x*x'
     kmax = max(orders)
     E = _esym_pm1(Pa, kmax)
-    K = np.zeros((n + 1, n + 1))
-    for k in orders:
-        K += E[agree, k] / comb(Pa, k)
-    C = K * ratio
-    C[np.arange(n), np.arange(n)] += 1.0 / Wn
+
+    def kern(A):
+        agree = ((A @ pts.T + Pa) / 2).round().astype(np.int64)   # count of +1 in x*x'
+        K = np.zeros(agree.shape)
+        for k in orders:
+            K += E[agree, k] / comb(Pa, k)
+        return K
+
+    K = kern(pts)
     F = pts
     Y = np.vstack([y, yN[None, :]])
-    try:
-        L = np.linalg.cholesky(C)
-        solve = lambda B: np.linalg.solve(L.T, np.linalg.solve(L, B))  # noqa: E731
-        CiF, CiY = solve(F), solve(Y)
-    except np.linalg.LinAlgError:
-        CiF, CiY = np.linalg.lstsq(C, F, rcond=None)[0], np.linalg.lstsq(C, Y, rcond=None)[0]
-    b = np.linalg.lstsq(F.T @ CiF, F.T @ CiY, rcond=None)[0]      # (Pa, O)
-    alpha = (CiY - CiF @ b) * ratio                                # (n+1, O)
+
+    def krige(K):
+        C = K * ratio
+        C[np.arange(n), np.arange(n)] += 1.0 / Wn
+        try:
+            L = np.linalg.cholesky(C)
+            solve = lambda B: np.linalg.solve(L.T, np.linalg.solve(L, B))  # noqa: E731
+            CiF, CiY = solve(F), solve(Y)
+        except np.linalg.LinAlgError:
+            CiF = np.linalg.lstsq(C, F, rcond=None)[0]
+            CiY = np.linalg.lstsq(C, Y, rcond=None)[0]
+        b = np.linalg.lstsq(F.T @ CiF, F.T @ CiY, rcond=None)[0]  # (Pa, O)
+        return b, (CiY - CiF @ b) * ratio                          # alpha (n+1, O)
+
+    b, alpha = krige(K)
+    if ard and tuple(orders) == (3,):
+        T = _triples(Pa)
+        Fn = T.shape[0]
+        X3 = _chi3(pts, T)                                          # (n+1, F)
+        tau = np.ones(Fn)
+        for _ in range(ard):
+            e = (((tau / Fn)[:, None] * (X3.T @ alpha)) ** 2).sum(axis=1)
+            new = lam * e / max(e.mean(), 1e-300)
+            sel = np.argsort(new)[::-1][:n + 1]
+            tau = np.full(Fn, 1.0 - lam)
+            tau[sel] += new[sel]
+            Xs = X3[:, sel]
+            b, alpha = krige((1.0 - lam) * K + (Xs * (new[sel] / Fn)) @ Xs.T)
+        beta = (tau / Fn)[:, None] * (X3.T @ alpha)                # (F, O)
+        phi = 2.0 * b
+        for c in range(3):
+            np.add.at(phi, T[:, c], (2.0 / 3.0) * beta)
+        if not predict:
+            return phi
+        return phi, lambda Xq: Xq @ b + _chi3(Xq, T) @ beta
     # Shapley value of g: sum_j alpha_j sum_k (2/k) x_ji e_{k-1}(x_j without i) / C(Pa, k)
     pos = ((pts + 1) / 2).astype(np.int64)                         # (n+1, Pa)
     p_minus = pos.sum(axis=1, keepdims=True) - pos                 # +1 count without i
@@ -175,7 +237,10 @@ def _fit_row(X, y, W, yN, orders, ratio):
     D = np.zeros((n + 1, Pa))
     for k in orders:
         D += (2.0 / k) * pts * Em[p_minus, k - 1] / comb(Pa, k)
-    return 2.0 * b + D.T @ alpha
+    phi = 2.0 * b + D.T @ alpha
+    if not predict:
+        return phi
+    return phi, lambda Xq: Xq @ b + kern(Xq) @ alpha
 
 
 def _linear_row(X, y, W, yN):
@@ -202,7 +267,9 @@ def _exact_coefs(Pa):
 
 # --------------------------------------------------------------------------- estimator
 
-DEFAULTS = {"alloc": "greedy", "orders": (3,), "ratio": 100.0, "ht": True}
+DEFAULTS = {"alloc": "greedy", "orders": (3,), "ratio": 100.0, "ht": True,
+            "mode": "hybrid", "folds": 4, "ard": 2, "lam": 0.9, "ard_min": 4,
+            "bias_w": 1.0, "bias_sub": 1.0}
 
 
 def frontier_shapley(game, n_evals, generators, *, return_units=False, **config):
@@ -229,7 +296,11 @@ def frontier_shapley(game, n_evals, generators, *, return_units=False, **config)
        interactions (kernel ``e_3(x * x')`` on ``x in {-1, +1}^Pa``), with the full
        coalition imposed exactly; the estimate is the exact Shapley value of the fit.
        Without the order-3 term this is paired KernelSHAP with exact strata; with it,
-       games with at most third-order odd structure are fitted far better.
+       games with at most third-order odd structure are fitted far better. With at least
+       ``4 Pa`` pairs (``ard_min``) the triples' prior variances are re-estimated twice
+       from the fit (automatic relevance determination: a sparse order-3 surrogate).
+       The sampled pairs are drawn in units of ``folds = 4`` per stratum (for the
+       cross-fit below; the ``< 4`` left-over pairs of the budget are not used).
 
     Efficiency ``phi.sum(axis=1) == v(all) - v(empty)`` holds exactly in exact arithmetic
     (the full coalition is a noise-free observation of the fit); the round-off gap
@@ -245,28 +316,30 @@ def frontier_shapley(game, n_evals, generators, *, return_units=False, **config)
     generators : list of numpy.random.Generator
         One per row; row ``r``'s coalitions depend only on ``generators[r]`` and row ``r``.
     return_units : bool, default=False
-        Also return jackknife pseudo-values over ``G = min(n_sampled_pairs, 20)`` groups of
-        the *sampled* pairs (the enumerated strata carry no sampling error): ``G phi -
-        (G - 1) phi_(-g)``, with ``phi_(-g)`` the fit without group ``g`` (its stratum
-        weights rescaled to keep their mass); their spread (:func:`unit_std`) is the
-        jackknife standard error. Rows computed exactly get ``G`` copies of ``phi``
-        (standard error 0); a row whose pairs all lie in enumerated strata (e.g. ``n_evals =
-        2``: the size-1 stratum) is deterministic but not exact and gets NaN units (no
-        error estimate); a row with fewer than ``G`` sampled pairs gets ``G`` values
-        with its own jackknife mean and standard error. **Caveat (measured):** the units
-        carry the sampling variance only. The fit is biased where the game has odd
-        structure beyond order 3 that the enumerated border strata pin down (the misfit
-        there is the same for every seed), so 95% intervals ``phi +- 1.96 se`` under-cover
-        on such games: 0.92 on a 10-player game with dividends up to order 5 at
-        ``n_evals=6``, but 0.66-0.75 on a 12-player one at ``n_evals`` 4-16 (paired
-        KernelSHAP's jackknife: 0.92-0.94 there).
+        Also return units whose spread (:func:`unit_std`) is a standard error. It comes from
+        a 4-fold cross-fitted, regression-adjusted estimate ``phi_x`` (see :func:`_xfit`:
+        surrogate fitted without fold ``h`` + unbiased stratified estimate of its
+        residual's Shapley values from fold ``h``; standard error ``se_x`` from the
+        residuals). The returned ``phi`` stays the plain fit on all pairs (lower error,
+        measured), with ``se = max(se_x, |phi_x - phi|)`` (``se_x**2`` plus the squared
+        bias estimate ``(phi_x - phi)**2 - se_x**2`` when positive). ``phi`` does not
+        depend on ``return_units``; the units cost four more fits. Rows computed exactly
+        get copies of ``phi`` (standard error 0); a row whose pairs all lie in enumerated
+        strata (e.g. ``n_evals = 2``) is deterministic but not exact and gets NaN units;
+        a row with a sampled stratum of fewer than 4 pairs falls back to jackknife units
+        over groups of the sampled pairs (sampling variance only). **Measured:** 95%
+        coverage 0.975 on a 12-player game with dividends up to order 5 at ``n_evals=8``;
+        0.92-1.0 on the benchmark games (conservative: above 0.97 on most).
     **config
         Tuning knobs for benchmarks: ``alloc`` ("greedy": whole strata from the border
         while the budget covers them, then water-filling; "kernel": water-filling only;
         "uniform": water-filling with equal mass per size), ``orders`` (odd orders of the
         kernel, ``()`` for the linear fit alone), ``ratio`` (prior variance of the kernel
         term over the misfit variance), ``ht`` (Horvitz-Thompson weights of the sampled
-        pairs). The defaults are the measured best (``benchmarks/bench_shapley.py``).
+        pairs), ``mode`` ("hybrid": as above; "xfit": return the cross-fitted ``phi_x``
+        and ``se_x`` themselves (unbiased, higher error); "fit": plain fit with jackknife
+        units), ``folds``, ``ard`` (rounds), ``lam``, ``ard_min``. The defaults are the
+        measured best (``benchmarks/bench_shapley.py``).
 
     Returns
     -------
@@ -277,6 +350,7 @@ def frontier_shapley(game, n_evals, generators, *, return_units=False, **config)
         Only with ``return_units=True``; ``None`` when every row is exact.
     """
     cfg = dict(DEFAULTS, **config)
+    xfit = cfg["mode"] in ("xfit", "hybrid", "choose")
     P, n = game.n_players, game.n_rows
     n_evals = _check_n_evals(n_evals)
     _check_generators(generators, n)
@@ -301,11 +375,12 @@ def frontier_shapley(game, n_evals, generators, *, return_units=False, **config)
             masks[:, players] = sub
             plans.append(("exact", masks, (players, coef, c0, c1)))
         else:
-            S, W, strat = _design(Pa, budget // 2, generators[r], cfg["alloc"], cfg["ht"])
+            S, W, strat, incl = _design(Pa, budget // 2, generators[r], cfg["alloc"],
+                                        cfg["ht"], unit=cfg["folds"] if xfit else 1)
             masks = np.zeros((2 * S.shape[0], P), bool)
             masks[0::2, players] = S
             masks[1::2, players] = ~S
-            plans.append(("fit", masks, (players, S, W, strat)))
+            plans.append(("fit", masks, (players, S, W, strat, incl)))
     vals = _evaluate(game, [p[1] for p in plans])
     G_all = 0
     unit_rows = {}
@@ -314,14 +389,36 @@ def frontier_shapley(game, n_evals, generators, *, return_units=False, **config)
             players, coef, c0, c1 = extra
             phi[r, players] = coef.T @ vals[r] + np.outer(c0, v0[r]) + np.outer(c1, v1[r])
         elif kind == "fit":
-            players, S, W, strat = extra
+            players, S, W, strat, incl = extra
             X = np.where(S, 1.0, -1.0)
             y = (vals[r][0::2] - vals[r][1::2]) / 2.0
             yN = (v1[r] - v0[r]) / 2.0
-            est = _fit_row(X, y, W, yN, cfg["orders"], cfg["ratio"])
+            big = S.shape[0] >= cfg["ard_min"] * players.size
+            rcfg = dict(cfg, ard=cfg["ard"] if big else 0)
+            hybrid = cfg["mode"] == "hybrid"
+            if xfit and _n_halves_ok(strat, cfg["folds"]) and (return_units or not hybrid):
+                est, se = _xfit(S, X, y, W, strat, incl, yN, rcfg)
+                if cfg["mode"] != "xfit":
+                    full = _fit_row(X, y, W, yN, cfg["orders"], cfg["ratio"], ard=rcfg["ard"],
+                                    lam=cfg["lam"])
+                    d = est - full
+                    if hybrid or (d**2).mean() <= (se**2).mean():
+                        # squared bias of the plain fit estimated by d**2 - se**2 (>= 0)
+                        est, se = full, np.sqrt(se**2 + cfg["bias_w"] * np.maximum(
+                            d**2 - cfg["bias_sub"] * se**2, 0.0))
+                phi[r, players] = _project(est, 2 * yN)
+                if return_units:
+                    z = _unit_pattern(MAX_GROUPS)
+                    u = (phi[r, players][None] + z[:, None, None] * se[None]
+                         * np.sqrt(MAX_GROUPS))
+                    unit_rows[r] = (players, u)
+                    G_all = max(G_all, MAX_GROUPS)
+                continue
+            est = _fit_row(X, y, W, yN, cfg["orders"], cfg["ratio"], ard=rcfg["ard"],
+                           lam=cfg["lam"])
             phi[r, players] = _project(est, 2 * yN)
             if return_units:
-                u = _jackknife(X, y, W, strat, yN, cfg, est)
+                u = _jackknife(X, y, W, strat, yN, rcfg, est)
                 if u is None:
                     # no sampled pair: deterministic but not exact; no error estimate
                     u = np.full((2,) + est.shape, np.nan)
@@ -347,6 +444,80 @@ def frontier_shapley(game, n_evals, generators, *, return_units=False, **config)
             z = _unit_pattern(G_all)
             units[r][:, players] = mean[None] + z[:, None, None] * sd[None] * np.sqrt(G_all)
     return phi, base, units
+
+
+def _n_halves_ok(strat, K=2):
+    """Every sampled stratum has at least one pair in each of the K folds."""
+    js, cnt = np.unique(strat[strat >= 0], return_counts=True)
+    return js.size > 0 and bool(np.all(cnt >= K))
+
+
+def _xfit(S, X, y, W, strat, incl, yN, cfg):
+    """Cross-fitted regression-adjusted estimate and its standard error.
+
+    The sampled pairs of each stratum are dealt round-robin (in their random draw order)
+    into ``K`` folds. For fold ``h``: fit the surrogate ``g_h`` on everything but fold ``h``;
+    its residual ``r = o - g_h`` is known on every evaluated pair; the residual's Shapley
+    value ``2 sum_pairs c_i(S) r(S)`` is summed exactly over the evaluated pairs outside
+    fold ``h`` and, over the rest of each sampled stratum, estimated from fold ``h`` (a
+    uniform draw without replacement from the stratum less the other folds, so unbiased
+    given them); a stratum drawn with probability ``incl < 1`` is divided by it. ``phi(g_h)
+    +`` that is unbiased for ``phi``; the K are averaged. The standard error is that of the
+    stratified estimates of the residual (within-stratum variance, finite-population
+    correction, folds taken as independent).
+    """
+    n, Pa = X.shape
+    K = cfg["folds"]
+    _, m, _ = _pair_strata(Pa)
+    w = _shapley_weights(Pa)
+    sz = S.sum(axis=1)
+    coef = 2.0 * np.where(S, w[np.maximum(sz - 1, 0)][:, None],
+                          -w[np.minimum(sz, Pa - 1)][:, None])
+    sampled = strat >= 0
+    fold = np.full(n, -1)
+    js = np.unique(strat[sampled])
+    for j in js:
+        idx = np.flatnonzero(strat == j)
+        fold[idx] = np.arange(idx.size) % K
+    O = y.shape[1]
+    Z = np.zeros((n, Pa, O))
+    est = np.zeros((Pa, O))
+    var = np.zeros((Pa, O))
+    Tk = {j: np.zeros((Pa, O)) for j in js}
+    for h in range(K):
+        mine = fold == h
+        fitset = ~mine
+        Wh = W.copy()
+        for j in js:
+            in_j = strat == j
+            Wh[in_j] *= in_j.sum() / (in_j & fitset).sum()
+        phi_h, pred = _fit_row(X[fitset], y[fitset], Wh[fitset], yN, cfg["orders"],
+                               cfg["ratio"], predict=True, ard=cfg["ard"], lam=cfg["lam"])
+        contrib = coef[:, :, None] * (y - pred(X))[:, None, :]        # (n, Pa, O)
+        tot = phi_h + contrib[~sampled].sum(axis=0)
+        for j in js:
+            in_j = strat == j
+            sel = mine & in_j
+            nA = int((in_j & fitset).sum())
+            Tj = (contrib[in_j & fitset].sum(axis=0)
+                  + (m[j] - nA) / sel.sum() * contrib[sel].sum(axis=0))
+            pj = incl[in_j][0]
+            tot += Tj / pj
+            Tk[j] += Tj / K
+        Z[mine] = contrib[mine]
+        est += tot / K
+    for j in js:
+        sel = strat == j
+        s2 = Z[sel].var(axis=0, ddof=1)
+        pj = incl[sel][0]
+        nj = int(sel.sum())
+        for h in range(K):
+            nB = int(((fold == h) & sel).sum())
+            Np = m[j] - (nj - nB)
+            var += s2 * Np**2 * max(0.0, 1.0 - nB / Np) / nB / K**2 / pj**2
+        if pj < 1:
+            var += Tk[j] ** 2 * (1 - pj) / pj**2
+    return est, np.sqrt(var)
 
 
 def _unit_pattern(G):
@@ -379,7 +550,8 @@ def _jackknife(X, y, W, strat, yN, cfg, est):
             kept = (in_j & keep).sum()
             if kept:
                 Wg[in_j] *= in_j.sum() / kept
-        fit = _fit_row(X[keep], y[keep], Wg[keep], yN, cfg["orders"], cfg["ratio"])
+        fit = _fit_row(X[keep], y[keep], Wg[keep], yN, cfg["orders"], cfg["ratio"],
+                       ard=cfg["ard"], lam=cfg["lam"])
         pseudo[g] = G * est - (G - 1) * _project(fit, 2 * yN)
     return pseudo
 
