@@ -90,7 +90,9 @@ def test_exact_when_reduced_game_fits():
 
 def test_intervals_cover():
     # 12 players, odd structure up to order 5 (beyond the order-3 surrogate); fixed seeds.
-    # The interval is phi_fit +- 1.96 max(se_xfit, |phi_xfit - phi_fit|): measured 0.975.
+    # The interval is phi_fit +- 1.96 sqrt(k2 se_xfit^2 + max(d^2 - se_xfit^2, 0)), d =
+    # phi_xfit - phi_fit, k2 the pooled estimated MSE of the fold surrogates: measured 0.956
+    # (0.975 with the older se_mode="max").
     game = _dividend_game(12, HIGH, n_rows=1, seed=5)
     truth = game.shapley_values()[0][0, :, 0]
     hits = total = 0
@@ -100,7 +102,7 @@ def test_intervals_cover():
         hits += int((np.abs(phi[0, :, 0] - truth) <= 1.96 * se).sum())
         total += truth.size
     assert total == 480
-    assert 0.90 <= hits / total <= 0.99, hits / total
+    assert 0.90 <= hits / total <= 0.98, hits / total
 
 
 def test_units_do_not_change_phi():
