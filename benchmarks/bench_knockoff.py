@@ -36,7 +36,7 @@ from sklearn.frozen import FrozenEstimator
 
 from sklearn_xai.knockoffs import GaussianKnockoffs
 from sklearn_xai.shapley import KnockoffSHAP
-from sklearn_xai.shapley._attack import (
+from tests._attack import (
     OODAdversaryClassifier,
     german_attack_data,
     sage_simulation,
@@ -236,7 +236,7 @@ def bench_errors(n_rows, tols, sage_seeds):
     for seed in range(sage_seeds):
         kw = {"n_knockoffs": 5, "random_state": seed}
         exact = KnockoffSAGE(model, algorithm="exact", **kw).fit(X).explain(X[:200], yr)
-        perm = KnockoffSAGE(model, n_permutations=16, convergence_tol=None, **kw).fit(
+        perm = KnockoffSAGE(model, n_permutations=16, tol=None, **kw).fit(
             X).explain(X[:200], yr)
         hits.append(np.abs(perm.importances - exact.importances) <= 1.96 * perm.std)
     out["sage_coverage"] = float(np.mean(hits))

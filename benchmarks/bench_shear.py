@@ -124,7 +124,7 @@ def main(argv=None):
     from sklearn.frozen import FrozenEstimator
 
     from sklearn_xai import ShearExplainer
-    from sklearn_xai._utils import row_generators
+    from sklearn_xai._utils import keyed_generators
     from sklearn_xai.metrics import absolute_error, ranking_accuracy
     from sklearn_xai.shapley import ImputationGame, exact_shapley, kernel_shapley
     from sklearn_xai.shapley import permutation_shapley as perm
@@ -201,11 +201,11 @@ def main(argv=None):
             ref[0].astype(np.float64),
             e.col_to_player_, M), args.repeats)
         g = ImputationGame(fn, X, ref, groups=base.groups_)
-        t, res = timed(lambda: perm(g, N, row_generators(0, range(rows)), antithetic=True),
+        t, res = timed(lambda: perm(g, N, keyed_generators(0, range(rows)), antithetic=True),
                        args.repeats)
         phi = res[0][:, :, 0]
         row["aps_time"], row["aps_ae"], row["aps_acc"] = t, absolute_error(phi, truth), acc_of(phi)
-        t, res = timed(lambda: kernel_shapley(g, N, row_generators(0, range(rows))),
+        t, res = timed(lambda: kernel_shapley(g, N, keyed_generators(0, range(rows))),
                        1 if N >= 64 else args.repeats)
         phi = res[0][:, :, 0]
         row["ks_time"], row["ks_ae"], row["ks_acc"] = t, absolute_error(phi, truth), acc_of(phi)

@@ -33,16 +33,104 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.cluster import KMeans
+from sklearn.ensemble import RandomForestClassifier
 from sklearn.frozen import FrozenEstimator
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils import check_random_state
+from threadpoolctl import threadpool_limits
 
+from sklearn_xai.datasets import load_german_credit
 from sklearn_xai.knockoffs import GaussianKnockoffs
 from sklearn_xai.shapley import KnockoffSHAP
-from sklearn_xai.shapley._attack import OODAdversaryClassifier, german_attack_data
 
 start = time.perf_counter()
-X_train, X_test, _, _, names, _ = german_attack_data(random_state=2022)
+
+# %%
+# The data and the adversary
+# --------------------------
+# Slack et al.'s set-up: ``PurposeOfLoan`` dropped, ``Gender`` 1 for male, every column
+# standardised on the training rows.
+
+X, _ = load_german_credit(processed=True)
+X = X.drop(columns="PurposeOfLoan")
+X["Gender"] = (X["Gender"].astype(str) == "Male").astype(float)
+names = [str(c) for c in X.columns]
+X_train, X_test = train_test_split(X.to_numpy(dtype=np.float64), test_size=0.1,
+                                   random_state=2022)
+scaler = StandardScaler().fit(X_train)
+X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
 gender = names.index("Gender")
 loan_rate = names.index("LoanRateAsPercentOfIncome")
+
+
+def make_hybrids(X, background, n_hybrids, rng):
+    """Slack-style hybrids: a random row of ``X`` with ``n_features`` random features
+    (drawn with replacement) taken from random ``background`` rows; and whether each
+    hybrid equals a real row."""
+    n, p = X.shape
+    H = X[rng.integers(n, size=n_hybrids)].copy()
+    rows = np.arange(n_hybrids)
+    for _ in range(p):
+        j = rng.integers(p, size=n_hybrids)
+        H[rows, j] = background[rng.integers(len(background), size=n_hybrids), j]
+    real = {r.tobytes() for r in np.ascontiguousarray(X)}
+    return H, np.array([h.tobytes() in real for h in np.ascontiguousarray(H)])
+
+
+class OODAdversaryClassifier(ClassifierMixin, BaseEstimator):
+    """Predicts ``x[biased] >= 0`` on rows its detector calls real, ``x[innocuous] <= 0``
+    on detected hybrids. The detector, a random forest, is trained on the training rows
+    (each repeated ``repeat_real`` times) against ``n_hybrids`` hybrids built with the
+    k-means(``background``) centres of the training rows."""
+
+    def __init__(self, biased_feature=0, innocuous_feature=1, *, background=10,
+                 n_hybrids=50_000, repeat_real=10, random_state=None):
+        self.biased_feature = biased_feature
+        self.innocuous_feature = innocuous_feature
+        self.background = background
+        self.n_hybrids = n_hybrids
+        self.repeat_real = repeat_real
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        X = np.asarray(X, dtype=np.float64)
+        rng = check_random_state(self.random_state)
+        gen = np.random.default_rng(rng.randint(0, 2**31 - 1))
+        with threadpool_limits(limits=1):  # small k-means fits are slow on many threads
+            self.background_ = KMeans(n_clusters=self.background, random_state=0,
+                                      n_init=10).fit(X).cluster_centers_
+        real = np.repeat(X, self.repeat_real, axis=0)
+        H, is_real = make_hybrids(X, self.background_, self.n_hybrids, gen)
+        self.detector_ = RandomForestClassifier(
+            n_estimators=100, random_state=rng.randint(0, 2**31 - 1), n_jobs=1,
+        ).fit(np.vstack([real, H]), np.r_[np.ones(len(real)), is_real.astype(float)])
+        self.classes_ = np.array([0, 1])
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def in_distribution(self, X):
+        """Detector probability that each row is real."""
+        proba = self.detector_.predict_proba(np.asarray(X, dtype=np.float64))
+        classes = list(self.detector_.classes_)
+        return proba[:, classes.index(1.0)] if 1.0 in classes else np.zeros(len(proba))
+
+    def fidelity(self, X):
+        """Share of rows where the adversary behaves like the biased model."""
+        return float(np.mean(self.in_distribution(X) >= 0.5))
+
+    def predict(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        biased = (X[:, self.biased_feature] >= 0).astype(int)
+        innocuous = (X[:, self.innocuous_feature] <= 0).astype(int)
+        return np.where(self.in_distribution(X) >= 0.5, biased, innocuous)
+
+    def predict_proba(self, X):
+        pred = self.predict(X)
+        return np.column_stack([1 - pred, pred]).astype(float)
+
 
 adversary = OODAdversaryClassifier(gender, loan_rate, background=10, n_hybrids=50_000,
                                    repeat_real=10, random_state=0).fit(X_train)

@@ -6,6 +6,8 @@ selects the explained outputs. Torch modules and skorch nets also get gradient a
 through :class:`sklearn_xai._torch.TorchModelFunction`.
 """
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 from sklearn.base import is_classifier
 
@@ -73,6 +75,138 @@ def output_names(quantity, labels=None, columns=None, width=None):
         if width == 1:
             return [quantity]
     return [f"{quantity}[{k}]" for k in columns]
+
+
+@dataclass(frozen=True)
+class OutputSelection:
+    """The explained outputs of a model: ``offset + sign * out[:, columns]``, named.
+
+    Built once per explainer by :func:`select_outputs` and applied by every adapter (the
+    model function, the torch adapter, TreeSHAP's ensemble function and kernels).
+
+    Attributes
+    ----------
+    quantity : str
+        What the outputs are (``"proba"``, ``"margin"``, ``"predict"``, ``"path_length"``).
+    columns : list of int or None
+        Columns of the model's 2-D output explained; ``None``: every column.
+    names : list of str or None
+        One name per explained output; ``None`` until the output width is known
+        (:meth:`named`).
+    sign, offset : float
+        ``-1`` and ``0`` (a margin) or ``1`` (a probability) explain a binary model's other
+        class from its single column; else ``1`` and ``0``.
+    """
+
+    quantity: str
+    columns: list = None
+    names: list = None
+    sign: float = 1.0
+    offset: float = 0.0
+
+    @property
+    def n_outputs(self):
+        return len(self.names)
+
+    def positions(self, width):
+        """The explained columns as a list, ``width`` the model's number of columns."""
+        return list(range(width)) if self.columns is None else list(self.columns)
+
+    def named(self, width):
+        """This selection, named ``quantity[k]`` (``quantity`` for one column) when it had
+        no names, ``width`` the model's number of output columns."""
+        if self.names is not None:
+            return self
+        return replace(self, names=output_names(self.quantity, columns=self.columns,
+                                                width=width))
+
+    def apply(self, out):
+        """The explained outputs of the model's 2-D output ``out`` (numpy or torch)."""
+        if self.columns is not None:
+            out = out[:, self.columns]
+        if self.sign != 1.0 or self.offset != 0.0:
+            out = self.offset + self.sign * out
+        return out
+
+
+def select_outputs(quantity, target, *, labels=None, width=None, default=None,
+                   negative=None, negate=True, aliases=None, by_name=False):
+    """Resolve ``target`` to the explained output columns and their names, for every adapter.
+
+    Parameters
+    ----------
+    quantity : str
+        What the outputs are; the names' prefix (see :func:`output_names`).
+    target : object or None
+        The explained output; ``None`` explains the ``default`` columns.
+    labels : list or None
+        The class label of each output column (names ``quantity(label)``); ``None``:
+        unlabelled columns (names ``quantity[k]``, ``width`` of them).
+    width : int or None
+        Number of output columns when they are unlabelled; ``None``: not known yet (the
+        names are set once the model is probed, :meth:`OutputSelection.named`).
+    default : list of int or None
+        Columns explained when ``target`` is None (``[1]``: the positive class of a binary
+        classifier's two columns); ``None``: every column.
+    negative : object or None
+        A binary classifier's first class when its output is one column (the score of
+        ``labels[0]``); ``target=negative`` explains the negated column (``1 - p`` for a
+        probability).
+    negate : bool, default=True
+        Whether ``negative`` may be explained; ``False`` makes it a ValueError.
+    aliases : list of str or None
+        Other names of the output columns a ``target`` may take (``by_name``).
+    by_name : bool, default=False
+        Match ``target`` by its text against the labels, the aliases and the output names
+        (TreeSHAP); else ``target`` is a class label (by equality) or, for unlabelled
+        columns, a column index.
+
+    Returns
+    -------
+    OutputSelection
+    """
+    if labels is not None:
+        labels = list(labels)
+        names = output_names(quantity, labels)
+    else:
+        names = None if width is None else output_names(quantity, width=width)
+
+    def pick(cols):
+        if names is not None:
+            return OutputSelection(quantity, cols, [names[k] for k in cols])
+        return OutputSelection(quantity, cols, output_names(quantity, columns=cols))
+
+    if target is None:
+        if default is None:
+            return OutputSelection(quantity, None, names)
+        return pick(list(default))
+    if by_name:
+        text = str(target)
+        for candidates in ([str(c) for c in labels or ()], list(aliases or ()), names or ()):
+            if text in candidates:
+                return pick([list(candidates).index(text)])
+        is_negative = negative is not None and text in (str(negative),
+                                                        f"{quantity}({negative})")
+    elif labels is not None:
+        if target in labels:
+            return pick([labels.index(target)])
+        is_negative = negative is not None and target == negative
+    else:
+        return pick([int(target)])  # a column index of unlabelled outputs
+    if is_negative:
+        if not negate:
+            raise ValueError(
+                f"The model has one {quantity} column, that of the class {labels[0]!r}; "
+                f"target={target!r} cannot be explained with it.")
+        return OutputSelection(quantity, [0], output_names(quantity, [negative]), sign=-1.0,
+                               offset=1.0 if quantity == "proba" else 0.0)
+    if not by_name:
+        classes = ([negative] if negative is not None else []) + labels
+        raise ValueError(f"target={target!r} is not one of the model's classes {classes}.")
+    offered = list(dict.fromkeys(list(names or ()) + (
+        [f"{quantity}({negative})"] if negative is not None else [])))
+    raise ValueError(f"target={target!r} is not one of the model's outputs; target takes "
+                     f"one of {offered}.")
 
 
 def shown_positions(idx):
@@ -248,15 +382,33 @@ class ModelFunction:
                  batch_size=None):
         self.model = model
         self.method = method
-        self.output_columns = output_columns
-        self.output_names = list(output_names)
+        self.selection = OutputSelection(None, output_columns, list(output_names), float(sign))
         self.template = template
-        self.sign = float(sign)
         self.batch_size = batch_size
+
+    @classmethod
+    def from_selection(cls, model, method, selection, template=None, batch_size=None):
+        """The model function of the outputs an :class:`OutputSelection` chose."""
+        fn = cls(model, method, selection.columns, selection.names, template, selection.sign,
+                 batch_size)
+        fn.selection = selection
+        return fn
+
+    @property
+    def output_columns(self):
+        return self.selection.columns
+
+    @property
+    def output_names(self):
+        return list(self.selection.names)
+
+    @property
+    def sign(self):
+        return self.selection.sign
 
     @property
     def n_outputs(self):
-        return len(self.output_names)
+        return len(self.selection.names)
 
     def to_model_input(self, X):
         """Convert a 2-D array of explained-space rows to what the model takes."""
@@ -267,16 +419,13 @@ class ModelFunction:
     def _call(self, X):
         raw = getattr(self.model, self.method)(self.to_model_input(X))
         out = check_model_output(raw, self.model, self.method, X)
-        if self.output_columns is not None:
-            if out.shape[1] <= max(self.output_columns):
-                raise ValueError(
-                    f"The model {model_name(self.model)}'s {self.method} returned "
-                    f"{out.shape[1]} column(s); the explained output needs column "
-                    f"{max(self.output_columns)} (one column per class in classes_).")
-            out = out[:, self.output_columns]
-        if self.sign != 1.0:
-            out = out * self.sign
-        return np.ascontiguousarray(out)
+        columns = self.selection.columns
+        if columns is not None and out.shape[1] <= max(columns):
+            raise ValueError(
+                f"The model {model_name(self.model)}'s {self.method} returned "
+                f"{out.shape[1]} column(s); the explained output needs column "
+                f"{max(columns)} (one column per class in classes_).")
+        return np.ascontiguousarray(self.selection.apply(out))
 
     def __call__(self, X):
         """Evaluate the explained outputs, in batches of ``batch_size`` rows.
@@ -326,25 +475,17 @@ def make_model_function(model, response_method, target, X_probe, template=None, 
         classes = list(np.asarray(classes).tolist())
         n_classes = len(classes)
         quantity = "proba" if method == "predict_proba" else "margin"
-        if target is not None and target not in classes:
-            raise ValueError(f"target={target!r} is not one of the model's classes {classes}.")
-        if method == "decision_function" and n_classes == 2:
-            chosen = classes[1] if target is None else target
-            sign = 1.0 if chosen == classes[1] else -1.0
-            fn = ModelFunction(model, method, None, output_names(quantity, [chosen]), template,
-                               sign, batch_size)
-            _check_output_width(fn, X_probe, 1, "one column for a binary classifier")
+        if method == "decision_function" and n_classes == 2:  # one column, classes[1]'s
+            selection = select_outputs(quantity, target, labels=classes[1:],
+                                       negative=classes[0])
+            fn = ModelFunction.from_selection(model, method, selection, template, batch_size)
+            check_output_width(fn, X_probe, 1, "one column for a binary classifier")
             return fn
-        if target is not None:
-            cols = [classes.index(target)]
-        elif n_classes == 2:
-            cols = [1]
-        else:
-            cols = list(range(n_classes))
-        fn = ModelFunction(model, method, cols, output_names(quantity, [classes[c] for c in cols]),
-                           template, 1.0, batch_size)
-        _check_output_width(fn, X_probe, n_classes,
-                            f"one column per class of classes_ ({n_classes})")
+        selection = select_outputs(quantity, target, labels=classes,
+                                   default=[1] if n_classes == 2 else range(n_classes))
+        fn = ModelFunction.from_selection(model, method, selection, template, batch_size)
+        check_output_width(fn, X_probe, n_classes,
+                           f"one column per class of classes_ ({n_classes})")
         return fn
     if target is not None:
         raise ValueError(
@@ -353,11 +494,12 @@ def make_model_function(model, response_method, target, X_probe, template=None, 
         )
     probe = ModelFunction(model, method, None, ["y"], template, 1.0, None)
     width = probe_model(model, method, probe.to_model_input(X_probe), X_probe).shape[1]
-    names = output_names("predict" if method == "predict" else "margin", width=width)
-    return ModelFunction(model, method, None, names, template, 1.0, batch_size)
+    selection = select_outputs("predict" if method == "predict" else "margin", None,
+                               width=width)
+    return ModelFunction.from_selection(model, method, selection, template, batch_size)
 
 
-def _check_output_width(fn, X_probe, expected, what):
+def check_output_width(fn, X_probe, expected, what):
     """Raise a ValueError naming the model when its raw output is not ``expected`` wide."""
     out = probe_model(fn.model, fn.method, fn.to_model_input(X_probe), X_probe)
     if out.shape[1] != expected:

@@ -109,7 +109,7 @@ def input_column_map(preprocessing, n_input_columns, input_names=None):
     if len(input_names) != n_input_columns:
         raise ValueError(f"input_names has {len(input_names)} names for "
                          f"{n_input_columns} input columns.")
-    cols = _step_map(preprocessing, n_input_columns, "preprocessing", input_names)
+    cols = step_map(preprocessing, n_input_columns, "preprocessing", input_names)
     return [int(c) for c in cols]
 
 
@@ -117,7 +117,7 @@ def _label(path, name):
     return f"{path} -> {name!r}" if path else repr(name)
 
 
-def _step_map(step, n_in, label, names):
+def step_map(step, n_in, label, names):
     """Input column (in ``range(n_in)``) of each output column of ``step``."""
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
@@ -130,7 +130,7 @@ def _step_map(step, n_in, label, names):
     if is_known_step(step, Pipeline):
         cols = np.arange(n_in)
         for name, sub in step.steps:
-            cols = cols[_step_map(sub, len(cols), _label(label, name),
+            cols = cols[step_map(sub, len(cols), _label(label, name),
                                   [names[c] for c in cols])]
         return cols
     n_fitted = getattr(step, "n_features_in_", None)
@@ -227,7 +227,7 @@ def _column_transformer_map(ct, n_in, label, names):
         spec = ct.remainder if name == "remainder" else specs.get(name, trans)
         if isinstance(spec, str) and spec == "passthrough":
             trans = "passthrough"  # fitted as an identity FunctionTransformer
-        sub = _step_map(trans, len(ins), _label(label, name), [names[i] for i in ins])
+        sub = step_map(trans, len(ins), _label(label, name), [names[i] for i in ins])
         if len(sub) != sl.stop - sl.start:
             raise ValueError(f"The step {_label(label, name)} outputs {sl.stop - sl.start} "
                              f"columns where {len(sub)} were expected.")

@@ -36,7 +36,7 @@ def _import_torch():
     return torch
 
 
-def _is_skorch_net(model) -> bool:
+def is_skorch_net(model) -> bool:
     if "skorch" not in sys.modules:
         return False
     from skorch import NeuralNet
@@ -51,7 +51,7 @@ def is_torch_model(model) -> bool:
     Never imports torch or skorch: a model of those libraries implies they are imported.
     """
     model = unwrap_frozen(model)
-    if _is_skorch_net(model):
+    if is_skorch_net(model):
         return True
     if "torch" not in sys.modules:
         return False
@@ -179,7 +179,7 @@ class TorchModelFunction:
         torch = _import_torch()
         model = unwrap_frozen(model)
         self.nonlinearity = None
-        if _is_skorch_net(model):
+        if is_skorch_net(model):
             if not hasattr(model, "module_"):
                 raise ValueError(
                     "The skorch net is not initialized/fitted: it has no 'module_'. Fit it first."

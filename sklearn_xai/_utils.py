@@ -51,11 +51,14 @@ def draw_base_seed(random_state):
     return int(check_random_state(random_state).randint(0, 2**31 - 1))
 
 
-def row_generators(base_seed, row_indices):
+def keyed_generators(base_seed, row_indices):
     """One independent ``np.random.Generator`` per explained row.
 
     The generator of row ``i`` depends only on ``base_seed`` and ``i``, so results do
-    not depend on how rows are split into batches or workers.
+    not depend on how rows are split into batches or workers. The one implementation of
+    per-row generators: :func:`sklearn_xai.base.row_generators` (public, for explainers
+    written outside the package) is this function applied to a seed drawn from a
+    ``random_state`` and to the rows' content keys.
 
     Parameters
     ----------
@@ -78,6 +81,11 @@ def batch_slices(n_rows, batch_size):
     """Contiguous slices of at most ``batch_size`` rows covering ``range(n_rows)``."""
     batch_size = max(1, int(batch_size))
     return [slice(start, min(start + batch_size, n_rows)) for start in range(0, n_rows, batch_size)]
+
+
+def is_frame(X):
+    """Whether ``X`` is a pandas DataFrame (or a DataFrame-like: ``iloc`` and ``columns``)."""
+    return hasattr(X, "iloc") and hasattr(X, "columns")
 
 
 def take_rows(X, rows):

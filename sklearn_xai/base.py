@@ -10,7 +10,7 @@ import functools
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, clone, is_classifier
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.utils import get_tags
@@ -20,11 +20,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._model import RESPONSE_METHODS, frame_like, make_model_function
 from ._pipeline import is_known_step
-from ._utils import batch_slices, take_rows, unwrap_frozen
+from ._utils import batch_slices, is_frame, take_rows, unwrap_frozen
 
-__all__ = ["BaseExplainer", "OutputExplainer", "AttributionExplainer", "AttributionMixin",
-           "RecourseMixin", "reference_row", "resolve_feature_groups", "groups_from_transformer",
-           "split_pipeline"]
+__all__ = ["BaseExplainer", "SpaceExplainer", "OutputExplainer", "AttributionExplainer",
+           "AttributionMixin", "RecourseMixin", "reference_row", "resolve_feature_groups",
+           "groups_from_transformer", "split_pipeline"]
 
 
 #: renamed parameters of explainers defined outside this module, by (module, class name):
@@ -32,7 +32,11 @@ __all__ = ["BaseExplainer", "OutputExplainer", "AttributionExplainer", "Attribut
 #: ``_renamed_parameters`` (which a subclass inherits) by ``BaseExplainer.__init_subclass__``.
 _RENAMED_PARAMETERS = {
     ("sklearn_xai.shapley._knockoff", "KnockoffSHAP"): {"estimator": "algorithm"},
-    ("sklearn_xai.shapley._knockoff", "KnockoffSAGE"): {"estimator": "algorithm"},
+    ("sklearn_xai.shapley._knockoff", "KnockoffSAGE"): {"estimator": "algorithm",
+                                                        "convergence_tol": "tol"},
+    ("sklearn_xai.shapley._shear", "ShearExplainer"): {"reference": "background"},
+    ("sklearn_xai.tree._explainer", "TreeShapExplainer"): {
+        "feature_perturbation": "imputation"},
     ("sklearn_xai.recourse._mace", "MaceRecourse"): {"sparsify": "posthoc_sparsity"},
 }
 
@@ -43,17 +47,13 @@ def _renamed_message(cls, name, what):
             f"{new!r} (see the changelog).")
 
 
-def _is_frame(X):
-    return hasattr(X, "iloc") and hasattr(X, "columns")
-
-
 def _is_series(X):
     """A pandas Series (or a Series-like: ``iloc`` and a 1-D shape, no ``columns``)."""
     return hasattr(X, "iloc") and not hasattr(X, "columns") and \
         len(getattr(X, "shape", ())) == 1
 
 
-def _model_allows_nan(model):
+def model_allows_nan(model):
     """Whether ``model`` (a Pipeline too) takes rows with missing values in every column.
 
     A :class:`~sklearn.pipeline.Pipeline` does not carry an ``allow_nan`` tag of its own,
@@ -72,7 +72,7 @@ def _model_allows_nan(model):
 def _model_nan_columns(model, n_columns):
     """Which of the ``n_columns`` input columns of ``model`` may hold missing values.
 
-    As :func:`_model_allows_nan`, column by column where the pipeline's first step is a
+    As :func:`model_allows_nan`, column by column where the pipeline's first step is a
     ``ColumnTransformer`` (or a Pipeline starting with one): a column takes NaN when every
     branch that reads it does (an imputer on it, or a ``"passthrough"`` to later steps
     that take NaN); a column no branch reads is dropped. Elsewhere one answer for all.
@@ -206,7 +206,7 @@ def as_array(X):
     -------
     ndarray of shape (n_rows, n_features)
     """
-    if _is_frame(X):
+    if is_frame(X):
         import pandas as pd
 
         if all(pd.api.types.is_numeric_dtype(t) and not isinstance(t, pd.CategoricalDtype)
@@ -271,7 +271,7 @@ def reference_row(X):
     """
     import pandas as pd
 
-    frame = X if _is_frame(X) else pd.DataFrame(np.asarray(X))
+    frame = X if is_frame(X) else pd.DataFrame(np.asarray(X))
     values = []
     for name in frame.columns:
         col = frame[name]
@@ -361,7 +361,7 @@ def groups_from_transformer(transformer):
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder
 
-    from ._pipeline import _step_map
+    from ._pipeline import step_map
 
     transformer = unwrap_frozen(transformer)
     if is_known_step(transformer, Pipeline):
@@ -370,7 +370,7 @@ def groups_from_transformer(transformer):
         n_in = len(transformer.categories_)
         names = [str(n) for n in getattr(transformer, "feature_names_in_",
                                          [f"x{j}" for j in range(n_in)])]
-        cols = _step_map(transformer, n_in, "transformer", names)
+        cols = step_map(transformer, n_in, "transformer", names)
         return {names[j]: [int(c) for c in np.flatnonzero(cols == j)] for j in range(n_in)}
     if not is_known_step(transformer, ColumnTransformer):
         raise TypeError(f"Cannot infer feature groups from {type(transformer).__name__} "
@@ -389,7 +389,7 @@ def groups_from_transformer(transformer):
             trans = "passthrough"  # fitted as an identity FunctionTransformer
         in_names = _input_names(transformer, cols)
         try:
-            owner = _step_map(trans, len(in_names), repr(name), in_names)
+            owner = step_map(trans, len(in_names), repr(name), in_names)
         except ValueError:  # not known to be column-wise: one group for the branch
             owner = None
         if owner is None or len(owner) != sl.stop - sl.start:
@@ -442,8 +442,17 @@ class BaseExplainer(BaseEstimator):
     _label = None
     #: whether ``python -m sklearn_xai report`` runs it when no ``--explainer`` is given
     _in_default_report = False
-    #: scikit-learn estimator checks expected to fail, each with its reason
-    _expected_failed_checks: dict = {}
+    #: rows per ``explain`` call in the report and ``explain`` command (the progress bar
+    #: moves once per call); None: all rows in one call
+    _report_chunk = 32
+    #: whether the report shows its values as the global importance and waterfalls (the
+    #: first such explainer requested is run on ``--global-rows`` rows)
+    _report_global = False
+    #: whether its values add up exactly to the explained output (the report then says so
+    #: rather than showing the model's output beside them)
+    _report_exact = False
+    #: a sentence the report shows about the method's results, or None
+    _report_note = None
     #: parameters that were renamed, old name -> new name (inherited; see CHANGELOG.md):
     #: passing an old name to ``__init__`` or ``set_params`` is an error naming the new one
     _renamed_parameters: dict = {}
@@ -517,28 +526,12 @@ class BaseExplainer(BaseEstimator):
         """
         return {"random_state": seed} if "random_state" in cls._get_param_names() else {}
 
-    @classmethod
-    def _test_params(cls):
-        """Small, fast settings for the package's tests, for any model.
-
-        Returns
-        -------
-        dict
-        """
-        return {"random_state": 0} if "random_state" in cls._get_param_names() else {}
-
-    @classmethod
-    def _test_instances(cls):
-        """Factories of instances, with their own models, for scikit-learn's checks.
-
-        Returns
-        -------
-        list of callable
-        """
-        return []
-
     # -- the steps of fit -----------------------------------------------------------------
 
+    # _fit_context validates the parameters (unless an enclosing fit skips nested
+    # validation); the nested estimators (``model``, a sampler) are user-supplied, so their
+    # own validation is not skipped
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **fit_params):
         """Validate ``X``, fit or keep the model, prepare the family's state, then ``_fit``.
 
@@ -556,7 +549,6 @@ class BaseExplainer(BaseEstimator):
         object
             The fitted explainer (``self``).
         """
-        self._validate_params()
         self._warned = set()  # conditions warned about since this fit (_warn_once)
         X = self._validate_X(X, reset=True)
         self._fit_model(X, y, **fit_params)
@@ -666,9 +658,15 @@ class BaseExplainer(BaseEstimator):
 
     # -- input validation -----------------------------------------------------------------
 
+    #: whether the method itself takes missing values in every column, whatever the model
+    #: (TreeSHAP routes them as each tree library does); else the model decides
+    _takes_missing_values = False
+
     def _allow_nan(self):
+        if self._takes_missing_values:
+            return True
         model = getattr(self, "model_", self.model)
-        return _model_allows_nan(model)
+        return model_allows_nan(model)
 
     def _nan_columns(self, n_columns):
         """Which input columns may hold NaN when :meth:`_allow_nan` says not all may.
@@ -718,11 +716,11 @@ class BaseExplainer(BaseEstimator):
                 "rows. For one row of a DataFrame pass X.iloc[[0]] (a one-row DataFrame), "
                 "or series.to_frame().T for a Series that holds one row.")
         if not reset and getattr(self, "_input_template", None) is not None and not (
-                _is_frame(X) and (all(isinstance(c, str) for c in X.columns)
+                is_frame(X) and (all(isinstance(c, str) for c in X.columns)
                                   or list(X.columns) == list(self._input_template.columns))):
             # fitted on named columns, given an array or unnamed (integer) columns
             X = self._frame_from_array(X)
-        if _is_frame(X):
+        if is_frame(X):
             import pandas as pd
 
             if X.columns.duplicated().any():
@@ -780,7 +778,7 @@ class BaseExplainer(BaseEstimator):
 
 
         template = self._input_template
-        arr = X.to_numpy(dtype=object) if _is_frame(X) else np.asarray(X)
+        arr = X.to_numpy(dtype=object) if is_frame(X) else np.asarray(X)
         if arr.ndim != 2:
             return X  # validate_data reports the dimension
         if arr.shape[1] != template.shape[1]:
@@ -813,7 +811,8 @@ class BaseExplainer(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = self._allow_nan() if self.model is not None else False
+        tags.input_tags.allow_nan = self._takes_missing_values or (
+            self._allow_nan() if self.model is not None else False)
         tags.non_deterministic = False
         return tags
 
@@ -840,7 +839,7 @@ class AttributionMixin(TransformerMixin):
             (n_samples, n_players, n_outputs).
         """
         check_is_fitted(self)
-        index = X.index if _is_frame(X) else None
+        index = X.index if is_frame(X) else None
         X = self._validate_X(X, reset=False)
         return keep_index(self._explain(self._explained_rows(X)), index)
 
@@ -905,7 +904,7 @@ class AttributionMixin(TransformerMixin):
         float
             The mean correlation, in [-1, 1].
         """
-        from .metrics import faithfulness_correlation
+        from ._faithfulness import faithfulness_correlation
 
         check_is_fitted(self)
         X = self._explained_rows(self._validate_X(X, reset=False))
@@ -914,40 +913,57 @@ class AttributionMixin(TransformerMixin):
                                         self.reference_, groups=getattr(self, "groups_", None))
 
 
-class OutputExplainer(BaseExplainer):
-    """Base of the explainers of a model's outputs: explained space and outputs.
+class SpaceExplainer(BaseExplainer):
+    """Base of the explainers of a model's outputs in an explained space.
 
-    Its ``fit`` step (between the model and the subclass's ``_fit``) resolves
-    ``feature_space``: with ``"input"`` the players are the columns given to ``fit``;
-    with ``"model"`` and a :class:`~sklearn.pipeline.Pipeline` model, the rows are sent
-    through the pipeline's preprocessing steps and the players are the columns its last
-    step receives. Then ``model_fn_`` and ``output_names_`` are set from
-    ``response_method`` and ``target`` (see :func:`sklearn_xai._model.output_names`).
-    ``_fit`` and ``_explain`` receive rows in the explained space. Local attribution
-    explainers derive from :class:`AttributionExplainer`; global ones (such as
-    ``KnockoffSAGE``) from this class.
+    Parameters ``target`` and ``feature_space``. Its ``fit`` step (between the model and
+    the subclass's ``_fit``) splits the model once (:func:`split_pipeline`) and runs two
+    hooks: :meth:`_fit_space` resolves ``feature_space`` -- with ``"input"`` the players
+    are the columns given to ``fit``; with ``"model"`` and a
+    :class:`~sklearn.pipeline.Pipeline` model, the rows are sent through the pipeline's
+    preprocessing steps and the players are the columns its last step receives -- and
+    :meth:`_setup_outputs` sets ``model_fn_`` and ``output_names_``, which the subclass
+    defines: :class:`OutputExplainer` calls a method of the model (``response_method``);
+    ``TreeShapExplainer`` evaluates the parsed trees. ``_fit`` and ``_explain`` receive rows
+    in the explained space.
     """
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
-        "response_method": [StrOptions(set(RESPONSE_METHODS))],
         "target": "no_validation",
         "feature_space": [StrOptions({"input", "model"})],
     }
 
     def _fit_family(self, X):
         pre, final = split_pipeline(self.model_)
-        space = getattr(self, "feature_space", "input")
-        if space == "model" and pre is not None:
-            self.preprocessor_, self.explained_model_ = pre, final
-            self.feature_space_ = "model"
-            X = self._explained_rows(X)
-        else:
-            self.preprocessor_, self.explained_model_ = None, self.model_
-            self.feature_space_ = "input"
+        X = self._fit_space(X, pre, final)
         self.n_features_explained_ = X.shape[1]
         self.player_names_ = self._feature_names()  # one player per column, until _fit
         self._setup_outputs(X)
+        return X
+
+    def _fit_space(self, X, pre, final, space=None):
+        """Resolve the explained space; return the rows in it.
+
+        Sets ``feature_space_``, ``preprocessor_`` and ``explained_model_``.
+
+        Parameters
+        ----------
+        X : ndarray or DataFrame
+            Validated input rows.
+        pre, final : Pipeline or None, estimator
+            The model's preprocessing and last step (:func:`split_pipeline`).
+        space : {"input", "model"} or None
+            The space to explain; ``None``: ``feature_space``. ``"model"`` without a
+            preprocessing is the input space.
+        """
+        space = getattr(self, "feature_space", "input") if space is None else space
+        if space == "model" and pre is not None:
+            self.preprocessor_, self.explained_model_ = pre, final
+            self.feature_space_ = "model"
+            return self._explained_rows(X)
+        self.preprocessor_, self.explained_model_ = None, self.model_
+        self.feature_space_ = "input"
         return X
 
     def _explained_rows(self, X):
@@ -958,7 +974,7 @@ class OutputExplainer(BaseExplainer):
         Xt = pre.transform(X)
         if hasattr(Xt, "toarray"):  # a sparse one-hot block
             Xt = Xt.toarray()
-        return Xt if _is_frame(Xt) else np.asarray(Xt, dtype=np.float64)
+        return Xt if is_frame(Xt) else np.asarray(Xt, dtype=np.float64)
 
     def _feature_names(self):
         pre = getattr(self, "preprocessor_", None)
@@ -969,6 +985,27 @@ class OutputExplainer(BaseExplainer):
         except (AttributeError, ValueError, TypeError):
             return [f"x{j}" for j in range(self.n_features_explained_)]
 
+    def _setup_outputs(self, X):
+        """Set ``model_fn_`` (the explained function) and ``output_names_``; return
+        ``model_fn_``. ``X``: the rows in the explained space."""
+        raise NotImplementedError
+
+
+class OutputExplainer(SpaceExplainer):
+    """Base of the explainers of a model's outputs, as one of its methods computes them.
+
+    Adds ``response_method`` to :class:`SpaceExplainer`: ``model_fn_`` and
+    ``output_names_`` are set from ``response_method`` and ``target`` (see
+    :func:`sklearn_xai._model.make_model_function` and
+    :func:`sklearn_xai._model.output_names`). Local attribution explainers derive from
+    :class:`AttributionExplainer`; global ones (such as ``KnockoffSAGE``) from this class.
+    """
+
+    _parameter_constraints: dict = {
+        **SpaceExplainer._parameter_constraints,
+        "response_method": [StrOptions(set(RESPONSE_METHODS))],
+    }
+
     # -- outputs --------------------------------------------------------------------------
 
     def _setup_outputs(self, X):
@@ -977,9 +1014,10 @@ class OutputExplainer(BaseExplainer):
         ``batch_size`` of an explainer counts explained rows per task (see
         :meth:`_map_batches`); the model itself is called on whatever block a game builds
         (an :class:`~sklearn_xai.shapley.ImputationGame` bounds it by its own
-        ``batch_size`` of model rows), so the model function is not re-batched here.
+        ``batch_size`` of model rows, which an explainer sets from its ``max_model_rows``),
+        so the model function is not re-batched here.
         """
-        template = X.iloc[:0] if _is_frame(X) else None
+        template = X.iloc[:0] if is_frame(X) else None
         probe = take_rows(X, slice(0, 2))  # two rows: a per-row output shape is checkable
         # probed once, as an array rebuilt through the template like every later call; a
         # model that cannot take the rows is a TypeError naming it (_model.probe_model)
@@ -1018,7 +1056,7 @@ class RecourseMixin(TransformerMixin):
             The counterfactuals found for each query (see its documentation).
         """
         check_is_fitted(self)
-        index = X.index if _is_frame(X) else None
+        index = X.index if is_frame(X) else None
         X = self._validate_X(X, reset=False)
         return keep_index(self._explain(X), index)
 
@@ -1162,9 +1200,16 @@ def row_generators(random_state, X):
     -------
     list of numpy.random.Generator
         One generator per row, in row order.
+
+    Notes
+    -----
+    The package's explainers use the same generators through the layer below,
+    ``sklearn_xai._utils.keyed_generators(base_seed, keys)``: they draw the base seed once
+    per call (:func:`sklearn_xai._utils.draw_base_seed`) because other draws of the call
+    derive from it too, and key rows by :func:`sklearn_xai._random.row_keys`. This function
+    is exactly ``keyed_generators(draw_base_seed(random_state), row_keys(as_array(X)))``.
     """
     from ._random import row_keys
-    from ._utils import draw_base_seed
-    from ._utils import row_generators as _keyed_generators
+    from ._utils import draw_base_seed, keyed_generators
 
-    return _keyed_generators(draw_base_seed(random_state), row_keys(as_array(X)))
+    return keyed_generators(draw_base_seed(random_state), row_keys(as_array(X)))

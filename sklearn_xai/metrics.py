@@ -9,17 +9,17 @@ Recourse measures (validity, sparsity, proximity, diversity, yNN, redundancy) ta
 :class:`~sklearn_xai.Counterfactuals` result.
 """
 
+import importlib
+
 import numpy as np
 
-from .recourse._metrics import (
-    diversity,
-    found_rate,
-    proximity,
-    redundancy,
-    sparsity,
-    validity,
-    ynn,
-)
+from ._faithfulness import as_values, faithfulness_correlation, pearson_over_axis1
+
+#: the recourse measures, defined in ``sklearn_xai.recourse._metrics`` and loaded on first
+#: use (module ``__getattr__``), so that importing this module (or scoring an attribution)
+#: loads no recourse module
+_RECOURSE = ("validity", "found_rate", "sparsity", "proximity", "diversity", "ynn",
+             "redundancy")
 
 __all__ = [
     "absolute_error",
@@ -31,19 +31,21 @@ __all__ = [
     "faithfulness_correlation",
     "monotonicity",
     "faithfulness_scorer",
-    # recourse measures (defined in sklearn_xai.recourse._metrics)
-    "validity",
-    "found_rate",
-    "sparsity",
-    "proximity",
-    "diversity",
-    "ynn",
-    "redundancy",
+    # recourse measures (defined in sklearn_xai.recourse._metrics, loaded lazily)
+    *_RECOURSE,
 ]
 
 
-def _as_values(values):
-    return np.asarray(getattr(values, "values", values), dtype=np.float64)
+def __getattr__(name):
+    if name in _RECOURSE:
+        value = getattr(importlib.import_module("sklearn_xai.recourse._metrics"), name)
+        globals()[name] = value  # later look-ups skip __getattr__
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_RECOURSE))
 
 
 def absolute_error(values, reference):
@@ -63,7 +65,7 @@ def absolute_error(values, reference):
         The mean over rows (and outputs) of the summed absolute differences; 0 when the
         two agree.
     """
-    a, b = _as_values(values), _as_values(reference)
+    a, b = as_values(values), as_values(reference)
     if a.shape != b.shape:
         raise ValueError(f"Shapes differ: {a.shape} vs {b.shape}.")
     return float(np.abs(a - b).sum(axis=1).mean())
@@ -88,7 +90,7 @@ def ranking_accuracy(values, reference):
     float
         The mean weighted accuracy, in [0, 1]; 1 when every row's order matches.
     """
-    a, b = _as_values(values), _as_values(reference)
+    a, b = as_values(values), as_values(reference)
     if a.ndim == 3:
         a = a.transpose(0, 2, 1).reshape(-1, a.shape[1])
         b = b.transpose(0, 2, 1).reshape(-1, b.shape[1])
@@ -115,7 +117,7 @@ def top_k_accuracy(values, reference, k=3):
         The mean fraction of the reference's top ``k`` players that are also among the
         estimate's, in [0, 1].
     """
-    a, b = np.abs(_as_values(values)), np.abs(_as_values(reference))
+    a, b = np.abs(as_values(values)), np.abs(as_values(reference))
     if a.ndim == 3:
         a = a.transpose(0, 2, 1).reshape(-1, a.shape[1])
         b = b.transpose(0, 2, 1).reshape(-1, b.shape[1])
@@ -189,7 +191,7 @@ def deletion_curve(model_fn, X, values, reference, groups=None):
 
 
 def _first_output(attribution_values, output=0):
-    values = _as_values(attribution_values)
+    values = as_values(attribution_values)
     return values[:, :, output] if values.ndim == 3 else values
 
 
@@ -233,92 +235,7 @@ def faithfulness(model_fn, X, attribution, reference, groups=None, output=0):
     order, curve = deletion_curve(fn, X, values, reference, groups)
     drops = -np.diff(curve, axis=1)  # f(before) - f(after) of each removal
     sorted_values = np.take_along_axis(values, order, axis=1)
-    return float(np.mean(_pearson_over_axis1(sorted_values[:, :, None], drops[:, :, None])))
-
-
-def faithfulness_correlation(model_fn, X, attribution, reference, groups=None, *,
-                             n_subsets=64, random_state=0):
-    """Signed faithfulness correlation (Bhatt, Weller and Moura, IJCAI 2020).
-
-    For each row ``x`` and each of ``n_subsets`` random player subsets ``S`` (every player
-    in ``S`` with probability 1/2, the same subsets for every row), the sum of the
-    attributions of ``S`` is compared with the output drop ``f(x) - f(x with the players
-    of S set to the reference)``. The score of a row and output is the Pearson correlation
-    of the two over the subsets (0 when either is constant); the result is the mean over
-    rows and over every explained output. Signs matter: attributions of the wrong sign
-    score negative, random attributions near 0, and attributions that add up to the
-    drops (Shapley values of an additive model) score 1.
-
-    Parameters
-    ----------
-    model_fn : callable
-        ``f(Z) -> ndarray of shape (m, n_outputs)`` on 2-D arrays of rows, e.g. an
-        explainer's ``model_fn_``.
-    X : ndarray of shape (n_samples, n_features)
-        The explained rows.
-    attribution : Attribution or ndarray of shape (n_samples, n_players[, n_outputs])
-        The rows' attributions, one output per column of ``model_fn``'s output.
-    reference : ndarray of shape (1, n_features)
-        The values a removed player takes.
-    groups : list of array of int or None
-        Columns of each player; ``None``: one player per column.
-    n_subsets : int, default=64
-        Random subsets per row (``n_samples * n_subsets`` model rows in all).
-    random_state : int, default=0
-        Seed of the subsets. Fixed by default so that every explainer setting is scored on
-        the same subsets, and a row's score never depends on the other rows.
-
-    Returns
-    -------
-    float
-        The mean correlation over rows and outputs, in [-1, 1].
-    """
-    values = _as_values(attribution)
-    if values.ndim == 2:
-        values = values[:, :, None]
-    n, P, O = values.shape
-    X = np.asarray(X)
-    if groups is None:
-        groups = [np.array([j]) for j in range(X.shape[1])]
-    if len(groups) != P:
-        raise ValueError(f"attribution has {P} players but groups lists {len(groups)}.")
-    masks = _random_subsets(n_subsets, P, random_state)
-    column_masks = np.zeros((masks.shape[0], X.shape[1]), dtype=bool)
-    for p, cols in enumerate(groups):
-        column_masks[:, cols] = masks[:, [p]]
-    reference = np.asarray(reference).reshape(1, 1, -1)
-    Z = np.where(column_masks[None], reference, X[:, None, :])
-    out = np.asarray(model_fn(np.concatenate([X, Z.reshape(n * masks.shape[0], -1)])),
-                     dtype=np.float64).reshape(-1, O)
-    drops = out[:n, None, :] - out[n:].reshape(n, masks.shape[0], O)
-    sums = np.einsum("sp,npo->nso", masks.astype(np.float64), values)
-    return float(np.mean(_pearson_over_axis1(sums, drops)))
-
-
-def _random_subsets(n_subsets, n_players, random_state=0):
-    """Random player subsets of the faithfulness correlations, each player in with
-    probability 1/2: boolean array of shape (n_subsets, n_players)."""
-    return np.random.default_rng(random_state).random((int(n_subsets), n_players)) < 0.5
-
-
-def _pearson_over_axis1(a, b):
-    """Pearson correlation along axis 1 of (n, S, O) arrays; 0 where either is constant.
-
-    A spread within round-off of the entries' size counts as constant, so the result does
-    not depend on the sign of round-off.
-    """
-    def centred(v):
-        c = v - v.mean(axis=1, keepdims=True)
-        norm = np.sqrt((c * c).sum(axis=1))
-        tol = 1e-10 * np.sqrt(v.shape[1]) * np.abs(v).max(axis=1, initial=0.0)
-        return c, norm, norm <= tol
-
-    ca, na, flat_a = centred(a)
-    cb, nb, flat_b = centred(b)
-    flat = flat_a | flat_b
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (ca * cb).sum(axis=1) / (na * nb)
-    return np.where(flat, 0.0, np.clip(r, -1.0, 1.0))
+    return float(np.mean(pearson_over_axis1(sorted_values[:, :, None], drops[:, :, None])))
 
 
 def monotonicity(model_fn, X, attribution, reference, groups=None, output=0):

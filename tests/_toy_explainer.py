@@ -4,7 +4,7 @@ import numpy as np
 
 from sklearn_xai._explanation import Attribution
 from sklearn_xai._random import row_keys
-from sklearn_xai._utils import draw_base_seed, row_generators
+from sklearn_xai._utils import draw_base_seed, keyed_generators
 from sklearn_xai.base import AttributionExplainer, as_array, reference_row
 from sklearn_xai.shapley import ALGORITHMS, ImputationGame
 
@@ -39,7 +39,7 @@ class ToyBaselineShapley(AttributionExplainer):
 
         def run(rows):
             game = ImputationGame(self.model_fn_, data[rows], self.reference_)
-            gens = None if self.algorithm == "exact" else row_generators(
+            gens = None if self.algorithm == "exact" else keyed_generators(
                 seed, row_keys(data[rows]))
             return ALGORITHMS[self.algorithm](game, self.n_evals, gens)
 

@@ -321,7 +321,7 @@ def test_nan_in_an_array_names_the_column_and_the_remedy():
 ])
 def test_a_pipeline_that_imputes_its_input_takes_nan(steps, allows):
     # the Pipeline's own allow_nan tag is False even when its first step imputes
-    from sklearn_xai.base import _model_allows_nan
+    from sklearn_xai.base import model_allows_nan
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 3))
@@ -330,7 +330,7 @@ def test_a_pipeline_that_imputes_its_input_takes_nan(steps, allows):
     Xn = X.copy()
     Xn[::7, 0] = np.nan
     model = make_pipeline(*steps())
-    assert _model_allows_nan(model) is allows
+    assert model_allows_nan(model) is allows
     explainer = ToyBaselineShapley(model)
     if allows:
         explainer.fit(Xn, y)

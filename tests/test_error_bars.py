@@ -13,7 +13,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LinearRegression
 
 from sklearn_xai import Attribution, ShearExplainer
-from sklearn_xai._utils import row_generators
+from sklearn_xai._utils import keyed_generators
 from sklearn_xai.shapley import KnockoffSAGE, KnockoffSHAP
 from sklearn_xai.shapley._estimators import (
     _constrained_wls,
@@ -164,25 +164,25 @@ def test_unit_and_crossed_std_estimate_the_variance_of_the_mean():
 
 def test_permutation_units_are_the_antithetic_pairs():
     game = _dense_game(5, 3, seed=1)
-    phi, _, units = permutation_shapley(game, 8, row_generators(0, range(3)),
+    phi, _, units = permutation_shapley(game, 8, keyed_generators(0, range(3)),
                                         return_units=True)
     n_perm = 8 * 5 // 4
     assert units.shape == (3, n_perm // 2, 5, 1)
     np.testing.assert_allclose(units.mean(axis=1), phi, atol=1e-12)
-    _, _, single = permutation_shapley(game, 8, row_generators(0, range(3)),
+    _, _, single = permutation_shapley(game, 8, keyed_generators(0, range(3)),
                                        antithetic=False, return_units=True)
     assert single.shape[1] == n_perm
 
 
 def test_kernel_jackknife_equals_refitting_without_each_group():
     game = _dense_game(6, 2, seed=2)
-    gens = row_generators(0, range(2))
+    gens = keyed_generators(0, range(2))
     phi, base, units = kernel_shapley(game, 4, gens, return_units=True)
     G = units.shape[1]
     assert G == 12  # 4 * 6 / 2 complementary pairs, one per group
     # brute force: the constrained fit without the two coalitions of pair g
     rng_masks = []
-    gens = row_generators(0, range(2))
+    gens = keyed_generators(0, range(2))
     from sklearn_xai.shapley._estimators import _kernel_size_probs
 
     for rng in gens:
@@ -247,7 +247,7 @@ def test_game_estimators_are_calibrated(estimator, P, n_evals):
     game = _dense_game(P, n, seed=3)
     truth = game.shapley_values()[0]
     fn = permutation_shapley if estimator == "permutation" else kernel_shapley
-    phi, _, units = fn(game, n_evals, row_generators(7, range(n)), return_units=True)
+    phi, _, units = fn(game, n_evals, keyed_generators(7, range(n)), return_units=True)
     assert units.shape[1] >= 30
     _assert_calibrated(_coverage(phi, unit_std(units), truth), n, estimator)
 
@@ -380,7 +380,7 @@ def test_knockoff_sage_is_calibrated():
     for seed in range(60):
         kw = {"n_knockoffs": 3, "random_state": seed}
         exact = KnockoffSAGE(model, algorithm="exact", **kw).fit(X).explain(X[:50], y[:50])
-        sampled = KnockoffSAGE(model, n_permutations=16, convergence_tol=None,
+        sampled = KnockoffSAGE(model, n_permutations=16, tol=None,
                                **kw).fit(X).explain(X[:50], y[:50])
         hits.append(_coverage(sampled.importances, sampled.std, exact.importances))
     _assert_calibrated(hits, 60, "KnockoffSAGE")
@@ -399,7 +399,7 @@ def test_game_estimators_are_calibrated_large(estimator, P, n_evals):
                                             n_rounds=32, return_std=True)
     else:
         fn = permutation_shapley if estimator == "permutation" else kernel_shapley
-        phi, _, units = fn(game, n_evals, row_generators(7, range(n)), return_units=True)
+        phi, _, units = fn(game, n_evals, keyed_generators(7, range(n)), return_units=True)
         std = unit_std(units)
     hits = _coverage(phi, std, truth)
     _assert_calibrated(hits[:, 0], n, estimator)  # one value per row: independent trials

@@ -143,7 +143,7 @@ def test_sage_permutation_cap_warns(monkeypatch):
     X, y = _data(60, 3)
     model = FrozenEstimator(LinearRegression().fit(X, y))
     monkeypatch.setattr(_knockoff, "MAX_PERMUTATION_ROUNDS", 3)
-    sage = KnockoffSAGE(model, n_knockoffs=2, convergence_tol=1e-9, random_state=0).fit(X)
+    sage = KnockoffSAGE(model, n_knockoffs=2, tol=1e-9, random_state=0).fit(X)
     with pytest.warns(ConvergenceWarning, match="MAX_PERMUTATION_ROUNDS"):
         res = sage.explain(X[:10], y[:10])
     assert res.n_permutations == 3 and not res.converged
@@ -158,9 +158,9 @@ def test_sage_draws_knockoffs_per_batch(monkeypatch, algorithm):
     X, y = _data(100, 3)
     model = FrozenEstimator(LinearRegression().fit(X, y))
     kw = {"n_knockoffs": 3, "algorithm": algorithm, "n_permutations": 3,
-          "convergence_tol": None, "random_state": 5}
+          "tol": None, "random_state": 5}
     sizes, pending = [], []  # rows per sampler call; rows sampled before each model call
-    sample, predict = GaussianKnockoffs._sample_seeded, LinearRegression.predict
+    sample, predict = GaussianKnockoffs.sample_seeded, LinearRegression.predict
 
     def recording_sample(self, X_rows, *args, **kwargs):
         sizes.append(len(X_rows))
@@ -171,7 +171,7 @@ def test_sage_draws_knockoffs_per_batch(monkeypatch, algorithm):
         sizes.clear()
         return predict(self, Z)
 
-    monkeypatch.setattr(GaussianKnockoffs, "_sample_seeded", recording_sample)
+    monkeypatch.setattr(GaussianKnockoffs, "sample_seeded", recording_sample)
     monkeypatch.setattr(LinearRegression, "predict", recording_predict)
     small = KnockoffSAGE(model, batch_size=7, **kw).fit(X).explain(X[:30], y[:30])
     # knockoffs of at most one batch of rows exist when the model is called
@@ -218,7 +218,7 @@ def test_sage_y_shapes():
     X, y = _data(80, 3)
     labels = (y > 0).astype(int)
     clf = FrozenEstimator(LogisticRegression().fit(X, labels))
-    sage = KnockoffSAGE(clf, n_knockoffs=2, n_permutations=2, convergence_tol=None,
+    sage = KnockoffSAGE(clf, n_knockoffs=2, n_permutations=2, tol=None,
                         random_state=0).fit(X)
     ref = sage.explain(X[:10], labels[:10])
     with pytest.warns(DataConversionWarning):
@@ -231,7 +231,7 @@ def test_sage_y_shapes():
     with pytest.raises(ValueError, match=r"y must .*shape \(\)"):
         sage.explain(X[:10], 1)
     reg = FrozenEstimator(LinearRegression().fit(X, y))
-    rsage = KnockoffSAGE(reg, n_knockoffs=2, n_permutations=2, convergence_tol=None,
+    rsage = KnockoffSAGE(reg, n_knockoffs=2, n_permutations=2, tol=None,
                          random_state=0).fit(X)
     ref = rsage.explain(X[:10], y[:10])
     with pytest.warns(DataConversionWarning):

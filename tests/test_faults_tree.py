@@ -36,7 +36,7 @@ lgb = pytest.importorskip("lightgbm")
 
 pytestmark = pytest.mark.timeout(120)
 
-MODES = ["tree_path_dependent", "interventional"]
+MODES = ["tree_path_dependent", "marginal"]
 CATS = ["u", "v", "w", "x", "y", "z", "never"]  # "never" is in the dtype, not in the rows
 
 
@@ -85,7 +85,7 @@ def test_xgboost_category_codes_come_from_the_model(mode, background):
         bg["c"] = bg["c"].cat.remove_unused_categories()
     else:
         bg["c"] = bg["c"].cat.reorder_categories(CATS[::-1])
-    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation=mode).fit(bg)
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation=mode).fit(bg)
     rows = _rows()
     _check_sum(exp.explain(rows), model.predict(rows, output_margin=True))
     # rows whose dtype has other categories are re-coded by name too
@@ -179,7 +179,7 @@ def test_xgboost_routing_of_crafted_codes():
 def test_xgboost_crafted_codes_values_add_up(mode):
     booster, X = _code_booster(seed=2)
     T = np.c_[CODES, np.linspace(-1, 1, len(CODES))]
-    exp = TreeShapExplainer(booster, feature_perturbation=mode).fit(
+    exp = TreeShapExplainer(booster, imputation=mode).fit(
         np.r_[X[:40], T[::3]])  # the background has the crafted codes too
     margin = booster.inplace_predict(T, predict_type="margin")
     _check_sum(exp.explain(T), margin)
@@ -200,7 +200,7 @@ def test_lightgbm_unseen_category_and_negative_fraction(mode):
     df, y = _frame(seed=3)
     model = lgb.LGBMRegressor(n_estimators=15, num_leaves=8, min_data_per_group=5,
                               cat_smooth=1, verbose=-1).fit(df, y)
-    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation=mode).fit(df.iloc[:80])
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation=mode).fit(df.iloc[:80])
     rows = _rows()
     rows["c"] = rows["c"].cat.add_categories(["brand_new"])
     rows.loc[3, "c"] = "brand_new"
@@ -211,7 +211,7 @@ def test_lightgbm_unseen_category_and_negative_fraction(mode):
     num = lgb.LGBMRegressor(n_estimators=15, num_leaves=8, min_data_per_group=5,
                             cat_smooth=1, verbose=-1).fit(X, y, categorical_feature=[1])
     T = np.c_[np.zeros(len(CODES)), CODES, np.linspace(-1, 1, len(CODES))]
-    exp = TreeShapExplainer(FrozenEstimator(num), feature_perturbation=mode).fit(X[:60])
+    exp = TreeShapExplainer(FrozenEstimator(num), imputation=mode).fit(X[:60])
     att = exp.explain(T)
     _check_sum(att, num.predict(T, raw_score=True))
     if mode == "tree_path_dependent":
@@ -225,7 +225,7 @@ def test_hgb_unseen_category(mode):
     df, y = _frame(seed=4)
     model = HistGradientBoostingRegressor(max_iter=15, categorical_features="from_dtype")
     model.fit(df, y)
-    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation=mode).fit(df.iloc[:80])
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation=mode).fit(df.iloc[:80])
     rows = _rows()
     rows["c"] = rows["c"].cat.add_categories(["brand_new"])
     rows.loc[[0, 3], "c"] = "brand_new"
@@ -262,7 +262,7 @@ def test_a_subclass_of_a_column_wise_transformer_is_not_trusted():
     # mixed column was labelled as input column 0, so the values were not the Shapley
     # values of the input-column game, without a warning; the groups, the NaN rule and
     # P2CE's input owners trusted it the same way
-    from sklearn_xai.base import _model_allows_nan, groups_from_transformer
+    from sklearn_xai.base import groups_from_transformer, model_allows_nan
     from sklearn_xai.recourse._p2ce_models import input_owner
 
     X, y = _two_column_data()
@@ -285,8 +285,8 @@ def test_a_subclass_of_a_column_wise_transformer_is_not_trusted():
     assert input_owner(pipe[:-1], 2) is None
     assert input_owner(plain[:-1], 2).tolist() == [0, 1]
     not_imputing = make_pipeline(_NonImputer(), LinearRegression())
-    assert not _model_allows_nan(not_imputing)
-    assert _model_allows_nan(make_pipeline(SimpleImputer(), LinearRegression()))
+    assert not model_allows_nan(not_imputing)
+    assert model_allows_nan(make_pipeline(SimpleImputer(), LinearRegression()))
 
 
 def test_a_pipeline_ending_in_a_pipeline_is_explained_as_the_flat_pipeline():
@@ -310,8 +310,8 @@ def test_a_pipeline_ending_in_a_pipeline_is_explained_as_the_flat_pipeline():
     flat = Pipeline([("ct", nested[0]), ("scale", nested[1][0]), ("tree", nested[1][1])])
     bg, rows = X[:12], X[100:104]
     for mode in MODES:
-        got = TreeShapExplainer(FrozenEstimator(nested), feature_perturbation=mode).fit(bg)
-        ref = TreeShapExplainer(FrozenEstimator(flat), feature_perturbation=mode).fit(bg)
+        got = TreeShapExplainer(FrozenEstimator(nested), imputation=mode).fit(bg)
+        ref = TreeShapExplainer(FrozenEstimator(flat), imputation=mode).fit(bg)
         assert got.feature_space_ == "input" == ref.feature_space_
         a, b = got.explain(rows), ref.explain(rows)
         np.testing.assert_allclose(a.values, b.values, rtol=0, atol=1e-10)
@@ -320,7 +320,7 @@ def test_a_pipeline_ending_in_a_pipeline_is_explained_as_the_flat_pipeline():
                                    nested.predict(rows), rtol=0, atol=1e-10)
     # interventional: the game over the input columns, enumerated through nested.predict
     att = TreeShapExplainer(FrozenEstimator(nested),
-                            feature_perturbation="interventional").fit(bg).explain(rows)
+                            imputation="marginal").fit(bg).explain(rows)
     for i, x in enumerate(rows):
         v = {}
         for S in itertools.product([0, 1], repeat=3):
@@ -344,7 +344,7 @@ def test_target_selects_an_output_of_a_multi_output_classifier(mode):
     Y = np.c_[(X[:, 0] > 0).astype(int), np.digitize(X[:, 1] + 0.5 * X[:, 2], [-0.5, 0.5])]
     model = RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, Y)
     bg, rows = X[:40], X[100:106]
-    every = TreeShapExplainer(FrozenEstimator(model), feature_perturbation=mode).fit(bg)
+    every = TreeShapExplainer(FrozenEstimator(model), imputation=mode).fit(bg)
     all_values = every.explain(rows).values  # (rows, players, outputs)
     with pytest.raises(ValueError, match="target takes one of") as info:
         TreeShapExplainer(FrozenEstimator(model), target="no such output").fit(bg)
@@ -357,7 +357,7 @@ def test_target_selects_an_output_of_a_multi_output_classifier(mode):
             name = f"proba(target {t}, class {classes[c]})"
             assert offered[k] == name
             for target in (name, f"target {t}, class {classes[c]}"):
-                exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation=mode,
+                exp = TreeShapExplainer(FrozenEstimator(model), imputation=mode,
                                         target=target).fit(bg)
                 assert exp.output_names_ == [name]
                 att = exp.explain(rows)

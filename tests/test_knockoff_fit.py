@@ -201,7 +201,7 @@ def _nan_data(frame):
 def _explainer(cls, model, imputation, **kw):
     kw = {"n_knockoffs": 2, "imputation": imputation, "random_state": 0, **kw}
     if cls is KnockoffSAGE:
-        kw.update(n_permutations=2, convergence_tol=None)
+        kw.update(n_permutations=2, tol=None)
     return cls(model, **kw)
 
 
@@ -295,7 +295,7 @@ def test_model_space_knockoffs_after_an_imputer(cls):
 
 
 class _NoisySampler(BaseEstimator):
-    """A third-party sampler (no ``_sample_seeded``): ``x`` plus seeded noise."""
+    """A third-party sampler (no ``sample_seeded``): ``x`` plus seeded noise."""
 
     def fit(self, X, y=None):
         return self

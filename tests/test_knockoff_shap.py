@@ -18,7 +18,8 @@ from sklearn.preprocessing import OneHotEncoder
 
 from sklearn_xai.knockoffs import GaussianKnockoffs, SequentialKnockoffs
 from sklearn_xai.shapley import KnockoffSAGE, KnockoffSHAP
-from sklearn_xai.shapley._attack import (
+
+from ._attack import (
     OODAdversaryClassifier,
     german_attack_data,
     sage_simulation,
@@ -129,6 +130,9 @@ def test_seeds_batches_jobs_and_pickle():
     np.testing.assert_array_equal(a, base.explain(X[:12]).values)
     small = clone(base).set_params(batch_size=5).fit(X)
     np.testing.assert_allclose(small.explain(X[:12]).values, a, atol=1e-12)
+    # model calls of at most 7 rows (less than one row's coalitions): the same values
+    calls = clone(base).set_params(max_model_rows=7).fit(X)
+    np.testing.assert_allclose(calls.explain(X[:12]).values, a, atol=1e-12)
     jobs = clone(base).set_params(batch_size=5, n_jobs=2).fit(X)
     np.testing.assert_allclose(jobs.explain(X[:12]).values, a, atol=1e-12)
     # a row's draws depend on the row, not on its position or its neighbours
@@ -257,7 +261,7 @@ def test_sage_exact_and_permutation_match_brute_force_marginal():
                            lambda t, p: float((t - p) ** 2))
     np.testing.assert_allclose(res.importances, expected, atol=1e-10)
     perm = KnockoffSAGE(FrozenEstimator(model), imputation="marginal", background=bg,
-                        n_permutations=200, convergence_tol=None, random_state=0).fit(X)
+                        n_permutations=200, tol=None, random_state=0).fit(X)
     rp = perm.explain(X[:30], y[:30])
     assert rp.n_permutations == 200 and not rp.converged
     assert np.all(np.abs(rp.importances - expected) <= 4 * rp.std + 1e-12)
@@ -288,19 +292,21 @@ def test_sage_knockoff_cross_entropy_matches_brute_force():
 
 def test_sage_convergence_seeds_and_errors():
     X, y, model = _nonlinear_model(6, n=200, p=3)
-    sage = KnockoffSAGE(FrozenEstimator(model), n_knockoffs=3, convergence_tol=0.05,
+    sage = KnockoffSAGE(FrozenEstimator(model), n_knockoffs=3, tol=0.05,
                         random_state=1).fit(X)
     r1 = sage.explain(X[:40], y[:40])
     assert r1.converged and r1.n_permutations >= 1
     assert np.max(r1.std) <= 0.05 * np.ptp(r1.importances)
     r2 = clone(sage).set_params(batch_size=7).fit(X).explain(X[:40], y[:40])
     np.testing.assert_allclose(r1.importances, r2.importances, atol=1e-12)
+    r3 = clone(sage).set_params(max_model_rows=5).fit(X).explain(X[:40], y[:40])
+    np.testing.assert_allclose(r1.importances, r3.importances, atol=1e-12)
     with pytest.raises(ValueError, match="y"):
         sage.explain(X[:5], None)
     with pytest.raises(ValueError, match="rows"):
         sage.explain(X[:5], y[:4])
     with pytest.raises(ValueError, match="never stop"):
-        KnockoffSAGE(FrozenEstimator(model), convergence_tol=None).fit(X)
+        KnockoffSAGE(FrozenEstimator(model), tol=None).fit(X)
     clf = LogisticRegression().fit(X, y > 0)
     with pytest.raises(ValueError, match="classes"):
         KnockoffSAGE(FrozenEstimator(clf), n_permutations=1).fit(X).explain(X[:5], y[:5] + 7)

@@ -176,7 +176,7 @@ def test_gaussian_seeds_and_batches():
     from sklearn_xai._utils import draw_base_seed as _draw_base_seed
 
     base = _draw_base_seed(7)
-    np.testing.assert_allclose(a[10:], kn._sample_seeded(X[10:20], 4, base, range(10, 20)),
+    np.testing.assert_allclose(a[10:], kn.sample_seeded(X[10:20], 4, base, range(10, 20)),
                                rtol=1e-12, atol=1e-12)
     # pickling keeps the sampler
     kn2 = pickle.loads(pickle.dumps(kn))

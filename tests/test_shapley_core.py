@@ -36,9 +36,9 @@ def test_exact_two_feature_tree_example():
 
 
 def _gens(n, seed=0):
-    from sklearn_xai._utils import row_generators
+    from sklearn_xai._utils import keyed_generators
 
-    return row_generators(seed, range(n))
+    return keyed_generators(seed, range(n))
 
 
 def exact(game):

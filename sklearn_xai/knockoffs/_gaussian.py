@@ -107,6 +107,11 @@ class GaussianKnockoffs(BaseEstimator):
     -----
     ``fit`` costs ``O(n p^2)`` for the covariance plus ``O(p^3)`` per solver
     iteration; ``sample`` costs ``O(n K p^2)`` for ``K`` knockoffs per row.
+
+    :meth:`sample_seeded` is the same draw on rows already checked, seeded per row by a
+    base seed and one key per row: the hook :class:`~sklearn_xai.shapley.KnockoffSHAP` and
+    :class:`~sklearn_xai.shapley.KnockoffSAGE` call (a third-party sampler may offer it
+    too); use ``sample`` otherwise.
     """
 
     _parameter_constraints: dict = {
@@ -348,11 +353,31 @@ class GaussianKnockoffs(BaseEstimator):
         if not isinstance(n_knockoffs, Integral) or n_knockoffs < 1:
             raise ValueError(f"n_knockoffs must be a positive integer, got {n_knockoffs!r}.")
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self._sample_seeded(X, n_knockoffs, _draw_base_seed(random_state), None)
+        return self.sample_seeded(X, n_knockoffs, _draw_base_seed(random_state), None)
 
-    def _sample_seeded(self, X, n_knockoffs, base_seed, row_indices):
-        """Knockoffs of validated rows; row ``i``'s draws depend only on ``base_seed`` and
-        ``row_indices[i]`` (default ``0..n-1``)."""
+    def sample_seeded(self, X, n_knockoffs, base_seed, row_indices):
+        """Knockoffs of rows already validated, seeded per row.
+
+        The knockoff explainers call this (a package-internal hook, public so that a
+        third-party sampler can offer it); ``sample`` validates ``X``, draws one base seed
+        and calls it.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Rows already validated against ``fit`` (no checks here).
+        n_knockoffs : int
+            Independent knockoffs per row.
+        base_seed : int
+            The call's seed.
+        row_indices : array-like of int of shape (n_samples,) or None
+            One key per row (its content key or its position); ``None``: ``0..n-1``.
+            Row ``i``'s draws depend only on ``base_seed`` and ``row_indices[i]``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_knockoffs, n_features)
+        """
         X = np.asarray(X, dtype=np.float64)
         n, p = X.shape
         if row_indices is None:

@@ -99,6 +99,11 @@ class SequentialKnockoffs(BaseEstimator):
     encoded predictors as the data has. ``sample`` costs ``O(n K D^2)`` for ``K``
     knockoffs per row and ``D`` encoded predictors. Knockoffs are exchangeable only
     as far as the per-column models are right.
+
+    :meth:`sample_seeded` is the same draw on rows already checked, seeded per row by a
+    base seed and one key per row: the hook :class:`~sklearn_xai.shapley.KnockoffSHAP` and
+    :class:`~sklearn_xai.shapley.KnockoffSAGE` call (a third-party sampler may offer it
+    too); use ``sample`` otherwise.
     """
 
     _parameter_constraints: dict = {
@@ -386,11 +391,31 @@ class SequentialKnockoffs(BaseEstimator):
         if not isinstance(n_knockoffs, Integral) or n_knockoffs < 1:
             raise ValueError(f"n_knockoffs must be a positive integer, got {n_knockoffs!r}.")
         frame = self._check_frame(X, reset=False)
-        return self._sample_seeded(frame, n_knockoffs, _draw_base_seed(random_state), None)
+        return self.sample_seeded(frame, n_knockoffs, _draw_base_seed(random_state), None)
 
-    def _sample_seeded(self, X, n_knockoffs, base_seed, row_indices):
-        """Knockoffs of checked rows; row ``i``'s draws depend only on ``base_seed`` and
-        ``row_indices[i]`` (default ``0..n-1``)."""
+    def sample_seeded(self, X, n_knockoffs, base_seed, row_indices):
+        """Knockoffs of rows already checked, seeded per row.
+
+        The knockoff explainers call this (a package-internal hook, public so that a
+        third-party sampler can offer it); ``sample`` checks ``X``, draws one base seed
+        and calls it.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Rows already checked against ``fit`` (columns and levels) (no checks here).
+        n_knockoffs : int
+            Independent knockoffs per row.
+        base_seed : int
+            The call's seed.
+        row_indices : array-like of int of shape (n_samples,) or None
+            One key per row (its content key or its position); ``None``: ``0..n-1``.
+            Row ``i``'s draws depend only on ``base_seed`` and ``row_indices[i]``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_knockoffs, n_features)
+        """
         frame = _as_frame(X)
         n, p = frame.shape
         K = n_knockoffs

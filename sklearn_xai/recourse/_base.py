@@ -5,7 +5,8 @@ from sklearn.base import is_classifier
 from sklearn.utils._param_validation import StrOptions
 
 from .._model import model_name
-from ..base import BaseExplainer, RecourseMixin, _is_frame
+from .._utils import is_frame
+from ..base import BaseExplainer, RecourseMixin
 from ._constraints import resolve_constraints
 
 __all__ = ["RecourseExplainer"]
@@ -144,7 +145,7 @@ class RecourseExplainer(RecourseMixin, BaseExplainer):
         best = cfs.drop(columns="query").iloc[rows]
         best.index = pd.Index(sorted(first))
         best = best.reindex(pd.RangeIndex(n))
-        if _is_frame(X) and len(X.index) == n:
+        if is_frame(X) and len(X.index) == n:
             best.index = X.index
         return best
 

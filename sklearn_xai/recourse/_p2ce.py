@@ -12,10 +12,10 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Counterfactuals
-from .._model import ModelFunction, _check_output_width, make_model_function, output_names
+from .._model import ModelFunction, check_output_width, make_model_function, output_names
 from .._random import row_keys
-from .._utils import draw_base_seed, row_generators, unwrap_frozen
-from ..base import _is_frame, split_pipeline
+from .._utils import batch_slices, draw_base_seed, is_frame, keyed_generators, unwrap_frozen
+from ..base import split_pipeline
 from ._base import RecourseExplainer
 from ._encoding import MissingAwareEncoder
 from ._p2ce_grid import OBJECTIVES, FeatureGrid, costs
@@ -74,7 +74,13 @@ class P2CERecourse(RecourseExplainer):
         change) and ``"percentile"`` (largest shift of the empirical training CDF). A
         changed categorical feature counts 1 in every distance. All costs are reported.
     max_changes : int, default=3
-        Largest number of changed features.
+        Largest number of changed features. The default differs from
+        :class:`MaceRecourse`'s 8 on purpose: P2CE proves every point of the whole Pareto
+        front optimal, so its search grows with the feature subsets it may change (up to
+        ``C(n_features, max_changes)``), where MACE's grows linearly. Measured on German
+        Credit (1000 rows, 27 numeric features, 6 rejected queries, one core):
+        0.40 s per query with 3 against 1.93 s with 8 for a logistic regression (slowest
+        query 0.68 s against 5.0 s), 0.22 s against 1.10 s for HistGradientBoosting.
     threshold : float, default=0.5
         A point is valid when the desired class's probability is ``>= threshold``
         (classifiers).
@@ -176,6 +182,13 @@ class P2CERecourse(RecourseExplainer):
         permutations per row, :func:`sklearn_xai.shapley.permutation_shapley`).
     random_state : int, RandomState or None, default=None
         Seeds the isolation forest and the SHAP sample.
+    batch_size : int or None, default=None
+        Queries per task under ``n_jobs`` (see :ref:`batch-sizes`): each task searches
+        this many queries, one after the other; smaller tasks balance queries of very
+        different search times across the workers, at the cost of sending the explainer
+        to each task. ``None``: the queries are split evenly, one task per worker. Unused
+        without ``n_jobs`` (the queries are searched one by one). The results do not
+        depend on it.
     n_jobs : int or None, default=None
         Workers over queries (the results do not depend on it).
 
@@ -243,12 +256,17 @@ class P2CERecourse(RecourseExplainer):
         "bound": [StrOptions({"auto", "exact", "shap", "none"})],
         "time_limit": [None, Interval(Real, 0, None, closed="neither")],
         "shap_samples": [Interval(Integral, 2, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
     }
 
     _cli_name = "p2ce"
     _label = "P2CE"
     _in_default_report = True
+    _report_chunk = 1
+    _report_note = ("P2CE searches at most 3 changed features and returns the Pareto front "
+                    "of its own objectives (largest scaled change, number of changes, mean "
+                    "scaled change).")
 
     @classmethod
     def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
@@ -256,25 +274,13 @@ class P2CERecourse(RecourseExplainer):
                 "immutable_features": immutable, "time_limit": time_limit,
                 "random_state": seed}
 
-    @classmethod
-    def _test_params(cls):
-        return {"grid_step": 0.25, "max_changes": 2, "n_estimators": 5, "shap_samples": 5,
-                "time_limit": 5.0, "random_state": 0}
-
-    @classmethod
-    def _test_instances(cls):
-        from sklearn.linear_model import LogisticRegression
-
-        return [lambda: cls(LogisticRegression(), grid_step=0.25, max_changes=2,
-                            n_estimators=5, shap_samples=5, random_state=0)]
-
     def __init__(self, model=None, *, objectives=("max_distance", "n_changes", "mean_distance"),
                  max_changes=3, threshold=0.5, desired_class="opposite", desired_range=None,
                  grid_percentiles=(1, 99), grid_step=0.05, categorical_features="auto",
                  immutable_features=None, features_to_vary="all", feature_ranges=None,
                  monotone=None, plausibility=True, contamination=0.05, n_estimators=100,
                  max_samples=0.25, bound="auto", time_limit=None, shap_samples=100,
-                 random_state=None, n_jobs=None):
+                 random_state=None, batch_size=None, n_jobs=None):
         self.model = model
         self.objectives = objectives
         self.max_changes = max_changes
@@ -296,12 +302,13 @@ class P2CERecourse(RecourseExplainer):
         self.time_limit = time_limit
         self.shap_samples = shap_samples
         self.random_state = random_state
+        self.batch_size = batch_size
         self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------ encoding
     def _encode(self, X):
         """Rows in the internal encoding: category codes, NaN where a value is missing."""
-        if self._frame_ and not _is_frame(X):
+        if self._frame_ and not is_frame(X):
             raise TypeError("X must be a DataFrame when P2CERecourse was fitted on one.")
         Z = self.encoder_.to_internal(X)
         cat = self.encoder_.categorical_
@@ -466,7 +473,7 @@ class P2CERecourse(RecourseExplainer):
         if regression and self.bound == "shap":
             raise ValueError("bound='shap' estimates class probabilities; with desired_range "
                              "use bound='auto', 'exact' or 'none'.")
-        self._frame_ = _is_frame(X)
+        self._frame_ = is_frame(X)
         self._labels_ = list(X.columns) if self._frame_ else self._feature_names()
         self.encoder_ = MissingAwareEncoder(categorical_features=self.categorical_features,
                                             allow_missing=True).fit(X)
@@ -503,7 +510,7 @@ class P2CERecourse(RecourseExplainer):
             self.model_fn_ = ModelFunction(self.model_, "predict_proba",
                                            list(range(len(classes))),
                                            output_names("proba", classes), template)
-            _check_output_width(self.model_fn_, probe, len(classes),
+            check_output_width(self.model_fn_, probe, len(classes),
                                 f"one column per class of classes_ ({len(classes)})")
             self._keys_ = sorted({k for ks in self._desired_positions(
                 range(len(classes)), skip_predicted=False) for k in ks})
@@ -595,11 +602,9 @@ class P2CERecourse(RecourseExplainer):
         try:
             rows = self._model_input(sample)
             expl = TreeShapExplainer(FrozenEstimator(unwrap_frozen(self.model_))).fit(rows)
-            values = np.asarray(expl.explain(rows).values, dtype=np.float64)
+            values = expl.explain(rows).values_by_output()  # (n, players, outputs)
         except (TypeError, ValueError, ImportError):
             return None
-        if values.ndim == 2:
-            values = values[:, :, None]
         if self.desired_range_ is None and values.shape[2] == len(self.classes_):
             values = values[:, :, self._keys_]
         if expl.feature_space_ == "input" and values.shape[1] == sample.shape[1]:
@@ -618,7 +623,7 @@ class P2CERecourse(RecourseExplainer):
             return self._search_outputs(np.asarray(Zs, dtype=np.float64))
 
         game = ImputationGame(f, rows, self._shap_background_)
-        gens = row_generators(self._shap_base_seed_, row_keys(rows))  # keyed by content
+        gens = keyed_generators(self._shap_base_seed_, row_keys(rows))  # keyed by content
         phi, _ = permutation_shapley(game, _SHAP_N_EVALS, gens)
         return phi
 
@@ -767,8 +772,8 @@ class P2CERecourse(RecourseExplainer):
     def _explain(self, X):
         import pandas as pd
 
-        index = X.index if _is_frame(X) else None
-        if _is_frame(X) and not self._frame_:
+        index = X.index if is_frame(X) else None
+        if is_frame(X) and not self._frame_:
             # fitted on an array: a frame's columns are taken by position, as in scikit-learn
             try:
                 X = X.to_numpy(dtype=np.float64)
@@ -781,9 +786,12 @@ class P2CERecourse(RecourseExplainer):
         n = Z.shape[0]
         keys = self._query_keys(Z)
         n_workers = 1 if self.n_jobs in (None, 1) else effective_n_jobs(self.n_jobs)
-        if n_workers > 1 and n > 1:
+        if self.batch_size is not None:
+            slices = batch_slices(n, self.batch_size)
+        else:  # one task per worker
             bounds = np.linspace(0, n, min(n, n_workers) + 1).astype(int)
             slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+        if n_workers > 1 and len(slices) > 1:
             # max_nbytes=None: no read-only memory-mapped arrays in the workers, whose
             # kernels would be compiled for them during the search (see warm_up)
             parts = Parallel(n_jobs=self.n_jobs, max_nbytes=None)(

@@ -104,7 +104,7 @@ def all_masks(n_players):
     return ((codes[:, None] >> np.arange(n_players)) & 1).astype(bool)
 
 
-def _shapley_weights(n_players):
+def shapley_weights(n_players):
     """w[s] = s! (P - s - 1)! / P! for s = 0..P-1."""
     P = n_players
     return np.array([factorial(s) * factorial(P - s - 1) / factorial(P) for s in range(P)])
@@ -146,7 +146,7 @@ def exact_shapley(game, n_evals=None, generators=None, *, return_units=False):
     masks = all_masks(P)
     v = game.value(masks)                                   # (n, 2^P, O)
     sizes = masks.sum(axis=1)
-    w = np.append(_shapley_weights(P), 0.0)                 # w[P] unused (no S with i absent)
+    w = np.append(shapley_weights(P), 0.0)                 # w[P] unused (no S with i absent)
     phi = np.empty((v.shape[0], P, v.shape[2]))
     for i in range(P):
         has_i = masks[:, i]

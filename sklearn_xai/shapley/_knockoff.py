@@ -16,14 +16,13 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._explanation import Attribution, GlobalImportance
 from .._random import row_keys, stream_seeds
-from .._utils import draw_base_seed, row_generators, take_rows, unwrap_frozen
+from .._utils import draw_base_seed, is_frame, keyed_generators, take_rows, unwrap_frozen
 from ..base import (
     AttributionExplainer,
     BaseExplainer,
     OutputExplainer,
-    _is_frame,
-    _model_allows_nan,
     as_array,
+    model_allows_nan,
     reference_row,
     resolve_feature_groups,
     split_pipeline,
@@ -59,7 +58,7 @@ _KNOCKOFF_STREAM = 1
 
 
 def _has_categorical(X):
-    if _is_frame(X):
+    if is_frame(X):
         import pandas as pd
 
         return any(not pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t)
@@ -76,8 +75,8 @@ def _fit_sampler(sampler, X, random_state):
 
 def _draw_knockoffs(sampler, X_rows, n_knockoffs, seed, keys):
     """(n_rows, K, M) knockoffs of ``X_rows``; row ``i`` seeded by ``(seed, keys[i])``."""
-    if hasattr(sampler, "_sample_seeded"):
-        return sampler._sample_seeded(X_rows, n_knockoffs, seed, keys)
+    if hasattr(sampler, "sample_seeded"):
+        return sampler.sample_seeded(X_rows, n_knockoffs, seed, keys)
     # a third-party sampler: one call per row, seeded from the row's keyed stream (the top
     # 32 bits: a RandomState seed), keeps each row's draws independent of batching
     row_seeds = stream_seeds(seed, keys) >> np.uint64(32)
@@ -93,7 +92,7 @@ def _missing(A):
     its numeric columns (the NaN the base's validation refuses for a model)."""
     import pandas as pd
 
-    if _is_frame(A):
+    if is_frame(A):
         numeric = np.array([pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t)
                             and not isinstance(t, pd.CategoricalDtype) for t in A.dtypes])
     else:
@@ -157,12 +156,12 @@ class _KnockoffMixin:
         else:
             self.background_ = _check_background(
                 self.background, X, self._feature_names(),
-                _model_allows_nan(self.explained_model_))
+                model_allows_nan(self.explained_model_))
 
     def _allow_nan(self):
         # the package's samplers model complete rows only; marginal imputation passes
         # missing values to the model as they are
-        if self.imputation == "knockoff" and not _model_allows_nan(self.sampler):
+        if self.imputation == "knockoff" and not model_allows_nan(self.sampler):
             return False
         return super()._allow_nan()
 
@@ -197,7 +196,7 @@ class _KnockoffMixin:
                 names = [f"x{j}" for j in range(X.shape[1])]
         else:
             names = BaseExplainer._feature_names(self)
-        if numeric_nan.any() and not _model_allows_nan(model):
+        if numeric_nan.any() and not model_allows_nan(model):
             j = _first_column(numeric_nan)
             inner = unwrap_frozen(model)
             raise ValueError(
@@ -205,7 +204,7 @@ class _KnockoffMixin:
                 f"({type(inner).__name__}) does not accept missing values; impute them (for "
                 "example with a SimpleImputer step in a Pipeline) or drop those rows.")
         if missing.any() and self.imputation == "knockoff" \
-                and not _model_allows_nan(self.sampler):
+                and not model_allows_nan(self.sampler):
             j = _first_column(missing)
             raise ValueError(
                 f"X contains NaN in column {j} ({names[j]!r}), and knockoffs cannot be drawn "
@@ -246,7 +245,10 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         column rescales only its knockoffs). For mixed data encoded as numbers you can
         also pass ``SequentialKnockoffs(categorical_features=...)``, or
         ``GaussianKnockoffs(support="observed")`` to round every column to its observed
-        values; see the German Credit example.
+        values; see the German Credit example. A sampler with a
+        ``sample_seeded(X, n_knockoffs, base_seed, row_keys)`` method (as these two have)
+        is called once for all rows with the rows' content keys; any other once per row,
+        with a ``random_state`` drawn from the row's keyed stream.
     n_knockoffs : int, default=10
         Knockoffs drawn per explained row (``K``). One coalition evaluation costs ``K``
         model rows.
@@ -309,9 +311,12 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         last step receives ("model"). With "model" the knockoff sampler (or the default
         background) is fitted on the preprocessing's output, the players are its columns,
         and a missing value the preprocessing imputes is no longer missing.
-    batch_size : int, default=8192
-        Most rows per model call; also the explained rows per parallel task of
-        ``n_jobs``.
+    batch_size : int, default=128
+        Explained rows per task: ``explain`` handles the rows in batches of this many,
+        one joblib task each under ``n_jobs`` (see :ref:`batch-sizes`).
+    max_model_rows : int, default=8192
+        Most rows per model call (a coalition of a row costs ``K`` model rows); bounds the
+        memory of one call (see :ref:`batch-sizes`).
     n_jobs : int or None, default=None
         Parallel joblib workers over batches of ``batch_size`` explained rows. ``None``
         or ``1``: no parallelism; ``-1``: all processors. Results do not depend on it.
@@ -374,6 +379,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         "algorithm": [StrOptions({"auto", *ALGORITHMS})],
         "n_evals": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"}), None],
         "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_model_rows": [Interval(Integral, 1, None, closed="left")],
         "imputation": [StrOptions({"knockoff", "marginal"})],
         "background": ["array-like", None],
         "feature_groups": "no_validation",
@@ -385,28 +391,18 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
     # fitting a sequential knockoff sampler on mixed data and evaluating K knockoffs per
     # coalition takes minutes on Adult: left out of the default report
     _in_default_report = False
+    _report_chunk = 2
+    _report_note = "Knockoff SHAP replaces absent features by knockoff copies of the row."
 
     @classmethod
     def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
         return {"n_knockoffs": 5, "random_state": seed}
 
-    @classmethod
-    def _test_params(cls):
-        return {"n_knockoffs": 2, "batch_size": 8, "random_state": 0}
-
-    @classmethod
-    def _test_instances(cls):
-        from sklearn.linear_model import LinearRegression
-
-        return [lambda: cls(LinearRegression(), n_knockoffs=2, algorithm="permutation",
-                            n_evals=8, random_state=0),
-                lambda: cls(LinearRegression(), n_knockoffs=2, algorithm="kernel",
-                            n_evals="auto", tol=0.3, random_state=0)]
-
     def __init__(self, model=None, *, sampler=None, n_knockoffs=10, algorithm="auto",
                  n_evals=None, tol=0.05, imputation="knockoff", background=None,
                  feature_groups=None, response_method="auto", target=None,
-                 feature_space="input", batch_size=8192, n_jobs=None, random_state=None):
+                 feature_space="input", batch_size=128, max_model_rows=8192, n_jobs=None,
+                 random_state=None):
         self.model = model
         self.sampler = sampler
         self.n_knockoffs = n_knockoffs
@@ -420,6 +416,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         self.target = target
         self.feature_space = feature_space
         self.batch_size = batch_size
+        self.max_model_rows = max_model_rows
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -463,9 +460,6 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         phi = np.concatenate([p[0] for p in parts])
         base = np.concatenate([p[1] for p in parts])
         std = None if parts[0][2] is None else np.concatenate([p[2] for p in parts])
-        if phi.shape[2] == 1:
-            phi, base = phi[:, :, 0], base[:, 0]
-            std = None if std is None else std[:, :, 0]
         extras = {"algorithm": self.algorithm_, "imputation": self.imputation,
                   "n_knockoffs": self.n_knockoffs,
                   "n_evaluations": int(sum(p[3] for p in parts)),
@@ -518,8 +512,8 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         # knockoffs: one output per knockoff, so that their spread gives the error of the
         # knockoff draws (the Shapley values of the mean game are their mean)
         game = ImputationGame(self.model_fn_, data[idx], ko, groups=self.groups_,
-                              batch_size=self.batch_size, per_imputation=knockoffs)
-        gens = None if self.algorithm_ == "exact" else row_generators(seed, keys[idx])
+                              batch_size=self.max_model_rows, per_imputation=knockoffs)
+        gens = None if self.algorithm_ == "exact" else keyed_generators(seed, keys[idx])
         phi, base, units = ALGORITHMS[self.algorithm_](game, n_evals, gens,
                                                        return_units=True)
         n, P = phi.shape[:2]
@@ -663,7 +657,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
 
     Permutation sampling: in each round every row draws one random order of the players
     and credits each player with the drop in loss when it joins. Rounds continue until
-    the largest standard error is at most ``convergence_tol`` times the range of the
+    the largest standard error is at most ``tol`` times the range of the
     importances (or is round-off: at most ``1024 * eps`` times the largest loss, which
     ends the rounds when every importance is equal, e.g. for a constant model), or
     ``n_permutations`` rounds have run. With a single player the value is exact
@@ -705,10 +699,12 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         convergence, but at most ``MAX_PERMUTATION_ROUNDS`` (1000, a constant of
         ``sklearn_xai.shapley._knockoff``) rounds, with a ``ConvergenceWarning`` when
         that cap stops them.
-    convergence_tol : float or None, default=0.025
-        Stop when ``max(std_error) <= convergence_tol * (max(values) - min(values))``
-        or the standard errors are round-off (see above). ``None``: run all
-        ``n_permutations`` rounds.
+    tol : float > 0 or None, default=0.025
+        The stopping rule of every self-stopping explainer (``tol`` of
+        :class:`KnockoffSHAP` and :class:`ShearExplainer`): stop when the largest standard
+        error is at most ``tol`` times the range of the values, here
+        ``max(std_error) <= tol * (max(values) - min(values))``, or the standard errors are
+        round-off (see above). ``None``: run all ``n_permutations`` rounds.
     feature_groups : None, list of lists or dict, default=None
         Players as groups of columns (by index or name), as in :class:`KnockoffSHAP`;
         ``None`` = one player per column.
@@ -725,9 +721,12 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         last step receives ("model"). With "model" the knockoff sampler (or the default
         background) is fitted on the preprocessing's output, the players are its columns,
         and a missing value the preprocessing imputes is no longer missing.
-    batch_size : int, default=8192
-        Most rows per model call; also the explained rows per parallel task of
-        ``n_jobs``.
+    batch_size : int, default=1024
+        Explained rows per task: ``explain`` handles the rows in batches of this many,
+        one joblib task each under ``n_jobs`` (see :ref:`batch-sizes`).
+    max_model_rows : int, default=8192
+        Most rows per model call (a coalition of a row costs ``K`` model rows); bounds the
+        memory of one call (see :ref:`batch-sizes`).
     n_jobs : int or None, default=None
         Parallel joblib workers over batches of ``batch_size`` explained rows. ``None``
         or ``1``: no parallelism; ``-1``: all processors. Results do not depend on it.
@@ -750,7 +749,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
     -----
     A round costs ``n_samples * (P - 1) * K`` model rows (``K`` = ``n_knockoffs`` or the
     background size), plus ``2 * n_samples * K`` once for the empty and full coalitions.
-    Knockoffs are drawn batch by batch (``batch_size`` rows at a time) and drawn again,
+    Knockoffs are drawn batch by batch (``batch_size`` explained rows at a time) and drawn
+    again,
     identically, in every round, so memory does not grow with ``n_samples * K``; a round
     also costs ``n_samples * K`` knockoff draws.
     """
@@ -764,28 +764,17 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         "loss": [StrOptions({"auto", "mse", "cross_entropy"})],
         "algorithm": [StrOptions({"permutation", "exact"})],
         "n_permutations": [Interval(Integral, 1, None, closed="left"), None],
-        "convergence_tol": [Interval(Real, 0, None, closed="neither"), None],
+        "tol": [Interval(Real, 0, None, closed="neither"), None],
+        "max_model_rows": [Interval(Integral, 1, None, closed="left")],
         "feature_groups": "no_validation",
         "random_state": ["random_state"],
     }
 
-    @classmethod
-    def _test_params(cls):
-        return {"n_knockoffs": 2, "n_permutations": 2, "convergence_tol": None,
-                "batch_size": 8, "random_state": 0}
-
-    @classmethod
-    def _test_instances(cls):
-        from sklearn.linear_model import LinearRegression
-
-        return [lambda: cls(LinearRegression(), n_knockoffs=2, n_permutations=2,
-                            random_state=0)]
-
     def __init__(self, model=None, *, sampler=None, n_knockoffs=10, imputation="knockoff",
                  background=None, loss="auto", algorithm="permutation", n_permutations=None,
-                 convergence_tol=0.025, feature_groups=None, response_method="auto",
-                 target=None, feature_space="input", batch_size=8192, n_jobs=None,
-                 random_state=None):
+                 tol=0.025, feature_groups=None, response_method="auto",
+                 target=None, feature_space="input", batch_size=1024, max_model_rows=8192,
+                 n_jobs=None, random_state=None):
         self.model = model
         self.sampler = sampler
         self.n_knockoffs = n_knockoffs
@@ -794,20 +783,21 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         self.loss = loss
         self.algorithm = algorithm
         self.n_permutations = n_permutations
-        self.convergence_tol = convergence_tol
+        self.tol = tol
         self.feature_groups = feature_groups
         self.response_method = response_method
         self.target = target
         self.feature_space = feature_space
         self.batch_size = batch_size
+        self.max_model_rows = max_model_rows
         self.n_jobs = n_jobs
         self.random_state = random_state
 
     def _fit(self, X, y):
         """Resolve the loss, fit the sampler (or check the background) on ``X``."""
         if self.algorithm == "permutation" and self.n_permutations is None \
-                and self.convergence_tol is None:
-            raise ValueError("Set n_permutations or convergence_tol: with neither, the "
+                and self.tol is None:
+            raise ValueError("Set n_permutations or tol: with neither, the "
                              "permutation algorithm would never stop.")
         self._fit_players()
         if self.algorithm == "exact" and len(self.groups_) > MAX_EXACT_PLAYERS:
@@ -941,7 +931,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
             else:
                 imputation = self.background_
             game = ImputationGame(self.model_fn_, data[rows], imputation,
-                                  groups=self.groups_, batch_size=self.batch_size)
+                                  groups=self.groups_, batch_size=self.max_model_rows)
             masks = masks(rows) if callable(masks) else masks
             return _loss_values(self.loss_, game.value(masks), y[rows], classes, positive)
 
@@ -971,25 +961,25 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         float
             The correlation, in [-1, 1].
         """
-        from ..metrics import _pearson_over_axis1, _random_subsets
+        from .._faithfulness import pearson_over_axis1, random_subsets
 
         X, y, classes = self._check_rows(X, y)
         importances = self._explain(X, y, classes).importances
         n, P = X.shape[0], len(self.groups_)
-        subsets = _random_subsets(64, P)
+        subsets = random_subsets(64, P)
         masks = np.vstack([np.ones((1, P), dtype=bool), ~subsets])  # kept players
         losses, _ = self._loss_function(X, y, classes, draw_base_seed(self.random_state))
         L = np.concatenate(self._map_batches(lambda rows: losses(rows, masks), n))
         increase = L[:, 1:].mean(axis=0) - L[:, 0].mean()
         sums = subsets.astype(np.float64) @ np.asarray(importances, dtype=np.float64)
-        return float(_pearson_over_axis1(sums[None, :, None], increase[None, :, None])[0, 0])
+        return float(pearson_over_axis1(sums[None, :, None], increase[None, :, None])[0, 0])
 
     def _permutation_sage(self, losses, n, P, seed, keys):
-        """Permutation rounds until the stop rule of ``convergence_tol`` or the cap."""
+        """Permutation rounds until the stop rule of ``tol`` or the cap."""
         ends_masks = np.array([np.zeros(P, bool), np.ones(P, bool)])
         ends = np.concatenate(self._map_batches(lambda rows: losses(rows, ends_masks), n))
         cap = MAX_PERMUTATION_ROUNDS if self.n_permutations is None else self.n_permutations
-        gens = row_generators(seed, keys)  # keyed by content: row order does not matter
+        gens = keyed_generators(seed, keys)  # keyed by content: row order does not matter
         steps = np.arange(1, P)[None, :, None]
         # running sums of the credits minus the first round's mean (no cancellation in the
         # variance when the credits are large and nearly equal)
@@ -1029,11 +1019,11 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
                 # upper bound)
                 var = np.maximum(total_sq / count - mean**2, 0.0) * count / (count - 1)
                 std = np.sqrt(var / count)
-            if self.convergence_tol is not None and count > 1:
+            if self.tol is not None and count > 1:
                 # below the floor the standard error is round-off: equal importances (a
                 # spread of 0) would otherwise never stop the rounds
                 floor = _SE_FLOOR * loss_scale
-                target = max(self.convergence_tol * (values.max() - values.min()), floor)
+                target = max(self.tol * (values.max() - values.min()), floor)
                 if np.max(std) <= target:
                     converged = True
                     break
@@ -1041,8 +1031,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
             self._warn_once(
                 f"KnockoffSAGE stopped after MAX_PERMUTATION_ROUNDS = {cap} permutation "
                 f"rounds before the largest standard error ({np.max(std):.3g}) fell below "
-                f"convergence_tol={self.convergence_tol} times the spread of the "
-                f"importances ({np.ptp(values):.3g}); pass a larger convergence_tol, or "
+                f"tol={self.tol} times the spread of the "
+                f"importances ({np.ptp(values):.3g}); pass a larger tol, or "
                 "n_permutations to choose the number of rounds.", ConvergenceWarning,
                 key="permutation cap", stacklevel=3)
         return GlobalImportance(values, std, list(self.player_names_), rounds, converged,

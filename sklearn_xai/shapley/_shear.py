@@ -14,6 +14,7 @@ The functions in this module only choose coalitions and weights; they call a val
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields, replace
 from functools import partial
 from math import factorial
 from numbers import Integral, Real
@@ -24,17 +25,16 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._explanation import Attribution
-from .._model import output_names as _output_names
+from .._explanation import Attribution, squeeze_single_output
+from .._model import select_outputs
 from .._model import shown_positions as _shown_positions
 from .._random import row_keys, stream_seeds
 from .._torch import TorchModelFunction, is_torch_model
-from .._utils import draw_base_seed, unwrap_frozen
+from .._utils import draw_base_seed, is_frame, unwrap_frozen
 from ..base import (
     AttributionExplainer,
-    _is_frame,
-    _model_allows_nan,
     as_array,
+    model_allows_nan,
     reference_row,
     resolve_feature_groups,
     split_pipeline,
@@ -501,9 +501,9 @@ def _group_reference(X, groups):
 
 
 def _check_reference(ref, X, allow_nan):
-    """Raise a ValueError naming ``reference`` when a numeric column of ``ref`` (1, d) is
+    """Raise a ValueError naming ``background`` when a numeric column of ``ref`` (1, d) is
     not a number, or is NaN (unless the model takes NaN) or infinite."""
-    if _is_frame(X):
+    if is_frame(X):
         import pandas as pd
 
         cols = np.array([j for j, t in enumerate(X.dtypes) if pd.api.types.is_numeric_dtype(t)
@@ -514,13 +514,13 @@ def _check_reference(ref, X, allow_nan):
         values = ref[0, cols].astype(np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(
-            f"reference must hold numbers in the numeric columns of X ({exc}).") from exc
+            f"background must hold numbers in the numeric columns of X ({exc}).") from exc
     bad = np.isinf(values) if allow_nan else ~np.isfinite(values)
     if bad.any():
         kind = "infinite" if allow_nan else "NaN or infinite"
         raise ValueError(
-            f"reference has {kind} values in column(s) {cols[bad].tolist()}; pass a finite "
-            "row, or reference='mean'.")
+            f"background has {kind} values in column(s) {cols[bad].tolist()}; pass a finite "
+            "row, or background='mean'.")
 
 
 # --------------------------------------------------------------------------- torch outputs
@@ -538,47 +538,65 @@ def _torch_model_function(model, response_method, target, device, batch_size):
       ``target`` is a class label; binary problems explain ``classes_[1]``;
     * skorch regressor: the module output, all columns.
     """
-    from .._torch import TorchModelFunction, _is_skorch_net
+    from .._torch import TorchModelFunction, is_skorch_net
 
     net = unwrap_frozen(model)
-    if not _is_skorch_net(net):
+    output = "raw"
+    if not is_skorch_net(net):
         if response_method not in ("auto", "predict"):
             raise ValueError(
                 f"response_method={response_method!r} is not defined for a torch module; use "
                 "'auto' (the module output).")
-        cols = None if target is None else [int(target)]
-        names = None if target is None else _output_names("predict", columns=[int(target)])
-        return TorchModelFunction(net, output="raw", output_columns=cols, output_names=names,
-                                  device=device, batch_size=batch_size)
-    classes = getattr(net, "classes_", None)
-    is_clf = hasattr(net, "predict_proba") and classes is not None
-    if not is_clf:
+        selection = select_outputs("predict", target)  # target: an output column
+    elif not (hasattr(net, "predict_proba") and getattr(net, "classes_", None) is not None):
         if response_method not in ("auto", "predict"):
             raise ValueError(f"response_method={response_method!r} is not defined for "
                              f"{type(net).__name__}; use 'auto' or 'predict'.")
         if target is not None:
             raise ValueError("target can only be used with a classifier.")
-        return TorchModelFunction(net, output="raw", device=device, batch_size=batch_size)
-    classes = list(np.asarray(classes).tolist())
-    if target is not None and target not in classes:
-        raise ValueError(f"target={target!r} is not one of the model's classes {classes}.")
-    if response_method == "predict":
-        raise ValueError("response_method='predict' returns labels; explain 'predict_proba' "
-                         "or 'decision_function' (the logits) of a skorch classifier.")
-    chosen = [classes[1]] if (target is None and len(classes) == 2) else (
-        classes if target is None else [target])
-    cols = [classes.index(c) for c in chosen]
-    if response_method == "decision_function":
-        one_logit = type(net).__name__ == "NeuralNetBinaryClassifier"
-        if one_logit and chosen != [classes[1]]:
-            raise ValueError("A NeuralNetBinaryClassifier has one logit, that of classes_[1]; "
-                             f"target={target!r} cannot be explained with decision_function.")
-        return TorchModelFunction(net, output="raw", output_columns=[0] if one_logit else cols,
-                                  output_names=_output_names("margin", chosen), device=device,
-                                  batch_size=batch_size)
-    return TorchModelFunction(net, output="proba", output_columns=cols,
-                              output_names=_output_names("proba", chosen), device=device,
+        selection = select_outputs("predict", None)
+    else:
+        if response_method == "predict":
+            raise ValueError("response_method='predict' returns labels; explain "
+                             "'predict_proba' or 'decision_function' (the logits) of a "
+                             "skorch classifier.")
+        classes = list(np.asarray(net.classes_).tolist())
+        if response_method == "decision_function" and \
+                type(net).__name__ == "NeuralNetBinaryClassifier":  # one logit, classes[1]'s
+            selection = replace(select_outputs("margin", target, labels=classes[1:],
+                                               negative=classes[0], negate=False),
+                                columns=[0])
+        else:
+            output = "raw" if response_method == "decision_function" else "proba"
+            selection = select_outputs(
+                "margin" if output == "raw" else "proba", target, labels=classes,
+                default=[1] if len(classes) == 2 else range(len(classes)))
+    return TorchModelFunction(net, output=output, output_columns=selection.columns,
+                              output_names=selection.names, device=device,
                               batch_size=batch_size)
+
+
+@dataclass
+class _ShearBatch:
+    """SHEAR's results for a batch of rows, with an output axis: values ``phi`` (n, P, O),
+    ``base`` (n, O), ``coop`` (n, P, K) and, for sampled estimates, ``eta`` (the cross
+    contributions, or None), ``std`` and ``dof`` (n, P, O) and ``rounds`` (n,); None for
+    exact values."""
+
+    phi: np.ndarray
+    base: np.ndarray
+    coop: np.ndarray
+    eta: np.ndarray = None
+    std: np.ndarray = None
+    rounds: np.ndarray = None
+    dof: np.ndarray = None
+
+    @classmethod
+    def concatenate(cls, parts):
+        """The batches' results, rows in order."""
+        return cls(*(None if getattr(parts[0], f.name) is None else
+                     np.concatenate([getattr(p, f.name) for p in parts])
+                     for f in fields(cls)))
 
 
 # --------------------------------------------------------------------------- torch game
@@ -743,10 +761,14 @@ class ShearExplainer(AttributionExplainer):
         non-cooperators, at a cost in accuracy. See "Standard errors" below.
     tol : float > 0, default=0.05
         Tolerance of ``n_evals="auto"``, relative to each row's range of attributions
-        (``max - min`` over players); ignored otherwise.
-    reference : "mean" or array-like of shape (n_features,) or (1, n_features), default="mean"
-        The reference row ``r``, in the explained space (with ``feature_space="model"``,
-        one value per column the Pipeline's last step receives). ``"mean"``: numeric
+        (``max - min`` over players); ignored otherwise. The stopping rule of ``tol`` in
+        :class:`KnockoffSHAP` and :class:`KnockoffSAGE` too.
+    background : "mean" or array-like of shape (n_features,) or (1, n_features), \
+            default="mean"
+        The one background row ``r`` that fills the absent features (SHEAR's imputation is
+        always ``"marginal"`` with this single row, the baseline Shapley game; see
+        :ref:`imputation`), in the explained space (with ``feature_space="model"``, one
+        value per column the Pipeline's last step receives). ``"mean"``: numeric
         column means of ``fit``'s rows, the most frequent value of non-numeric columns,
         and for a feature group made of two-valued columns (one-hot blocks) the group's
         most frequent pattern, i.e. a valid category rather than the off-manifold mean
@@ -808,8 +830,12 @@ class ShearExplainer(AttributionExplainer):
         model itself is never moved: when it is elsewhere, a copy is moved to ``device``.
         A device not usable here (``"meta"``, ``"cuda"`` without CUDA) is a ValueError.
     batch_size : int, default=128
-        Explained rows processed together (their ``P * n_evals`` coalitions go through the
-        model in one pass of at most 65,536 model rows).
+        Explained rows per task: ``explain`` handles the rows in batches of this many, one
+        joblib task each under ``n_jobs`` (see :ref:`batch-sizes`).
+    max_model_rows : int, default=65536
+        Most rows per model call (forward pass): a batch's ``P * n_evals`` coalitions per
+        row go through the model in calls of at most this many rows (see
+        :ref:`batch-sizes`).
     n_jobs : int or None, default=None
         Parallel workers over row batches.
     random_state : int, RandomState instance or None, default=None
@@ -826,6 +852,8 @@ class ShearExplainer(AttributionExplainer):
     model_ : the explained (fitted) model
     model_fn_ : callable ``f(X) -> (n, n_outputs)``
     reference_ : ndarray of shape (1, n_features_explained)
+        The background row ``r`` (from ``background``), also the reference of
+        :meth:`score`.
     groups_ : list of ndarray of int
     player_names_, output_names_ : list of str
     n_cooperators_ : int
@@ -908,7 +936,8 @@ class ShearExplainer(AttributionExplainer):
         "n_evals": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
-        "reference": [StrOptions({"mean"}), "array-like"],
+        "background": [StrOptions({"mean"}), "array-like"],
+        "max_model_rows": [Interval(Integral, 1, None, closed="left")],
         "cooperators": [StrOptions({"auto", "hessian", "finite_difference", "random"})],
         "antithetic": ["boolean"],
         "non_cooperators": [StrOptions({"shapley", "uniform"})],
@@ -921,53 +950,26 @@ class ShearExplainer(AttributionExplainer):
     _cli_name = "shear"
     _label = "SHEAR"
     _in_default_report = True
+    _report_chunk = 8
+    _report_note = ("SHEAR compares the row with one reference row (column means, most "
+                    "frequent categories): a feature at its reference value gets 0, and its "
+                    "values are estimates that need not add up to the model's output (both "
+                    "are shown).")
 
     @classmethod
     def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
         return {"n_evals": 16, "random_state": seed}
 
-    @classmethod
-    def _test_params(cls):
-        return {"n_evals": 4, "batch_size": 8, "random_state": 0}
-
-    @classmethod
-    def _test_instances(cls):
-        from sklearn.linear_model import LinearRegression, Ridge
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import PolynomialFeatures, StandardScaler
-        from sklearn.tree import DecisionTreeRegressor
-
-        return [
-            lambda: cls(LinearRegression(), n_evals=8, random_state=0),
-            lambda: cls(DecisionTreeRegressor(max_depth=3, random_state=0), n_evals=4,
-                        cooperators="random", efficiency="redistribute", random_state=0),
-            # a three-way interaction and K = 1 < n_players - 1: the values are random, so
-            # the subset / sample-order checks test that a row's draws follow its content
-            lambda: cls(make_pipeline(PolynomialFeatures(degree=3, interaction_only=True),
-                                      Ridge(alpha=1e-3)), n_evals=4, random_state=0),
-            # the self-stopping budget: rounds per row, which must follow the row too
-            lambda: cls(make_pipeline(PolynomialFeatures(degree=3, interaction_only=True),
-                                      Ridge(alpha=1e-3)), n_evals="auto", tol=0.3,
-                        random_state=0),
-            # a fixed budget split into two rounds of fills
-            lambda: cls(make_pipeline(PolynomialFeatures(degree=3, interaction_only=True),
-                                      Ridge(alpha=1e-3)), n_evals=8, n_rounds=2,
-                        random_state=0),
-            # the players are the columns the last step receives
-            lambda: cls(make_pipeline(StandardScaler(), Ridge(alpha=1e-3)),
-                        feature_space="model", n_evals=4, random_state=0),
-        ]
-
-    def __init__(self, model=None, *, n_evals=16, n_rounds=1, tol=0.05, reference="mean",
+    def __init__(self, model=None, *, n_evals=16, n_rounds=1, tol=0.05, background="mean",
                  cooperators="auto", antithetic=True, non_cooperators="shapley",
                  efficiency="none", feature_groups=None, response_method="auto", target=None,
-                 feature_space="input", device=None, batch_size=128, n_jobs=None,
-                 random_state=None):
+                 feature_space="input", device=None, batch_size=128, max_model_rows=65536,
+                 n_jobs=None, random_state=None):
         self.model = model
         self.n_evals = n_evals
         self.n_rounds = n_rounds
         self.tol = tol
-        self.reference = reference
+        self.background = background
         self.cooperators = cooperators
         self.antithetic = antithetic
         self.non_cooperators = non_cooperators
@@ -978,6 +980,7 @@ class ShearExplainer(AttributionExplainer):
         self.feature_space = feature_space
         self.device = device
         self.batch_size = batch_size
+        self.max_model_rows = max_model_rows
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -1029,23 +1032,23 @@ class ShearExplainer(AttributionExplainer):
         for p, cols in enumerate(self.groups_):
             self.col_to_player_[cols] = p
         is_torch_fn = isinstance(self.model_fn_, TorchModelFunction)
-        if isinstance(self.reference, str):
+        if isinstance(self.background, str):
             self.reference_ = _group_reference(X, self.groups_)
         else:
-            ref = np.asarray(self.reference)
+            ref = np.asarray(self.background)
             if ref.ndim == 1:
                 ref = ref[None, :]
             if ref.shape != (1, d):
                 where = (" (the columns the Pipeline's last step receives, "
                          "feature_space='model')" if self.feature_space_ == "model" else "")
                 raise ValueError(
-                    f"reference must have shape ({d},) or (1, {d}){where}; got "
-                    f"{np.shape(self.reference)}.")
-            _check_reference(ref, X, allow_nan=not is_torch_fn and _model_allows_nan(
+                    f"background must be one row, of shape ({d},) or (1, {d}){where}; got "
+                    f"{np.shape(self.background)}.")
+            _check_reference(ref, X, allow_nan=not is_torch_fn and model_allows_nan(
                 self.explained_model_))
             self.reference_ = ref
         if is_torch_fn:  # the reference in the module's dtype, and f(r) finite
-            self.model_fn_.probe(self.reference_.astype(np.float64), name="reference")
+            self.model_fn_.probe(self.reference_.astype(np.float64), name="background")
         method = self.cooperators
         if method == "auto":
             method = "hessian" if is_torch_fn and self.model_fn_.is_smooth() else \
@@ -1075,8 +1078,9 @@ class ShearExplainer(AttributionExplainer):
             offset = int(np.min(positions)) if len(positions) else 0
             return _TorchReferenceGame(self.model_fn_, Xb, self.reference_,
                                        self.col_to_player_, len(self.groups_),
-                                       row_offset=offset)
-        return ImputationGame(self.model_fn_, Xb, self.reference_, groups=self.groups_)
+                                       max_rows=self.max_model_rows, row_offset=offset)
+        return ImputationGame(self.model_fn_, Xb, self.reference_, groups=self.groups_,
+                              batch_size=self.max_model_rows)
 
     def _explain_batch(self, rows, Xa, keys, base_seed):
         P, K = len(self.groups_), self.n_cooperators_
@@ -1091,7 +1095,7 @@ class ShearExplainer(AttributionExplainer):
             full = game.value(np.ones((1, P), dtype=bool))[:, 0]
             if self.efficiency != "none":
                 phi = _redistribute(phi, full - base, self.efficiency)
-            return phi, base, coop, None, None, None, None
+            return _ShearBatch(phi, base, coop)
         keys = keys[rows]
         eta = None
         if self.cross_contribution_ == "random":
@@ -1116,7 +1120,7 @@ class ShearExplainer(AttributionExplainer):
                                                                   base_seed, kw)
         if self.efficiency != "none":
             phi = _redistribute(phi, full - base, self.efficiency)
-        return phi, base, coop, eta, std, rounds, dof
+        return _ShearBatch(phi, base, coop, eta, std, rounds, dof)
 
     def _auto_rounds(self, game, Xb, rows, coop, keys, base_seed, kw):
         """Rounds of fresh fills (1, then 16, 32, ... up to ``MAX_AUTO_ROUNDS``) per row
@@ -1152,20 +1156,16 @@ class ShearExplainer(AttributionExplainer):
         # a row's draws follow its content, not its position (see sklearn_xai._random)
         keys = None if self._exact_regime() else row_keys(Xa)
         parts = self._map_batches(self._explain_batch, Xa.shape[0], Xa, keys, base_seed)
-        phi = np.concatenate([p[0] for p in parts])
-        base = np.concatenate([p[1] for p in parts])
-        coop = np.concatenate([p[2] for p in parts])
-        eta = None if parts[0][3] is None else np.concatenate([p[3] for p in parts])
-        std = None if parts[0][4] is None else np.concatenate([p[4] for p in parts])
-        dof = None if parts[0][6] is None else np.concatenate([p[6] for p in parts])
+        res = _ShearBatch.concatenate(parts)
+        phi, base, coop, eta, std, dof = res.phi, res.base, res.coop, res.eta, res.std, res.dof
         K = self.n_cooperators_
-        if parts[0][5] is None:  # exact: 2^P coalitions per row
+        if res.rounds is None:  # exact: 2^P coalitions per row
             rounds = np.zeros(Xa.shape[0], dtype=np.int64)
             n_evals = np.full(Xa.shape[0], 2 ** len(self.groups_), dtype=np.int64)
         else:
-            rounds = np.concatenate([p[5] for p in parts])
+            rounds = res.rounds
             n_evals = rounds * 2 ** (K + 1)
-        if self.n_evals == "auto" and parts[0][5] is not None:
+        if self.n_evals == "auto" and res.rounds is not None:
             capped = int(np.sum(rounds >= MAX_AUTO_ROUNDS))
             if capped:  # once per fitted explainer (score explains again)
                 self._warn_once(
@@ -1174,17 +1174,14 @@ class ShearExplainer(AttributionExplainer):
                     f"{MAX_AUTO_ROUNDS * 2 ** (K + 1)}); their standard errors may exceed "
                     f"tol={self.tol} times their range of attributions. Pass a larger tol.",
                     ConvergenceWarning, key="n_evals='auto' cap", stacklevel=3)
-        if phi.shape[2] == 1:
-            phi, base = phi[:, :, 0], base[:, 0]
-            std = None if std is None else std[:, :, 0]
-            dof = None if dof is None else dof[:, :, 0]
         return Attribution(
             values=phi, base_values=base, data=Xa, feature_names=list(self.player_names_),
             output_names=list(self.output_names_),
             extras={"cooperators": coop, "cross_contribution": eta,
                     "n_cooperators": self.n_cooperators_,
                     "cross_contribution_method": self.cross_contribution_,
-                    "n_evals": n_evals, "n_rounds": rounds, "std_dof": dof},
+                    "n_evals": n_evals, "n_rounds": rounds,
+                    "std_dof": squeeze_single_output(dof)},
             std=std)
 
     def explain(self, X):

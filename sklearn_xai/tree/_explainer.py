@@ -2,6 +2,7 @@
 
 import contextlib
 import warnings
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -11,20 +12,19 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
-from .._explanation import Attribution
-from .._model import frame_like
+from .._explanation import Attribution, squeeze_single_output
+from .._model import frame_like, select_outputs
 from .._pipeline import input_column_map
-from .._utils import batch_slices
+from .._utils import batch_slices, is_frame
 from ..base import (
-    AttributionExplainer,
+    AttributionMixin,
     BaseExplainer,
-    _is_frame,
+    SpaceExplainer,
     as_array,
     keep_index,
     reference_row,
-    split_pipeline,
 )
-from ..shapley._estimators import _shapley_weights
+from ..shapley._estimators import shapley_weights
 from ._ensemble import apply_link, predict_raw, subset_outputs, with_players, zero_fractions
 
 __all__ = ["TreeShapExplainer", "parse_model"]
@@ -164,30 +164,45 @@ def _xgboost_codes(col, table, name):
     return mapped[codes]
 
 
-class _TreeInput:
-    """Picklable map of explained rows to the ensemble's numeric columns.
+class _InputMap:
+    """A Pipeline explained in its input columns (``feature_space_ == "input"``).
 
-    ``pre``: the pipeline's preprocessing when the explained rows are its input columns
-    (else None); ``transform``: the model's own input encoding (HistGradientBoosting's
-    categorical encoder); ``codes``: pandas ``category`` columns to codes; ``template``:
-    an empty DataFrame that numpy rows are rebuilt into (input columns of a pipeline fitted
-    on a DataFrame), else None.
+    ``pre``: its preprocessing steps; ``columns``: the input column behind every column
+    ``pre`` outputs (:func:`sklearn_xai._pipeline.input_column_map`); ``template``: the
+    empty DataFrame numpy rows are rebuilt into before ``pre`` (a pipeline fitted on a
+    DataFrame), else None. Calling it maps input rows to the rows the trees' model takes.
     """
 
-    def __init__(self, ens, pre=None, transform=None, codes=None, template=None):
-        self.ens = ens
+    def __init__(self, pre, columns, template=None):
         self.pre = pre
-        self.transform = transform
-        self.codes = codes
+        self.columns = columns
         self.template = template
 
     def __call__(self, X):
-        if self.template is not None and not _is_frame(X):
+        if self.template is not None and not is_frame(X):
             X = frame_like(X, self.template)
-        return self.numeric(self.pre.transform(X) if self.pre is not None else X)
+        return self.pre.transform(X)
+
+
+class _TreeInput:
+    """Picklable map of explained rows to the ensemble's numeric columns.
+
+    ``input_map``: the :class:`_InputMap` of a Pipeline explained in its input columns,
+    else None; ``transform``: the model's own input encoding (HistGradientBoosting's
+    categorical encoder); ``codes``: pandas ``category`` columns to codes.
+    """
+
+    def __init__(self, ens, input_map=None, transform=None, codes=None):
+        self.ens = ens
+        self.input_map = input_map
+        self.transform = transform
+        self.codes = codes
+
+    def __call__(self, X):
+        return self.numeric(self.input_map(X) if self.input_map is not None else X)
 
     def numeric(self, Xt):
-        """Rows after ``pre`` -> C-contiguous float64 tree inputs."""
+        """Rows the model takes -> C-contiguous float64 tree inputs."""
         if hasattr(Xt, "toarray"):  # a sparse one-hot block: absent entries are zeros
             Xt = Xt.toarray()
         if self.transform is not None:
@@ -202,23 +217,25 @@ class _TreeInput:
 class _EnsembleFunction:
     """Picklable ``f(Z) -> (n, K)`` of the explained outputs.
 
-    ``Z`` are numeric tree inputs, or the explained rows when ``tree_input`` (a
-    :class:`_TreeInput`) maps them.
+    ``selection``: the explained outputs (:class:`sklearn_xai._model.OutputSelection`, its
+    columns positions of the ensemble's outputs); ``probability``: the ensemble's link is
+    applied first. ``Z`` are numeric tree inputs, or the explained rows when
+    ``tree_input`` (a :class:`_TreeInput`) maps them.
     """
 
-    def __init__(self, ens, outputs, probability, sign, offset, output_names,
-                 tree_input=None):
+    def __init__(self, ens, selection, probability, tree_input=None):
         self.ens = ens
-        self.outputs = list(outputs)
+        self.selection = selection
         self.probability = probability
-        self.sign = sign
-        self.offset = offset
-        self.output_names = list(output_names)
         self.tree_input = tree_input
 
     @property
+    def output_names(self):
+        return list(self.selection.names)
+
+    @property
     def n_outputs(self):
-        return len(self.outputs)
+        return len(self.selection.columns)
 
     def __call__(self, Z):
         if self.tree_input is not None:
@@ -226,7 +243,7 @@ class _EnsembleFunction:
         raw = predict_raw(self.ens, np.asarray(Z, dtype=np.float64))
         if self.probability:
             raw = apply_link(self.ens.link, raw)
-        return self.offset + self.sign * raw[:, self.outputs]
+        return self.selection.apply(raw)
 
 
 # ---------------------------------------------------------------------------
@@ -234,8 +251,8 @@ class _EnsembleFunction:
 # ---------------------------------------------------------------------------
 
 
-class TreeShapExplainer(AttributionExplainer):
-    """Exact SHAP values of tree ensembles (path-dependent or interventional).
+class TreeShapExplainer(AttributionMixin, SpaceExplainer):
+    """Exact SHAP values of tree ensembles (path-dependent or marginal, i.e. interventional).
 
     Path-dependent values use the quadrature form of TreeSHAP: Gauss-Legendre with
     ``Q = ceil(U / 2)`` points per tree, ``U`` the tree's largest number of distinct
@@ -259,11 +276,13 @@ class TreeShapExplainer(AttributionExplainer):
         them: by HistGradientBoosting's encoder or LightGBM's stored categories (an
         unknown category is missing), by the categories stored in an XGBoost model (an
         unknown category raises ``ValueError``, as XGBoost refuses it).
-    feature_perturbation : {"tree_path_dependent", "interventional"}
-        ``"tree_path_dependent"``: absent features follow both branches weighted by
-        the training cover (the library's own: sample weights, hessian sums for
-        XGBoost, counts for LightGBM). ``"interventional"``: absent features take the
-        values of background rows (the ``X`` given to ``fit``), averaged over them.
+    imputation : {"tree_path_dependent", "marginal"}, default="tree_path_dependent"
+        How absent features are filled (the vocabulary of every explainer; see
+        :ref:`imputation`). ``"tree_path_dependent"``: absent features follow both
+        branches weighted by the training cover (the library's own: sample weights,
+        hessian sums for XGBoost, counts for LightGBM). ``"marginal"`` (interventional
+        TreeSHAP): absent features take the values of background rows (the ``X`` given
+        to ``fit``), averaged over them.
         ``fit`` summarises the background once per leaf (how many background rows
         break each subset of the leaf's ``d`` distinct path features; ``O(n_background
         * nodes)`` plus ``O(2^d d^2)`` per leaf) into pattern tables, exact in float64;
@@ -275,12 +294,12 @@ class TreeShapExplainer(AttributionExplainer):
     model_output : {"raw", "probability", "log_loss"}
         ``"raw"`` explains the margin (log-odds / logits for boosted classifiers, the
         averaged probability for forest classifiers, the prediction for regressors).
-        ``"probability"`` needs ``feature_perturbation="interventional"`` for
+        ``"probability"`` needs ``imputation="marginal"`` for
         boosted classifiers: each (row, background) pair's attributions are rescaled
         by ``(p(x) - p(r)) / (f(x) - f(r))`` (a linearisation that stays additive;
         for a softmax output whose margin did not move, the pair's attributions are
         projected on the joint margin change instead). For forest classifiers the
-        raw output already is the probability. ``"log_loss"`` (interventional, single-output
+        raw output already is the probability. ``"log_loss"`` (marginal, single-output
         classifiers): each feature's contribution to the loss ``-log p_y(x)`` of the row's
         true label, given to ``explain(X, y)``: exact Shapley values of ``v(S) = mean over
         background rows z of -log p_y(x_S, z_not S)`` (forest probabilities clipped at
@@ -302,7 +321,7 @@ class TreeShapExplainer(AttributionExplainer):
         last step receives ("model"). With ``"input"``, every input column is one player
         inside the tree algorithms (a split on any of its transformed columns, e.g. its
         one-hot columns, is a split on that player), so the values are the exact Shapley
-        values of the game over input columns, for every ``feature_perturbation``,
+        values of the game over input columns, for every ``imputation``,
         ``index`` and for interactions -- not sums of per-column values. This needs
         preprocessing steps that are column-wise (encoders, scalers, imputers,
         ``"passthrough"``, ``"drop"``, in Pipelines and ColumnTransformers; the list is in
@@ -311,7 +330,7 @@ class TreeShapExplainer(AttributionExplainer):
         gives a ``UserWarning`` naming it and the model's columns are explained instead
         (``feature_space_ == "model"``). Without preprocessing both are the same.
     max_background : int or None
-        Largest number of background rows kept for interventional values; more rows
+        Largest number of background rows kept for marginal values; more rows
         are subsampled (seeded by ``random_state``) with a warning naming the counts.
         ``None`` (default) keeps all of them: the table algorithm does not slow down
         with the background size.
@@ -320,7 +339,7 @@ class TreeShapExplainer(AttributionExplainer):
         bytes per leaf and value column, ``d`` the leaf's number of distinct path
         features (``table_nbytes_`` has the exact figure). Trees are given tables from
         the smallest up while the total fits; the others use the pairwise algorithm
-        (interventional) or the quadrature kernel (path-dependent). ``0``: no tables.
+        (marginal) or the quadrature kernel (path-dependent). ``0``: no tables.
     batch_size : int
         Rows explained per kernel call (bounds memory, notably for interactions).
     n_jobs : int or None
@@ -363,49 +382,34 @@ class TreeShapExplainer(AttributionExplainer):
     """
 
     _parameter_constraints = {
-        **AttributionExplainer._parameter_constraints,
-        "feature_perturbation": [StrOptions({"tree_path_dependent", "interventional"})],
+        **SpaceExplainer._parameter_constraints,
+        "imputation": [StrOptions({"tree_path_dependent", "marginal"})],
         "model_output": [StrOptions({"raw", "probability", "log_loss"})],
         "index": [StrOptions({"shapley", "banzhaf"})],
         "max_background": [None, Interval(Integral, 1, None, closed="left")],
         "max_table_mib": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
     }
-    _parameter_constraints.pop("response_method")
 
     _cli_name = "tree"
     _label = "TreeSHAP"
     _in_default_report = True
+    _report_chunk = 256
+    _report_global = True
+    _report_exact = True
+    _report_note = ("TreeSHAP explains the model's raw margin (a regressor's prediction); "
+                    "its values add up exactly to it.")
 
     @classmethod
     def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
         return {}
 
-    @classmethod
-    def _test_params(cls):
-        return {"batch_size": 8}
-
-    @classmethod
-    def _test_instances(cls):
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-        from sklearn.tree import DecisionTreeRegressor
-
-        return [lambda: cls(DecisionTreeRegressor(max_depth=3, random_state=0)),
-                lambda: cls(DecisionTreeRegressor(max_depth=3, random_state=0),
-                            feature_perturbation="interventional", max_background=20,
-                            random_state=0),
-                # a Pipeline explained in its input columns
-                lambda: cls(make_pipeline(StandardScaler(),
-                                          DecisionTreeRegressor(max_depth=3, random_state=0)),
-                            feature_perturbation="interventional")]
-
-    def __init__(self, model=None, *, feature_perturbation="tree_path_dependent",
+    def __init__(self, model=None, *, imputation="tree_path_dependent",
                  model_output="raw", index="shapley", target=None, feature_space="input",
                  max_background=None, max_table_mib=1024, batch_size=1024, n_jobs=None,
                  random_state=None):
         self.model = model
-        self.feature_perturbation = feature_perturbation
+        self.imputation = imputation
         self.model_output = model_output
         self.index = index
         self.target = target
@@ -416,17 +420,14 @@ class TreeShapExplainer(AttributionExplainer):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    # -- fit ----------------------------------------------------------------------------
+    # -- fit: the family's steps (SpaceExplainer), extended -------------------------------
 
-    def _allow_nan(self):
-        return True  # routing handles NaN as each library does
+    _takes_missing_values = True  # routing handles NaN as each library does
 
-    @staticmethod
-    def _check_classes(model):
-        classes = getattr(model, "classes_", None)
-        if isinstance(classes, list):  # multi-output: a one-class target gives zeros
-            return
-        BaseExplainer._check_classes(model)
+    def _check_classes(self, model):
+        if isinstance(getattr(model, "classes_", None), list):
+            return  # multi-output: a one-class target gives zeros
+        super()._check_classes(model)
 
     def _fit_model(self, X, y=None, **fit_params):
         """Keep a raw XGBoost / LightGBM Booster as is (it is never cloned)."""
@@ -435,186 +436,199 @@ class TreeShapExplainer(AttributionExplainer):
             return self.model_
         return super()._fit_model(X, y, **fit_params)
 
-    def _fit_family(self, X):
-        """Resolve the explained space; TreeSHAP sets its own outputs in ``_fit``.
+    def _fit_space(self, X, pre, final, space=None):
+        """The explained space, with the input columns of a Pipeline exact in the trees.
 
         With ``feature_space="input"`` and a Pipeline, the rows stay in the input columns
-        and each split of the trees is labelled by the input column it reads (the players);
-        a preprocessing that is not known to be column-wise falls back to the model's
-        columns with a warning.
+        and each split of the trees is labelled by the input column it reads (the players,
+        ``_input_map``); a preprocessing that is not known to be column-wise falls back to
+        the model's columns with a warning. ``_tree_model`` is the model the trees are
+        parsed from (the Pipeline's last step).
         """
-        pre, final = split_pipeline(self.model_)
-        column_map = None
-        if pre is not None and self.feature_space == "input":
+        self._tree_model, self._input_map = final, None
+        space = self.feature_space if space is None else space
+        if pre is not None and space == "input":
             try:
-                column_map = input_column_map(pre, X.shape[1],
-                                              BaseExplainer._feature_names(self))
+                columns = input_column_map(pre, X.shape[1], BaseExplainer._feature_names(self))
+                self._input_map = _InputMap(pre, columns, self._input_template)
             except ValueError as exc:
                 warnings.warn(
                     f"TreeShapExplainer explains the columns the model "
                     f"{type(final).__name__} receives instead of the Pipeline's input "
                     f"columns (feature_space_='model'): {exc} Pass feature_space='model' "
-                    "to ask for this explicitly.", UserWarning, stacklevel=3)
-        if pre is not None and column_map is None:
-            self.feature_space_ = "model"
-            self.preprocessor_, self.explained_model_ = pre, final
-        else:
-            self.feature_space_ = "input"
-            self.preprocessor_, self.explained_model_ = None, self.model_
-        self._column_map = column_map
-        X = self._explained_rows(X)
-        self.n_features_explained_ = X.shape[1]
-        return X
+                    "to ask for this explicitly.", UserWarning, stacklevel=4)
+                space = "model"
+        return super()._fit_space(X, pre, final, space)
 
-    def _fit(self, X, y):
-        """Parse the model, map the explained rows to the trees and precompute tables."""
-        pre, final = split_pipeline(self.model_)
-        input_pre = pre if self._column_map is not None else None
+    def _setup_outputs(self, X):
+        """Parse the trees (``ensemble_``, players) and set the explained outputs."""
+        self._parse(X)
+        self._set_outputs(self._tree_model, self.ensemble_)
+        return self.model_fn_
+
+    def _parse(self, X):
+        """``ensemble_``, ``player_names_`` and the map of explained rows to tree inputs."""
+        final, input_map = self._tree_model, self._input_map
         ens, transform = parse_model(final)
-        Xt = input_pre.transform(X) if input_pre is not None else X  # sparse: numeric()
-        names = None
-        if input_pre is not None or pre is None:
-            if getattr(self, "feature_names_in_", None) is not None:
-                names = [str(n) for n in self.feature_names_in_]
-            elif input_pre is not None:
-                names = [f"x{j}" for j in range(X.shape[1])]
-        else:
-            try:
-                names = [str(n) for n in pre.get_feature_names_out()]
-            except (AttributeError, ValueError, TypeError):
-                names = None
+        Xt = input_map(X) if input_map is not None else X  # sparse: numeric()
         codes = None
-        if _is_frame(Xt) and transform is None:
+        if is_frame(Xt) and transform is None:
             codes = self._category_coder(Xt, final)
-            if names is None:
-                names = [str(c) for c in Xt.columns]
-        if input_pre is not None:
+        if input_map is not None:
             n_tree_inputs = Xt.shape[1]
-            if len(self._column_map) != n_tree_inputs or ens.n_features != n_tree_inputs:
+            if len(input_map.columns) != n_tree_inputs or ens.n_features != n_tree_inputs:
                 raise ValueError(
                     f"The model {ens.model_name} takes {ens.n_features} features but the "
                     f"Pipeline's preprocessing outputs {n_tree_inputs} columns.")
-            ens = with_players(ens, self._column_map, X.shape[1])
+            ens = with_players(ens, input_map.columns, X.shape[1])
         self.ensemble_ = ens
-        template = self._input_template if input_pre is not None else None
-        self._tree_input = _TreeInput(ens, input_pre, transform, codes, template)
+        self._tree_input = _TreeInput(ens, input_map, transform, codes)
         Z = self._tree_input.numeric(Xt)
         if Z.shape[1] != ens.n_features:
             raise ValueError(f"The model takes {ens.n_features} features but X has "
                              f"{Z.shape[1]} columns after preprocessing.")
-        if names is None:
-            names = list(ens.feature_names) if ens.feature_names else \
-                [f"x{j}" for j in range(ens.n_features)]
-        self.player_names_ = names
+        self.player_names_ = self._player_names(Xt if codes is not None else None, ens)
 
+    def _player_names(self, frame, ens):
+        """The explained columns' names: the input columns' (a Pipeline explained in them,
+        or no preprocessing), else the preprocessing's output names; then the columns of
+        ``frame``, the model's own names, ``x0, x1, ...``."""
+        names = None
+        if self._input_map is not None:
+            return BaseExplainer._feature_names(self)
+        if self.preprocessor_ is None:
+            names = getattr(self, "feature_names_in_", None)
+        else:
+            try:
+                names = self.preprocessor_.get_feature_names_out()
+            except (AttributeError, ValueError, TypeError):
+                names = None
+        if names is None and frame is not None:
+            names = frame.columns
+        if names is None:
+            names = ens.feature_names or [f"x{j}" for j in range(ens.n_features)]
+        return [str(n) for n in names]
+
+    def _set_outputs(self, final, ens):
+        """The explained outputs (one :class:`~sklearn_xai._model.OutputSelection`), the
+        ensemble the kernels run on and ``model_fn_``."""
         if self.model_output == "log_loss":
             self._check_log_loss(final, ens)
-        outputs, sign, offset, probability = self._select_outputs(final, ens)
-        self._outputs, self._sign, self._offset = outputs, sign, offset
-        self._probability = probability
+        self._probability = probability = self._applies_link(final, ens)
+        selection = self._output_selection(final, ens, probability)
+        self._selection = selection
+        outputs = selection.columns
         # softmax probabilities depend on every margin: compute all, then select
         self._kernel_outputs = list(range(ens.n_outputs)) if (
             probability and ens.link == "softmax") else outputs
         self._select = [self._kernel_outputs.index(k) for k in outputs]
         self._sub = subset_outputs(ens, self._kernel_outputs)
-        # the package's output names (sklearn_xai._model.output_names): proba(c) for a
-        # probability, margin(c) for a raw class score, predict[k] for a regressor's
-        # prediction (identity link), margin[k] for a raw score under another link
-        if sign != 1:  # the negative class of a binary margin model
-            space = self._output_space(final, ens, probability)
-            self.output_names_ = [f"{space}({self._negative_class(final)})"]
-        else:
-            self.output_names_ = [self._output_names(final, ens, probability)[k]
-                                  for k in outputs]
+        self.output_names_ = list(selection.names)
         # on the explained rows: the numeric tree inputs, or the input columns of a Pipeline
         self.model_fn_ = _EnsembleFunction(
-            ens, outputs, probability, sign, offset, self.output_names_,
-            tree_input=self._tree_input if input_pre is not None else None)
-        if self.feature_perturbation == "tree_path_dependent":
-            from ._kernels import PATH_TABLE_FEATURES, PathTables, PatternTables
+            ens, selection, probability,
+            tree_input=self._tree_input if self._input_map is not None else None)
 
-            zf = zero_fractions(self._sub)
-            self._tables = PathTables(self._sub, zf, index=self.index)
-            self.n_quadrature_points_ = self._tables.Qt
-            # shallow trees: pattern tables of the path-dependent game (faster per row)
-            self._ptables = None
-            if self.max_table_mib > 0:
-                with self._numba_threads():
-                    tables = PatternTables(self._sub, None, zero_fractions=zf,
-                                           max_features=PATH_TABLE_FEATURES,
-                                           max_bytes=self.max_table_mib * 2**20,
-                                           index=self.index)
-                if tables.use_tree.any():
-                    self._ptables = tables
-            roots = self._sub.tree_offsets[:-1]
-            base = self._sub.base_score.copy()
-            for t, r in enumerate(roots):
-                k = self._sub.tree_output[t]
-                if k < 0:
-                    base += self._sub.value[r]
-                else:
-                    base[k] += self._sub.value[r, 0]
-            self.expected_value_ = offset + sign * base
-            if self._ptables is None:
-                self.algorithm_ = "quadrature"
-            else:
-                self.algorithm_ = "tables" if self._ptables.use_tree.all() else \
-                    "tables+quadrature"
-            self.table_nbytes_ = self._ptables.nbytes if self._ptables is not None else 0
+    def _fit(self, X, y):
+        """Precompute the tables (and the background) of the chosen game."""
+        Z = self._tree_input(X)
+        if self.imputation == "tree_path_dependent":
+            self._fit_path_dependent()
         else:
-            bg = Z
-            if self.max_background is not None and bg.shape[0] > self.max_background:
-                rng = check_random_state(self.random_state)
-                idx = np.sort(rng.choice(bg.shape[0], self.max_background, replace=False))
-                warnings.warn(f"Using max_background={self.max_background} of "
-                              f"{bg.shape[0]} background rows for interventional values.",
-                              UserWarning, stacklevel=3)
-                bg = bg[idx]
-            self.background_ = bg
-            self._depth = _max_depth(self._sub)
-            self._itables = None
-            use = np.zeros(self._sub.n_trees, dtype=bool)
-            # model_output="probability" rescales each (row, background row) pair by its
-            # total over all trees, which only the pairwise algorithm has
-            if not probability and self.max_table_mib > 0 and \
-                    self.model_output != "log_loss":
-                from ._kernels import PatternTables
-
-                with self._numba_threads():
-                    self._itables = PatternTables(
-                        self._sub, bg, max_bytes=self.max_table_mib * 2**20,
-                        index=self.index)
-                use = self._itables.use_tree
-            self.algorithm_ = "tables" if use.all() and len(use) else (
-                "tables+pairwise" if use.any() else "pairwise")
-            self.table_nbytes_ = self._itables.nbytes if self._itables is not None else 0
-            if self.algorithm_ == "tables":
-                # the tables know how many background rows reach each leaf
-                mean = self._sub.base_score + self._itables.background_mean(self._sub)
-                self._bg_raw = None
-                self.expected_value_ = offset + sign * mean[self._select]
-            else:
-                fr = predict_raw(ens, bg)
-                pr = apply_link(ens.link, fr) if probability else fr
-                self._bg_raw = (fr, pr)
-                self.expected_value_ = offset + sign * pr[:, outputs].mean(axis=0)
-        if input_pre is not None:  # score() removes input columns, as model_fn_ takes them
+            self._fit_marginal(Z)
+        if self._input_map is not None:  # score() removes input columns, as model_fn_ takes
             self.reference_ = reference_row(X)
         else:
             self.reference_ = np.nanmean(Z, axis=0)[None, :] if Z.shape[0] else None
         if self.model_output == "log_loss":
             # loss of every class label on every background row, (n_background, C)
             # log_loss takes the pairwise path, so the background's margins are at hand
-            self.expected_value_ = _class_losses(ens, self._bg_raw[0]).mean(axis=0)
+            self.expected_value_ = _class_losses(self.ensemble_, self._bg_raw[0]).mean(axis=0)
             self.output_names_ = ["log_loss"]
             self.algorithm_ = "enumeration"
             self.table_nbytes_ = 0
         return self
 
+    def _explained_value(self, value):
+        """``value`` of the kernels' outputs as the explained outputs: signed, offset."""
+        return self._selection.offset + self._selection.sign * value
+
+    def _fit_path_dependent(self):
+        """Path tables (quadrature) and, for shallow trees, pattern tables of the covers."""
+        from ._kernels import PATH_TABLE_FEATURES, PathTables, PatternTables
+
+        sub = self._sub
+        zf = zero_fractions(sub)
+        self._tables = PathTables(sub, zf, index=self.index)
+        self.n_quadrature_points_ = self._tables.Qt
+        # shallow trees: pattern tables of the path-dependent game (faster per row)
+        self._ptables = None
+        if self.max_table_mib > 0:
+            with self._numba_threads():
+                tables = PatternTables(sub, None, zero_fractions=zf,
+                                       max_features=PATH_TABLE_FEATURES,
+                                       max_bytes=self.max_table_mib * 2**20, index=self.index)
+            if tables.use_tree.any():
+                self._ptables = tables
+        base = sub.base_score.copy()
+        for t, r in enumerate(sub.tree_offsets[:-1]):
+            k = sub.tree_output[t]
+            if k < 0:
+                base += sub.value[r]
+            else:
+                base[k] += sub.value[r, 0]
+        self.expected_value_ = self._explained_value(base)
+        if self._ptables is None:
+            self.algorithm_ = "quadrature"
+        else:
+            self.algorithm_ = "tables" if self._ptables.use_tree.all() else "tables+quadrature"
+        self.table_nbytes_ = self._ptables.nbytes if self._ptables is not None else 0
+
+    def _fit_marginal(self, Z):
+        """The background (subsampled to ``max_background``), its pattern tables and the
+        base values."""
+        bg = Z
+        if self.max_background is not None and bg.shape[0] > self.max_background:
+            rng = check_random_state(self.random_state)
+            idx = np.sort(rng.choice(bg.shape[0], self.max_background, replace=False))
+            warnings.warn(f"Using max_background={self.max_background} of "
+                          f"{bg.shape[0]} background rows for marginal values.",
+                          UserWarning, stacklevel=4)
+            bg = bg[idx]
+        self.background_ = bg
+        sub = self._sub
+        self._depth = _max_depth(sub)
+        self._itables = None
+        use = np.zeros(sub.n_trees, dtype=bool)
+        # model_output="probability" rescales each (row, background row) pair by its
+        # total over all trees, which only the pairwise algorithm has
+        if not self._probability and self.max_table_mib > 0 and \
+                self.model_output != "log_loss":
+            from ._kernels import PatternTables
+
+            with self._numba_threads():
+                self._itables = PatternTables(sub, bg, max_bytes=self.max_table_mib * 2**20,
+                                              index=self.index)
+            use = self._itables.use_tree
+        self.algorithm_ = "tables" if use.all() and len(use) else (
+            "tables+pairwise" if use.any() else "pairwise")
+        self.table_nbytes_ = self._itables.nbytes if self._itables is not None else 0
+        if self.algorithm_ == "tables":
+            # the tables know how many background rows reach each leaf
+            mean = sub.base_score + self._itables.background_mean(sub)
+            self._bg_raw = None
+            self.expected_value_ = self._explained_value(mean[self._select])
+        else:
+            fr = predict_raw(self.ensemble_, bg)
+            pr = apply_link(self.ensemble_.link, fr) if self._probability else fr
+            self._bg_raw = (fr, pr)
+            self.expected_value_ = self._explained_value(
+                pr[:, self._selection.columns].mean(axis=0))
+
     def _check_log_loss(self, final, ens):
-        if self.feature_perturbation != "interventional":
-            raise ValueError("model_output='log_loss' needs feature_perturbation="
-                             "'interventional' (the loss is averaged over background rows).")
+        if self.imputation != "marginal":
+            raise ValueError("model_output='log_loss' needs imputation='marginal' (the loss "
+                             "is averaged over background rows).")
         if not self._is_classifier(final, ens) or isinstance(
                 getattr(final, "classes_", None), list):
             raise ValueError(f"model_output='log_loss' needs a single-output classifier; "
@@ -668,52 +682,51 @@ class TreeShapExplainer(AttributionExplainer):
         return (classes is not None and len(classes) > 0) or ens.link in (
             "logistic", "softmax", "logistic2x")
 
-    def _select_outputs(self, final, ens):
-        is_clf = self._is_classifier(final, ens)
-        probability = self.model_output == "probability"
-        if probability:
-            if not is_clf:
-                raise ValueError(
-                    f"model_output='probability' needs a classifier; {ens.model_name} "
-                    "is not one (use model_output='raw').")
-            if ens.raw_space == "probability":
-                probability = False  # forests already average probabilities
-            elif self.feature_perturbation == "tree_path_dependent":
-                raise ValueError(
-                    "model_output='probability' is only available with "
-                    "feature_perturbation='interventional': path-dependent values of "
-                    "the probability are not additive. Use model_output='raw' (margin) "
-                    "or interventional values with a background.")
-            elif self.index != "shapley":
-                raise ValueError(
-                    f"model_output='probability' rescales Shapley values; it is not "
-                    f"available with index={self.index!r}. Use model_output='raw' (the "
-                    "margin) or index='shapley'.")
-        names = list(ens.output_names)
+    def _applies_link(self, final, ens):
+        """Whether the explained outputs are the margins through the link
+        (``model_output="probability"`` of a boosted classifier); checks the settings."""
+        if self.model_output != "probability":
+            return False
+        if not self._is_classifier(final, ens):
+            raise ValueError(
+                f"model_output='probability' needs a classifier; {ens.model_name} "
+                "is not one (use model_output='raw').")
+        if ens.raw_space == "probability":
+            return False  # forests already average probabilities
+        if self.imputation == "tree_path_dependent":
+            raise ValueError(
+                "model_output='probability' is only available with "
+                "imputation='marginal': path-dependent values of "
+                "the probability are not additive. Use model_output='raw' (margin) "
+                "or marginal values with a background.")
+        if self.index != "shapley":
+            raise ValueError(
+                f"model_output='probability' rescales Shapley values; it is not "
+                f"available with index={self.index!r}. Use model_output='raw' (the "
+                "margin) or index='shapley'.")
+        return True
+
+    def _output_selection(self, final, ens, probability):
+        """``target`` resolved on the ensemble's outputs (:func:`~sklearn_xai._model.
+        select_outputs`, by name), with explicit columns.
+
+        The package's output names: ``proba(c)`` for a probability, ``margin(c)`` for a
+        raw class score (``proba(target k, class c)`` for a multi-output classifier),
+        ``predict[k]`` for a regressor's prediction (identity link), ``margin[k]`` for a
+        raw score under another link, ``path_length`` for an IsolationForest. The
+        negative class of a binary model with one margin is the negated margin
+        (``1 - p`` for a probability).
+        """
         K = ens.n_outputs
-        sign, offset = 1.0, 0.0
-        if self.target is None:
-            if ens.raw_space == "probability" and K == 2 and not isinstance(
-                    getattr(final, "classes_", None), list):
-                return [1], sign, offset, probability
-            return list(range(K)), sign, offset, probability
-        t = str(self.target)
-        shown = self._output_names(final, ens, probability)  # proba(c), margin[k], ...
-        for candidates in (names, shown):
-            if t in candidates:
-                return [candidates.index(t)], sign, offset, probability
-        classes = getattr(final, "classes_", None)
-        single = classes is not None and not isinstance(classes, list)
-        classes = [str(c) for c in classes] if single else []
-        negative = self._negative_class(final)
-        space = self._output_space(final, ens, probability)
-        if K == 1 and negative is not None and t in (negative, f"{space}({negative})"):
-            # binary margin model: the other class is the negated margin
-            return [0], -1.0, (1.0 if probability else 0.0), probability
-        offered = list(dict.fromkeys(
-            classes + shown + ([f"{space}({negative})"] if K == 1 and negative else [])))
-        raise ValueError(f"target={self.target!r} is not one of the model's outputs; "
-                         f"target takes one of {offered}.")
+        multi_output = isinstance(getattr(final, "classes_", None), list)
+        default = [1] if (ens.raw_space == "probability" and K == 2 and not multi_output) \
+            else range(K)
+        selection = select_outputs(
+            self._output_space(final, ens, probability), self.target,
+            labels=ens.output_names if self._is_classifier(final, ens) else None, width=K,
+            default=default, negative=self._negative_class(final) if K == 1 else None,
+            aliases=ens.output_names, by_name=True)
+        return replace(selection, columns=selection.positions(K))
 
     def _output_space(self, final, ens, probability):
         """The kind of output explained: proba, margin, predict or path_length."""
@@ -723,21 +736,6 @@ class TreeShapExplainer(AttributionExplainer):
         if not self._is_classifier(final, ens) and ens.link == "identity":
             return "predict"
         return space
-
-    def _output_names(self, final, ens, probability):
-        """The package's name of every output of the ensemble.
-
-        As :func:`sklearn_xai._model.output_names`: ``proba(c)`` for a probability,
-        ``margin(c)`` for a raw class score (``proba(target k, class c)`` for a
-        multi-output classifier), ``predict[k]`` for a regressor's prediction (identity
-        link), ``margin[k]`` for a raw score under another link.
-        """
-        space = self._output_space(final, ens, probability)
-        if self._is_classifier(final, ens):
-            return [f"{space}({c})" for c in ens.output_names]
-        if ens.n_outputs == 1:
-            return [space]
-        return [f"{space}[{k}]" for k in range(ens.n_outputs)]
 
     @staticmethod
     def _negative_class(final):
@@ -756,7 +754,7 @@ class TreeShapExplainer(AttributionExplainer):
             return Z
         # what the attribution shows: the explained rows themselves (categories as labels)
         # when they are a DataFrame or a Pipeline's input columns, else the tree input
-        shown = as_array(X) if (_is_frame(X) or self._tree_input.pre is not None) else Z
+        shown = as_array(X) if (is_frame(X) or self._input_map is not None) else Z
         return Z, shown
 
     @contextlib.contextmanager
@@ -831,7 +829,7 @@ class TreeShapExplainer(AttributionExplainer):
         sub = self._sub
         K = sub.n_outputs
         P = sub.players()[1]
-        if self.feature_perturbation == "tree_path_dependent":
+        if self.imputation == "tree_path_dependent":
             from ._kernels import shap_path_dependent, shap_pattern_tables
 
             ptables = self._ptables
@@ -875,8 +873,8 @@ class TreeShapExplainer(AttributionExplainer):
         select = np.asarray(self._select)
         if not np.array_equal(select, np.arange(K)):
             phi = phi[:, :, select]
-        if self._sign != 1:
-            phi *= self._sign
+        if self._selection.sign != 1:
+            phi *= self._selection.sign
         return phi
 
     def explain(self, X, y=None):
@@ -899,7 +897,7 @@ class TreeShapExplainer(AttributionExplainer):
             plus the sum of a row's values is its explained output.
         """
         check_is_fitted(self)
-        index = X.index if _is_frame(X) else None
+        index = X.index if is_frame(X) else None
         X = self._explained_rows(self._validate_X(X, reset=False))
         if self.model_output == "log_loss":
             return keep_index(self._explain_log_loss(X, y), index)
@@ -917,7 +915,7 @@ class TreeShapExplainer(AttributionExplainer):
             phi[i] = _log_loss_shapley(ens, Z[i], bg, labels[i])
         base = self.expected_value_[labels]
         return Attribution(phi, base, data, list(self.player_names_), ["log_loss"],
-                           extras={"feature_perturbation": self.feature_perturbation,
+                           extras={"imputation": self.imputation,
                                    "algorithm": self.algorithm_, "index": self.index})
 
     def _label_indices(self, y, n):
@@ -926,7 +924,7 @@ class TreeShapExplainer(AttributionExplainer):
         y = column_or_1d(y, warn=True)
         if len(y) != n:
             raise ValueError(f"y has {len(y)} labels for {n} rows of X.")
-        classes = getattr(split_pipeline(self.model_)[1], "classes_", None)
+        classes = getattr(self._tree_model, "classes_", None)
         if classes is None:  # a classifier Booster: labels are class indices
             classes = np.arange(max(2, self.ensemble_.n_outputs))
         classes = np.asarray(classes)
@@ -942,17 +940,15 @@ class TreeShapExplainer(AttributionExplainer):
         Z, data = self._transform_input(X, with_data=True)
         phi = self._phi(Z)
         base = np.tile(self.expected_value_, (Z.shape[0], 1))
-        if phi.shape[2] == 1:
-            phi, base = phi[:, :, 0], base[:, 0]
         att = Attribution(phi, base, data, list(self.player_names_), list(self.output_names_),
-                          extras={"feature_perturbation": self.feature_perturbation,
+                          extras={"imputation": self.imputation,
                                   "algorithm": self.algorithm_, "index": self.index})
         return (att, Z) if return_numeric else att
 
     def explain_interactions(self, X, features=None):
         """SHAP interaction values (pairwise Shapley interaction index, halved).
 
-        Path-dependent, or interventional with ``model_output="raw"`` (the interaction
+        Path-dependent, or marginal with ``model_output="raw"`` (the interaction
         index of ``v(S) = mean over background rows z of f(x_S, z_not S)``).
 
         Parameters
@@ -1021,25 +1017,23 @@ class TreeShapExplainer(AttributionExplainer):
 
         self._run(func, Z, out=store)
         phi, inter = result["phi"], result["inter"]
-        if self._sign != 1:
-            phi *= self._sign
-            inter *= self._sign
+        if self._selection.sign != 1:
+            phi *= self._selection.sign
+            inter *= self._selection.sign
         base = np.tile(self.expected_value_, (Z.shape[0], 1))
-        if phi.shape[2] == 1:
-            phi, inter, base = phi[:, :, 0], inter[..., 0], base[:, 0]
         return Attribution(phi, base, data, list(self.player_names_),
                            list(self.output_names_),
-                           extras={"interactions": inter,
+                           extras={"interactions": squeeze_single_output(inter),
                                    "interaction_features": [self.player_names_[f]
                                                             for f in feats],
-                                   "feature_perturbation": self.feature_perturbation,
+                                   "imputation": self.imputation,
                                    "algorithm": self.algorithm_})
 
     def _interaction_kernel(self, feats):
         """``func(B) -> (phi, inter)`` for the fitted setting."""
         sub = self._sub
         K = sub.n_outputs
-        if self.feature_perturbation == "tree_path_dependent":
+        if self.imputation == "tree_path_dependent":
             from ._kernels import shap_interactions
 
             def func(B):
@@ -1097,7 +1091,7 @@ class TreeShapExplainer(AttributionExplainer):
         float
             The faithfulness correlation averaged over rows and outputs, in [-1, 1].
         """
-        from ..metrics import faithfulness_correlation
+        from .._faithfulness import faithfulness_correlation
 
         check_is_fitted(self)
         if self.model_output == "log_loss":
@@ -1105,17 +1099,11 @@ class TreeShapExplainer(AttributionExplainer):
                              "explained loss needs the labels); use model_output='raw'.")
         X = self._explained_rows(self._validate_X(X, reset=False))
         attribution, Z = self._explain(X, return_numeric=True)
-        if self.model_fn_.tree_input is not None:
+        if self._input_map is not None:  # model_fn_ takes the input columns
             return faithfulness_correlation(self.model_fn_, as_array(X), attribution,
                                             self.reference_)
         ref = np.nan_to_num(self.reference_)
         return faithfulness_correlation(self.model_fn_, Z, attribution, ref)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        return tags
-
 
 def _max_depth(ens):
     from ._kernels import _orders
@@ -1173,7 +1161,7 @@ def _log_loss_shapley(ens, x, background, label):
             rows[:, pc] = np.where(bits[:, [i]] == 1, x[pc], z[pc])
         v = _class_losses(ens, predict_raw(ens, rows))[:, label]
         size = bits.sum(axis=1)
-        w = _shapley_weights(u)
+        w = shapley_weights(u)
         for i in range(u):
             without = masks[bits[:, i] == 0]
             phi[players[i]] += np.dot(w[size[without]], v[without | (1 << i)] - v[without])

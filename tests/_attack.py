@@ -2,8 +2,10 @@
 
 An adversarial model behaves in a biased way on real rows and innocuously on the hybrid
 rows that marginal Shapley explainers create; a random-forest detector tells the two
-apart. Used by the tests, the benchmark and the example of :class:`KnockoffSHAP` /
-:class:`KnockoffSAGE`; not public API.
+apart. A test and benchmark helper (tests/test_knockoff_shap.py, benchmarks/bench_knockoff.py)
+of :class:`~sklearn_xai.shapley.KnockoffSHAP` / :class:`~sklearn_xai.shapley.KnockoffSAGE`,
+not part of the library; examples/plot_knockoff_attack.py carries its own copy of the
+classifier and the data set-up, so that it runs from an installed package.
 """
 
 from numbers import Integral
@@ -169,7 +171,7 @@ def german_attack_data(test_size=0.1, random_state=2022):
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    from ..datasets import load_german_credit
+    from sklearn_xai.datasets import load_german_credit
 
     X, y = load_german_credit(processed=True)
     X = X.drop(columns="PurposeOfLoan")
@@ -207,8 +209,8 @@ def sage_simulation(rho, random_state=0, *, n_train=1000, n_explain=500, n_knock
     """
     from sklearn.frozen import FrozenEstimator
 
-    from ..knockoffs import GaussianKnockoffs
-    from ._knockoff import KnockoffSAGE
+    from sklearn_xai.knockoffs import GaussianKnockoffs
+    from sklearn_xai.shapley import KnockoffSAGE
 
     rng = np.random.default_rng(random_state)
     p = 4
@@ -223,7 +225,7 @@ def sage_simulation(rho, random_state=0, *, n_train=1000, n_explain=500, n_knock
                                 min_samples_leaf=5, random_state=seed).fit(X_train)
     frozen = FrozenEstimator(adv)
     common = {"algorithm": algorithm, "n_permutations": n_permutations,
-                  "convergence_tol": None if n_permutations else 0.025, "random_state": seed}
+                  "tol": None if n_permutations else 0.025, "random_state": seed}
     ko = KnockoffSAGE(frozen, sampler=sampler or GaussianKnockoffs(),
                       n_knockoffs=n_knockoffs, **common).fit(X_train)
     centres = adv.background_ if shared_background else kmeans_centres(X_explain, 10)

@@ -1,0 +1,103 @@
+"""The faithfulness correlation and its helpers, below every explainer.
+
+Attribution explainers' ``score`` (:class:`sklearn_xai.base.AttributionMixin`, TreeSHAP's own
+``score``) and KnockoffSAGE's ``score`` use these, so they live in a module that imports
+nothing but numpy: scoring an explanation never loads :mod:`sklearn_xai.metrics` (nor the
+recourse measures it re-exports). The public name is
+:func:`sklearn_xai.metrics.faithfulness_correlation`; the other names are for the package's
+own modules.
+"""
+
+import numpy as np
+
+__all__ = ["as_values", "faithfulness_correlation", "pearson_over_axis1", "random_subsets"]
+
+
+def as_values(values):
+    """The values of an Attribution (or an array) as a float64 array."""
+    return np.asarray(getattr(values, "values", values), dtype=np.float64)
+
+
+def faithfulness_correlation(model_fn, X, attribution, reference, groups=None, *,
+                             n_subsets=64, random_state=0):
+    """Signed faithfulness correlation (Bhatt, Weller and Moura, IJCAI 2020).
+
+    For each row ``x`` and each of ``n_subsets`` random player subsets ``S`` (every player
+    in ``S`` with probability 1/2, the same subsets for every row), the sum of the
+    attributions of ``S`` is compared with the output drop ``f(x) - f(x with the players
+    of S set to the reference)``. The score of a row and output is the Pearson correlation
+    of the two over the subsets (0 when either is constant); the result is the mean over
+    rows and over every explained output. Signs matter: attributions of the wrong sign
+    score negative, random attributions near 0, and attributions that add up to the
+    drops (Shapley values of an additive model) score 1.
+
+    Parameters
+    ----------
+    model_fn : callable
+        ``f(Z) -> ndarray of shape (m, n_outputs)`` on 2-D arrays of rows, e.g. an
+        explainer's ``model_fn_``.
+    X : ndarray of shape (n_samples, n_features)
+        The explained rows.
+    attribution : Attribution or ndarray of shape (n_samples, n_players[, n_outputs])
+        The rows' attributions, one output per column of ``model_fn``'s output.
+    reference : ndarray of shape (1, n_features)
+        The values a removed player takes.
+    groups : list of array of int or None
+        Columns of each player; ``None``: one player per column.
+    n_subsets : int, default=64
+        Random subsets per row (``n_samples * n_subsets`` model rows in all).
+    random_state : int, default=0
+        Seed of the subsets. Fixed by default so that every explainer setting is scored on
+        the same subsets, and a row's score never depends on the other rows.
+
+    Returns
+    -------
+    float
+        The mean correlation over rows and outputs, in [-1, 1].
+    """
+    values = as_values(attribution)
+    if values.ndim == 2:
+        values = values[:, :, None]
+    n, P, O = values.shape
+    X = np.asarray(X)
+    if groups is None:
+        groups = [np.array([j]) for j in range(X.shape[1])]
+    if len(groups) != P:
+        raise ValueError(f"attribution has {P} players but groups lists {len(groups)}.")
+    masks = random_subsets(n_subsets, P, random_state)
+    column_masks = np.zeros((masks.shape[0], X.shape[1]), dtype=bool)
+    for p, cols in enumerate(groups):
+        column_masks[:, cols] = masks[:, [p]]
+    reference = np.asarray(reference).reshape(1, 1, -1)
+    Z = np.where(column_masks[None], reference, X[:, None, :])
+    out = np.asarray(model_fn(np.concatenate([X, Z.reshape(n * masks.shape[0], -1)])),
+                     dtype=np.float64).reshape(-1, O)
+    drops = out[:n, None, :] - out[n:].reshape(n, masks.shape[0], O)
+    sums = np.einsum("sp,npo->nso", masks.astype(np.float64), values)
+    return float(np.mean(pearson_over_axis1(sums, drops)))
+
+
+def random_subsets(n_subsets, n_players, random_state=0):
+    """Random player subsets of the faithfulness correlations, each player in with
+    probability 1/2: boolean array of shape (n_subsets, n_players)."""
+    return np.random.default_rng(random_state).random((int(n_subsets), n_players)) < 0.5
+
+
+def pearson_over_axis1(a, b):
+    """Pearson correlation along axis 1 of (n, S, O) arrays; 0 where either is constant.
+
+    A spread within round-off of the entries' size counts as constant, so the result does
+    not depend on the sign of round-off.
+    """
+    def centred(v):
+        c = v - v.mean(axis=1, keepdims=True)
+        norm = np.sqrt((c * c).sum(axis=1))
+        tol = 1e-10 * np.sqrt(v.shape[1]) * np.abs(v).max(axis=1, initial=0.0)
+        return c, norm, norm <= tol
+
+    ca, na, flat_a = centred(a)
+    cb, nb, flat_b = centred(b)
+    flat = flat_a | flat_b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (ca * cb).sum(axis=1) / (na * nb)
+    return np.where(flat, 0.0, np.clip(r, -1.0, 1.0))
