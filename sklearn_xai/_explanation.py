@@ -5,6 +5,28 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+def squeeze_single_output(array):
+    """``array`` without its last (output) axis when that axis holds one output.
+
+    The one place where a single explained output loses its axis: :class:`Attribution`
+    applies it to ``values``, ``base_values`` and ``std`` (explainers build them with an
+    output axis, ``(n, P, O)`` and ``(n, O)``), and explainers apply it to the extras
+    that carry an output axis last (interaction values, degrees of freedom).
+
+    Parameters
+    ----------
+    array : ndarray or None
+        An array whose last axis holds the explained outputs.
+
+    Returns
+    -------
+    ndarray or None
+    """
+    if array is None or np.ndim(array) < 2 or np.shape(array)[-1] != 1:
+        return array
+    return np.asarray(array)[..., 0]
+
+
 @dataclass
 class Attribution:
     """Feature attributions for a set of explained rows.
@@ -17,7 +39,9 @@ class Attribution:
     ----------
     values : ndarray of shape (n_samples, n_players) or (n_samples, n_players, n_outputs)
         Attribution of each player (a feature, or a feature group) to each explained output.
-        2-D exactly when one output is explained.
+        2-D exactly when one output is explained: values given with one output on their
+        last axis, ``(n_samples, n_players, 1)``, are stored without it (and so are
+        ``base_values`` of shape ``(n_samples, 1)`` and ``std``).
     base_values : ndarray of shape (n_samples,) or (n_samples, n_outputs)
         The value every attribution starts from (``v(empty)``: expected output under the
         method's imputation, or the tree's cover-weighted mean).
@@ -60,6 +84,10 @@ class Attribution:
         self.base_values = np.asarray(self.base_values, dtype=np.float64)
         if self.values.ndim not in (2, 3):
             raise ValueError(f"values must be 2-D or 3-D, got shape {self.values.shape}.")
+        if self.values.ndim == 3 and self.values.shape[2] == 1:  # one output: no output axis
+            self.values = squeeze_single_output(self.values)
+            self.base_values = squeeze_single_output(self.base_values)
+            self.std = squeeze_single_output(self.std)
         if self.std is not None:
             self.std = np.asarray(self.std, dtype=np.float64)
             if self.std.shape != self.values.shape:
@@ -79,8 +107,16 @@ class Attribution:
     def __len__(self):
         return self.values.shape[0]
 
-    def _values3d(self):
+    def values_by_output(self):
+        """``values`` with an output axis, whatever the number of outputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_players, n_outputs)
+        """
         return self.values if self.values.ndim == 3 else self.values[:, :, None]
+
+    _values3d = values_by_output
 
     def _base2d(self):
         return self.base_values if self.base_values.ndim == 2 else self.base_values[:, None]

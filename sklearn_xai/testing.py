@@ -1148,9 +1148,6 @@ def _explain_known(explainer, km, random_state, cache):
     base = np.asarray(att.base_values, dtype=np.float64)
     std = getattr(att, "std", None)
     std = None if std is None else np.asarray(std, dtype=np.float64)
-    if values.ndim == 3 and values.shape[2] == 1:
-        values, base = values[:, :, 0], base.reshape(-1)
-        std = None if std is None else std[:, :, 0]
     M = np.shape(km.X)[1]
     if values.shape != (_n_rows(km.X), M):
         raise ValueError(
