@@ -27,7 +27,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_common(p, *, report):
-    from ._report import EXPLAINERS
+    # the explainers offered are the registry's (sklearn_xai/_registry.py), by _cli_name
+    from ._report import ATTRIBUTION_EXPLAINERS, DEFAULT_EXPLAINERS, EXPLAINERS
 
     p.add_argument("--model", metavar="MODEL.skops|MODEL.joblib",
                    help="a fitted scikit-learn estimator or pipeline, XGBoost or LightGBM "
@@ -56,10 +57,12 @@ def _add_common(p, *, report):
                    help="the label column of --data, removed before explaining (needed to "
                         "train the default model on --data when no --model is given)")
     if report:
+        others = [n for n in EXPLAINERS if n not in DEFAULT_EXPLAINERS]
         p.add_argument("--explainer", action="append", metavar="NAME",
                        help=f"one of {', '.join(EXPLAINERS)}; repeat for several "
-                            "(default: tree, shear, mace, p2ce; knockoff is slow on mixed "
-                            "data: about 100 s on Adult with --background 1000)")
+                            f"(default: {', '.join(DEFAULT_EXPLAINERS)}"
+                            + (f"; {', '.join(others)} only when named, as slower"
+                               if others else "") + ")")
         p.add_argument("--rows", type=_positive_int, default=3, metavar="N",
                        help="rows explained in detail and rejected rows given "
                             "counterfactuals (default: 3)")
@@ -68,7 +71,8 @@ def _add_common(p, *, report):
         p.add_argument("--out", default="sklearn-xai-report.html", metavar="REPORT.html",
                        help="the HTML file written (default: ./sklearn-xai-report.html)")
         p.add_argument("--immutable", action="append", default=[], metavar="COLUMN",
-                       help="a feature MACE and P2CE never change; repeat for several "
+                       help="a feature the counterfactual explainers never change; "
+                            "repeat for several "
                             "(the default Adult run fixes race, sex, native_country, "
                             "marital_status and relationship)")
         p.add_argument("--time-limit", type=float, default=0.0, metavar="SECONDS",
@@ -76,8 +80,11 @@ def _add_common(p, *, report):
                             "default: results then do not depend on the machine's speed); "
                             "a front cut short by a limit is marked partial")
     else:
-        p.add_argument("--explainer", default="tree", metavar="NAME",
-                       help="tree, shear or knockoff (default: tree)")
+        default = next((n for n in DEFAULT_EXPLAINERS if n in ATTRIBUTION_EXPLAINERS),
+                       ATTRIBUTION_EXPLAINERS[0] if ATTRIBUTION_EXPLAINERS else None)
+        p.add_argument("--explainer", default=default, metavar="NAME",
+                       help=f"one of {', '.join(ATTRIBUTION_EXPLAINERS)} (default: "
+                            f"{default})")
         p.add_argument("--rows", type=_positive_int, default=None, metavar="N",
                        help="explain the first N rows (default: every row of --data; 100 "
                             "rows of the Adult test split without --data)")
@@ -196,11 +203,11 @@ def _workload(args, progress):
 
 def _run(args):
     from ._report import (
-        EXPLAINERS,
         Progress,
         ReportError,
         build_report,
         check_explain_args,
+        check_names,
         explain_matrix,
     )
 
@@ -209,10 +216,7 @@ def _run(args):
     if args.command == "report":
         explicit = args.explainer is not None
         names = args.explainer or []
-        for name in names:
-            if name not in EXPLAINERS:
-                raise ReportError(f"unknown explainer {name!r}; choose from "
-                                  f"{', '.join(EXPLAINERS)}")
+        check_names(names)
         workload = _workload(args, progress)
         workload.immutable = list(dict.fromkeys(workload.immutable + args.immutable))
         missing = [c for c in workload.immutable if c not in workload.X.columns]

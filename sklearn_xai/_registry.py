@@ -1,10 +1,14 @@
 """The one list of the package's explainers.
 
 Everything that iterates over "every explainer" reads it: the lazy imports of
-``sklearn_xai``, the command line and the report (through each class's ``_cli_name``,
-``_label`` and ``_report_params``), and the common, contract, fuzz and Dask tests (through
-each class's ``_test_params`` and ``_test_instances``). Adding an explainer is writing its
-class and adding one line here (and one to ``doc/api.rst``).
+``sklearn_xai``; the command line and the report, through each class's declarations
+(``_cli_name``, ``_label``, ``_in_default_report``, ``_report_params``, ``_report_chunk``,
+``_report_global``, ``_report_exact``, ``_report_note``; attribution or recourse from its base
+class); and the common, contract, fuzz, row-invariance, Dask, result-index and command-line
+tests, whose per-class settings live in ``tests/_instances.py`` (with a default for a class
+that has none). Adding an explainer is writing its module (anywhere in the package), adding
+one line here and one to ``doc/api.rst`` ("Writing an explainer" in the documentation;
+``tests/test_registry_extension.py`` checks that this is enough).
 """
 
 import importlib

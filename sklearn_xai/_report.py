@@ -31,48 +31,99 @@ __all__ = [
     "ATTRIBUTION_EXPLAINERS",
     "DEFAULT_EXPLAINERS",
     "EXPLAINERS",
+    "GLOBAL_EXPLAINERS",
     "RECOURSE_EXPLAINERS",
     "SECTION_IDS",
     "ReportError",
     "Workload",
     "build_report",
+    "check_names",
     "default_workload",
     "explain_matrix",
+    "report_kind",
     "user_workload",
 ]
 
+def report_kind(cls):
+    """``"attribution"`` or ``"recourse"`` (from the class's base), or None: what the report
+    does with explainer class ``cls`` (its comparison table, or its counterfactuals)."""
+    from .base import AttributionMixin, RecourseMixin
+
+    if issubclass(cls, AttributionMixin):
+        return "attribution"
+    if issubclass(cls, RecourseMixin):
+        return "recourse"
+    return None
+
+
 def _explainer_tables():
-    """Names, labels and classes of the explainers the report offers (the registry's)."""
+    """Names, labels and classes of the explainers the report offers (the registry's).
+
+    Everything the report knows about an explainer is declared on its class (see
+    ``BaseExplainer``): ``_cli_name``, ``_label``, ``_in_default_report``, ``_report_params``,
+    ``_report_chunk``, ``_report_global``, ``_report_exact`` and ``_report_note``; whether it
+    goes in the attribution comparison or the counterfactual sections follows from its base
+    class (:func:`report_kind`). A registered class with a ``_cli_name`` that is neither is
+    refused by name (``_UNRUNNABLE``), never skipped.
+    """
     from ._registry import explainers_by_cli_name
-    from .base import AttributionMixin
 
     classes = explainers_by_cli_name()
-    attribution = tuple(n for n, c in classes.items() if issubclass(c, AttributionMixin))
-    recourse = tuple(n for n in classes if n not in attribution)
-    default = tuple(n for n, c in classes.items() if c._in_default_report)
-    return classes, attribution, recourse, default, {n: c._label for n, c in classes.items()}
+    attribution = tuple(n for n, c in classes.items() if report_kind(c) == "attribution")
+    recourse = tuple(n for n, c in classes.items() if report_kind(c) == "recourse")
+    unrunnable = tuple(n for n, c in classes.items() if report_kind(c) is None)
+    default = tuple(n for n, c in classes.items() if c._in_default_report and
+                    n not in unrunnable)
+    labels = {n: c._label or c.__name__ for n, c in classes.items()}
+    return classes, attribution, recourse, unrunnable, default, labels
 
 
-_CLASSES, ATTRIBUTION_EXPLAINERS, RECOURSE_EXPLAINERS, DEFAULT_EXPLAINERS, _LABELS = \
-    _explainer_tables()
+(_CLASSES, ATTRIBUTION_EXPLAINERS, RECOURSE_EXPLAINERS, _UNRUNNABLE, DEFAULT_EXPLAINERS,
+ _LABELS) = _explainer_tables()
 EXPLAINERS = ATTRIBUTION_EXPLAINERS + RECOURSE_EXPLAINERS
+#: attribution explainers whose values give the global importance and waterfall sections
+#: (``_report_global = True``: TreeSHAP); the first one requested is run on more rows
+GLOBAL_EXPLAINERS = tuple(n for n in ATTRIBUTION_EXPLAINERS if _CLASSES[n]._report_global)
 
 SECTION_IDS = {
     "summary": "Model, data and row counts",
-    "treeshap-global": "TreeSHAP global importance",
-    "treeshap-waterfalls": "TreeSHAP waterfalls",
-    "attribution-comparison": "TreeSHAP beside SHEAR / knockoff SHAP",
-    "counterfactuals": "Counterfactuals for rejected rows (MACE and P2CE)",
+    "treeshap-global": "Global importance",
+    "treeshap-waterfalls": "Waterfalls",
+    "attribution-comparison": "Attribution methods side by side",
+    "counterfactuals": "Counterfactuals for rejected rows",
     "pareto-scatter": "Counterfactual costs: Pareto scatter",
     "timings": "Timings",
 }
 
 
-# Rows per explain() call: the progress bar moves once per chunk. Fixed sizes keep the
-# output of a given --seed the same from run to run (seeded explainers derive per-row
-# seeds from the row's position within a call).
-# MACE batches its model calls over the queries of one call, so it takes them all at once.
-_CHUNK = {"tree": 256, "shear": 8, "knockoff": 2, "mace": None, "p2ce": 1}
+def check_names(names, *, allowed=None, what=None):
+    """Refuse (ReportError) a name that is not an explainer the report can run.
+
+    ``allowed`` (default :data:`EXPLAINERS`) and ``what`` (how the choices are named in
+    the message) narrow it, e.g. to the attribution explainers for ``explain``.
+    """
+    allowed = EXPLAINERS if allowed is None else allowed
+    for name in names:
+        if name in allowed:
+            continue
+        if name in _UNRUNNABLE:
+            cls = _CLASSES[name]
+            raise ReportError(f"the report cannot run --explainer {name} ({cls.__name__}): "
+                              "it is neither an attribution nor a recourse explainer; "
+                              f"choose from {', '.join(allowed)}")
+        if name in EXPLAINERS and what is not None:
+            raise ReportError(f"{what}: --explainer must be one of {', '.join(allowed)}, "
+                              f"not {name!r}")
+        raise ReportError(f"unknown explainer {name!r}; choose from {', '.join(allowed)}")
+
+
+def _chunk(name, n_rows):
+    """Rows per explain() call of explainer ``name`` (its ``_report_chunk``; None: all).
+
+    The progress bar moves once per chunk; fixed sizes keep the output of a given --seed
+    the same from run to run."""
+    size = _CLASSES[name]._report_chunk
+    return max(n_rows, 1) if size is None else int(size)
 
 
 class ReportError(Exception):
@@ -711,9 +762,8 @@ def make_explainer(name, model, X, *, seed, immutable=None, time_limit=None):
     if name in RECOURSE_EXPLAINERS and not _is_classifier(model):
         raise ReportError(f"--explainer {name} needs a classifier with predict_proba; "
                           f"{_model_name(model)} has none")
-    cls = _CLASSES.get(name)
-    if cls is None:
-        raise ReportError(f"unknown explainer {name!r}; choose from {', '.join(EXPLAINERS)}")
+    check_names([name])
+    cls = _CLASSES[name]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -734,7 +784,7 @@ def _desired_class(model):
 def _run_chunks(name, explainer, rows, progress, label):
     """Explain ``rows`` in fixed chunks under a progress bar; returns the list of results."""
     out = []
-    size = _CHUNK[name] or max(len(rows), 1)
+    size = _chunk(name, len(rows))
     with progress.bar(label, len(rows)) as bar:
         for start in range(0, len(rows), size):
             part = rows.iloc[start:start + size]
@@ -774,10 +824,10 @@ def explain_rows(name, model, X, rows, progress, *, seed, immutable=None, time_l
         return parts
     att = _concat_attributions(parts)
     names = [str(f) for f in att.feature_names]
-    if name == "tree" and all(f in rows.columns for f in names):
+    if all(f in rows.columns for f in names):
         # a Pipeline's encoded columns keep the user's names: show the user's values
         att.data = rows[names].to_numpy(dtype=object)
-    if name != "tree":
+    if not _CLASSES[name]._report_exact:
         try:  # the model's own output in the explained space (SHEAR need not add up to it)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -790,12 +840,7 @@ def explain_rows(name, model, X, rows, progress, *, seed, immutable=None, time_l
 
 def check_explain_args(explainer, out):
     """Check the explainer and output file of ``explain`` (before any work is done)."""
-    if explainer not in ATTRIBUTION_EXPLAINERS:
-        if explainer not in EXPLAINERS:
-            raise ReportError(f"unknown explainer {explainer!r}; choose from "
-                              f"{', '.join(ATTRIBUTION_EXPLAINERS)}")
-        raise ReportError(f"explain writes attributions: --explainer must be one of "
-                          f"{', '.join(ATTRIBUTION_EXPLAINERS)}, not {explainer!r}")
+    check_names([explainer], allowed=ATTRIBUTION_EXPLAINERS, what="explain writes attributions")
     out = Path(out)
     suffix = out.suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq"):
@@ -913,24 +958,24 @@ def _note(text):
     return f'<p class="note">{_esc(text)}</p>'
 
 
-def _global_section(att, n_rows):
+def _global_section(att, n_rows, label):
     import matplotlib.pyplot as plt
 
-    out = [f"<p>TreeSHAP values of {_esc(att.output_names[0])} for {n_rows} rows; "
+    out = [f"<p>{_esc(label)} values of {_esc(att.output_names[0])} for {n_rows} rows; "
            "bars are the mean absolute value per feature, the beeswarm shows every row "
            "(colour: the feature's value, low to high; grey-blue where not numeric).</p>"]
     fig, ax = plt.subplots(figsize=(7, 5))
     att.plot_bar(ax=ax, max_display=12)
-    ax.set_title("mean |TreeSHAP|")
+    ax.set_title(f"mean |{label}|")
     out.append(_png(fig))
     fig, ax = plt.subplots(figsize=(8, 5))
     att.plot_beeswarm(ax=ax, max_display=12)
-    ax.set_title("TreeSHAP per row")
+    ax.set_title(f"{label} per row")
     out.append(_png(fig))
     return _section("treeshap-global", '<div class="figs">' + "".join(out) + "</div>")
 
 
-def _waterfall_section(att, positions):
+def _waterfall_section(att, positions, label):
     import matplotlib.pyplot as plt
 
     figs = []
@@ -939,28 +984,31 @@ def _waterfall_section(att, positions):
         att.plot_waterfall(row=i, ax=ax, max_display=8)
         ax.set_title(f"row {pos}")
         figs.append(_png(fig))
-    intro = (f"<p>{len(positions)} rows (positions {_esc(', '.join(map(str, positions)))} of "
+    where = _esc(", ".join(map(str, positions)))
+    intro = (f"<p>{_esc(label)}, {len(positions)} rows (positions {where} of "
              "the explained data): each bar moves the output from the base value to the "
              "model's output.</p>")
     return _section("treeshap-waterfalls", intro + '<div class="figs">' + "".join(figs) +
                     "</div>")
 
 
+def _notes(names):
+    """The ``_report_note`` sentences of explainers ``names``, as one string."""
+    return " ".join(_CLASSES[n]._report_note for n in names if _CLASSES[n]._report_note)
+
+
 def _comparison_section(atts, positions):
-    """One table per row: feature value and each method's attribution, sorted by TreeSHAP."""
-    names = [n for n in ("tree", "shear", "knockoff") if n in atts]
+    """One table per row: feature value and each method's attribution, sorted by the first
+    method's (a global explainer's, else the first registered) values."""
+    names = sorted(atts, key=lambda n: (n not in GLOBAL_EXPLAINERS,
+                                        ATTRIBUTION_EXPLAINERS.index(n)))
     if not names:
         return _section("attribution-comparison", _note("No attribution explainer was run."))
-    out = ["<p>The same rows explained by each method. Units differ: each column explains "
-           "its own output, named in the header (TreeSHAP explains the model's raw margin, "
-           "SHEAR and knockoff SHAP the predicted probability), so compare signs and ranks "
+    out = ["<p>The same rows explained by each method. Units may differ: each column "
+           "explains its own output, named in the header, so compare signs and ranks "
            "(in brackets). Every method explains the data's own columns (a pipeline's "
-           "one-hot columns of one feature form one player). "
-           "TreeSHAP's values add up exactly to the model's output. SHEAR compares the row "
-           "with one reference row (column means, most frequent categories): a feature at "
-           "its reference value gets 0, and its values are estimates that need not add up "
-           "to the model's output (both are shown). Knockoff SHAP replaces absent features "
-           "by knockoff copies of the row.</p>"]
+           "one-hot columns of one feature form one player). " + _esc(_notes(names)) +
+           "</p>"]
     for i, pos in enumerate(positions):
         order_src = atts[names[0]]
         feats = list(order_src.feature_names)
@@ -994,7 +1042,7 @@ def _comparison_section(atts, positions):
             b = float(a._base2d()[i, 0])
             sums.append(f"{b:.4f} -> {b + a._values3d()[i, :, 0].sum():.4f}")
             mo = a.extras.get("model_output")
-            if n == "tree":
+            if _CLASSES[n]._report_exact:
                 model_out.append("= base + sum (exact)")
             elif mo is not None:
                 model_out.append(f"{float(np.reshape(mo, (len(a), -1))[i, 0]):.4f}")
@@ -1055,7 +1103,7 @@ def _same(a, b):
 
 
 def _recourse_section(results, X, positions, desired, skipped, immutable, time_limit):
-    """Readable diffs of every counterfactual per rejected row, MACE and P2CE side by side."""
+    """Readable diffs of every counterfactual per rejected row, the methods side by side."""
     out = []
     if desired is not None:
         out.append(f"<p>Rejected rows: the first {len(positions)} explained rows the model "
@@ -1064,11 +1112,11 @@ def _recourse_section(results, X, positions, desired, skipped, immutable, time_l
                    "the method found, as the changes it makes; every one was re-predicted by "
                    "the model.</p>")
         fixed = [c for c in immutable if c in X.columns]
+        limit = (f" A search stops after {time_limit:g} s per row (a result cut short by "
+                 "this limit is marked partial)." if time_limit else "")
         out.append("<p>Never changed: " + (_esc(", ".join(fixed)) if fixed else "none") +
-                   ". P2CE searches at most 3 changed features"
-                   + (f", for at most {time_limit:g} s per row (a front cut short by this "
-                      "limit is marked partial)" if time_limit else "") +
-                   "; MACE returns up to 3 diverse counterfactuals per row.</p>")
+                   "." + limit + " " + _esc(_notes(n for n in RECOURSE_EXPLAINERS
+                                                    if n in results)) + "</p>")
     for name, why in skipped.items():
         out.append(_note(f"{_LABELS[name]}: {why}"))
     for k, pos in enumerate(positions):
@@ -1078,7 +1126,7 @@ def _recourse_section(results, X, positions, desired, skipped, immutable, time_l
                 continue
             cf, i = _locate(results[name], k)
             partial = ""
-            complete = cf.extras.get("complete") if name == "p2ce" else None
+            complete = cf.extras.get("complete")
             if complete is not None and not bool(np.asarray(complete)[i]):
                 partial = " (partial front: time limit reached)"
             if not cf.found[i]:
@@ -1117,7 +1165,11 @@ def _pareto_section(results, X, positions):
         return _section("pareto-scatter", _note("No counterfactual explainer was run."))
     fig, ax = plt.subplots(figsize=(7.5, 5))
     colours = plt.get_cmap("tab10")
-    markers = {"mace": "x", "p2ce": "o"}
+    shapes = ["x", "o", "^", "v", "D", "s", "P", "*"]
+    markers = {n: shapes[k % len(shapes)] for k, n in enumerate(RECOURSE_EXPLAINERS)}
+    offsets = np.linspace(0.08, -0.08, len(RECOURSE_EXPLAINERS)) \
+        if len(RECOURSE_EXPLAINERS) > 1 else [0.0]
+    jitters = dict(zip(RECOURSE_EXPLAINERS, offsets))
     summary = []
     for name in RECOURSE_EXPLAINERS:
         if name not in results:
@@ -1131,8 +1183,7 @@ def _pareto_section(results, X, positions):
             q = np.array([p[0] for p in pts])
             nc = np.array([p[1] for p in pts], dtype=float)
             d = np.array([p[2] for p in pts])
-            jitter = (0.08 if name == "mace" else -0.08)
-            ax.scatter(nc + jitter, d, c=[colours(int(v) % 10) for v in q],
+            ax.scatter(nc + jitters[name], d, c=[colours(int(v) % 10) for v in q],
                        marker=markers[name], s=45)
         summary.append([_LABELS[name], len(pts),
                         sum(bool(_locate(results[name], k)[0].found[_locate(results[name],
@@ -1148,10 +1199,8 @@ def _pareto_section(results, X, positions):
     handles += [Line2D([], [], color=colours(k % 10), marker="s", linestyle="",
                        label=f"row {pos}") for k, pos in enumerate(positions)]
     ax.legend(handles=handles, fontsize=8, loc="best")
-    text = ("<p>Every counterfactual of both methods on the same two costs, computed here "
-            "the same way for both. P2CE returns the Pareto front of its own objectives "
-            "(largest scaled change, number of changes, mean scaled change); MACE returns a "
-            "few diverse, sparse counterfactuals.</p>")
+    text = ("<p>Every counterfactual of each method on the same two costs, computed here "
+            "the same way for every method. " + _esc(_notes(results)) + "</p>")
     table = _table(["method", "counterfactuals", f"rows with one (of {len(positions)})"],
                    summary)
     return _section("pareto-scatter", text + '<div class="figs">' + _png(fig) + "</div>" +
@@ -1228,98 +1277,30 @@ def build_report(workload, out, progress, *, explainers=DEFAULT_EXPLAINERS, n_ro
     matplotlib.use("Agg", force=True)
     t_start = time.perf_counter() if t_start is None else t_start
     out = Path(out)
-    unknown = [e for e in explainers if e not in EXPLAINERS]
-    if unknown:
-        raise ReportError(f"unknown explainer {unknown[0]!r}; choose from "
-                          f"{', '.join(EXPLAINERS)}")
+    check_names(explainers)
     explainers = list(dict.fromkeys(explainers))
-    model, X, rows = workload.model, workload.X, workload.rows
+    X, rows = workload.X, workload.rows
     if n_background is not None and n_background < len(X):
         X = X.iloc[:n_background]
-    n_rows = min(n_rows, len(rows))
-    n_global = min(n_global, len(rows))
-    detail = rows.iloc[:n_rows]
-    positions = list(range(n_rows))
-    skipped = {}
-
-    def attempt(name, func):
-        try:
-            return func()
-        except ReportError as exc:
-            if explicit:
-                raise
-            skipped[name] = str(exc)
-            progress._write(f"  skipped {_LABELS[name]}: {exc}\n")
-            return None
-
-    atts = {}
-    global_att = None
-    if "tree" in explainers:
-        def run_tree():
-            n = max(n_global, n_rows)
-            return explain_rows("tree", model, X, rows.iloc[:n], progress, seed=seed)
-
-        global_att = _one_output(attempt("tree", run_tree))
-        if global_att is not None:
-            atts["tree"] = _subset_attribution(global_att, n_rows)
-    for name in ("shear", "knockoff"):
-        if name in explainers:
-            res = attempt(name, lambda name=name: explain_rows(name, model, X, detail,
-                                                               progress, seed=seed))
-            if res is not None:
-                atts[name] = _one_output(res)
-
-    recourse, rejected, desired = {}, [], None
-    wanted = [n for n in RECOURSE_EXPLAINERS if n in explainers]
-    if wanted:
-        if not _is_classifier(model):
-            for n in wanted:
-                msg = (f"needs a classifier with predict_proba; {_model_name(model)} "
-                       "has none")
-                if explicit:
-                    raise ReportError(f"--explainer {n} {msg}")
-                skipped[n] = msg
-        else:
-            desired = _desired_class(model)
-            with progress.step("find rejected rows"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                pred = np.asarray(model.predict(rows.iloc[:max(n_global, 200)]))
-            rejected = list(np.flatnonzero(pred != desired)[:n_rows])
-            queries = rows.iloc[rejected]
-            for name in wanted:
-                if not len(queries):
-                    skipped[name] = f"no explained row is predicted other than {desired!r}"
-                    continue
-                res = attempt(name, lambda name=name: explain_rows(
-                    name, model, X, queries, progress, seed=seed,
-                    immutable=workload.immutable, time_limit=time_limit))
-                if res is not None:
-                    recourse[name] = res
-    for name in ATTRIBUTION_EXPLAINERS:
+    run = _Run(workload, X, progress, seed=seed, explicit=explicit,
+               n_rows=min(n_rows, len(rows)), n_global=min(n_global, len(rows)),
+               time_limit=time_limit)
+    atts, global_name, global_att = _run_attributions(run, explainers)
+    recourse, rejected, desired = _run_recourse(run, explainers)
+    for name in EXPLAINERS:
         if name not in explainers:
-            skipped.setdefault(name, "not requested (--explainer)")
-
+            run.skipped.setdefault(name, "not requested (--explainer)")
     with progress.step("draw figures and write HTML"):
-        sections = [_summary_section(workload, explainers, n_rows, n_global, rejected,
-                                     len(X), seed)]
-        if global_att is not None:
-            sections.append(_global_section(global_att, len(global_att)))
-            sections.append(_waterfall_section(atts["tree"], positions))
-        else:
-            why = skipped.get("tree", "TreeSHAP was not run")
-            sections.append(_section("treeshap-global", _note(f"TreeSHAP: {why}")))
-            sections.append(_section("treeshap-waterfalls", _note(f"TreeSHAP: {why}")))
-        sections.append(_comparison_section(atts, positions))
-        rej_skipped = {n: skipped[n] for n in RECOURSE_EXPLAINERS if n in skipped}
-        for n in RECOURSE_EXPLAINERS:
-            if n not in explainers:
-                rej_skipped[n] = "not requested (--explainer)"
+        sections = [_summary_section(workload, explainers, run.n_rows, run.n_global,
+                                     rejected, len(X), seed, global_name)]
+        sections += _global_sections(run, global_name, global_att, atts)
+        sections.append(_comparison_section(atts, list(range(run.n_rows))))
+        rej_skipped = {n: run.skipped[n] for n in RECOURSE_EXPLAINERS if n in run.skipped}
         sections.append(_recourse_section(recourse, X, rejected, desired, rej_skipped,
                                           workload.immutable, time_limit))
         sections.append(_pareto_section(recourse, X, rejected))
-        progress_timings = list(progress.timings)
         total = time.perf_counter() - t_start
-        sections.append(_timings_section(progress_timings, total))
+        sections.append(_timings_section(list(progress.timings), total))
         page = _page("sklearn-xai report", sections)
         out.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -1327,6 +1308,102 @@ def build_report(workload, out, progress, *, explainers=DEFAULT_EXPLAINERS, n_ro
         except OSError as exc:
             raise ReportError(f"cannot write {out}: {_one_line(exc)}") from exc
     return out
+
+
+@dataclass
+class _Run:
+    """What every step of :func:`build_report` shares; ``skipped``: name -> why not run."""
+
+    workload: Workload
+    X: object
+    progress: Progress
+    seed: int
+    explicit: bool
+    n_rows: int
+    n_global: int
+    time_limit: float | None
+    skipped: dict = field(default_factory=dict)
+
+    def attempt(self, name, func):
+        """``func()``; a ReportError is raised if the user named the explainers, else the
+        explainer is skipped with a note."""
+        try:
+            return func()
+        except ReportError as exc:
+            if self.explicit:
+                raise
+            self.skipped[name] = str(exc)
+            self.progress._write(f"  skipped {_LABELS[name]}: {exc}\n")
+            return None
+
+
+def _run_attributions(run, explainers):
+    """Every requested attribution explainer on the detailed rows, the first global one
+    (``_report_global``) on ``n_global`` rows; returns (atts, global name, its values)."""
+    model, rows = run.workload.model, run.workload.rows
+    detail = rows.iloc[:run.n_rows]
+    wanted = [n for n in ATTRIBUTION_EXPLAINERS if n in explainers]
+    global_name = next((n for n in wanted if n in GLOBAL_EXPLAINERS), None)
+    atts, global_att = {}, None
+    for name in wanted:
+        if name == global_name:
+            n = max(run.n_global, run.n_rows)
+            global_att = _one_output(run.attempt(name, lambda: explain_rows(
+                name, model, run.X, rows.iloc[:n], run.progress, seed=run.seed)))
+            if global_att is not None:
+                atts[name] = _subset_attribution(global_att, run.n_rows)
+            continue
+        res = run.attempt(name, lambda name=name: explain_rows(
+            name, model, run.X, detail, run.progress, seed=run.seed))
+        if res is not None:
+            atts[name] = _one_output(res)
+    return atts, global_name, global_att
+
+
+def _run_recourse(run, explainers):
+    """Every requested recourse explainer on the first ``n_rows`` rejected rows; returns
+    (results by name, positions of the rejected rows, the desired class)."""
+    model, rows = run.workload.model, run.workload.rows
+    recourse, rejected, desired = {}, [], None
+    wanted = [n for n in RECOURSE_EXPLAINERS if n in explainers]
+    if not wanted:
+        return recourse, rejected, desired
+    if not _is_classifier(model):
+        for n in wanted:
+            msg = f"needs a classifier with predict_proba; {_model_name(model)} has none"
+            if run.explicit:
+                raise ReportError(f"--explainer {n} {msg}")
+            run.skipped[n] = msg
+        return recourse, rejected, desired
+    desired = _desired_class(model)
+    with run.progress.step("find rejected rows"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pred = np.asarray(model.predict(rows.iloc[:max(run.n_global, 200)]))
+    rejected = list(np.flatnonzero(pred != desired)[:run.n_rows])
+    queries = rows.iloc[rejected]
+    for name in wanted:
+        if not len(queries):
+            run.skipped[name] = f"no explained row is predicted other than {desired!r}"
+            continue
+        res = run.attempt(name, lambda name=name: explain_rows(
+            name, model, run.X, queries, run.progress, seed=run.seed,
+            immutable=run.workload.immutable, time_limit=run.time_limit))
+        if res is not None:
+            recourse[name] = res
+    return recourse, rejected, desired
+
+
+def _global_sections(run, global_name, global_att, atts):
+    """The global importance and waterfall sections of the global explainer, or notes."""
+    if global_att is not None:
+        label = _LABELS[global_name]
+        return [_global_section(global_att, len(global_att), label),
+                _waterfall_section(atts[global_name], list(range(run.n_rows)), label)]
+    name = global_name or (GLOBAL_EXPLAINERS[0] if GLOBAL_EXPLAINERS else None)
+    why = (f"{_LABELS[name]}: {run.skipped.get(name, 'was not run')}" if name else
+           "no registered explainer declares a global view (_report_global)")
+    return [_section("treeshap-global", _note(why)),
+            _section("treeshap-waterfalls", _note(why))]
 
 
 def _one_output(att):
@@ -1355,11 +1432,13 @@ def _subset_attribution(att, n):
                        output_names=list(att.output_names))
 
 
-def _summary_section(workload, explainers, n_rows, n_global, rejected, n_background, seed):
+def _summary_section(workload, explainers, n_rows, n_global, rejected, n_background, seed,
+                     global_name=None):
     facts = [("data", workload.data_desc)] + list(workload.facts)
+    label = _LABELS[global_name] if global_name else "the"
     facts += [
         ("explainers", ", ".join(_LABELS[e] for e in explainers)),
-        ("rows for TreeSHAP global importance",
+        (f"rows for {label} global importance",
          f"the first {n_global} of {len(workload.rows)} rows"),
         ("rows explained in detail (waterfalls, comparison)", f"the first {n_rows}"),
         ("rejected rows given counterfactuals", str(len(rejected))),

@@ -13,7 +13,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from ._instances import EXPECTED_FAILED, INSTANCES
+from ._instances import CLASSES, EXPECTED_FAILED, INSTANCES, default_model, fast_params
 from ._toy_explainer import ToyBaselineShapley
 
 _TOY_EXPECTED = {}
@@ -49,32 +49,45 @@ def data():
     return X, y
 
 
+#: per-class contract settings: (make(model), model, a parameter grid for GridSearchCV);
+#: an explainer without an entry: its fast parameters on a LogisticRegression, searched over
+#: ``batch_size``
+_CONTRACT = {
+    "TreeShapExplainer": (lambda cls: lambda m: cls(m), "forest", ("batch_size", [8, 64])),
+    "ShearExplainer": (lambda cls: lambda m: cls(m, random_state=0), "lr",
+                       ("n_evals", [8, 16])),
+    "KnockoffSHAP": (lambda cls: lambda m: cls(m, n_knockoffs=3, random_state=0), "lr",
+                     ("n_knockoffs", [2, 3])),
+    "MaceRecourse": (lambda cls: lambda m: cls(m, random_state=0), "lr",
+                     ("n_neighbors", [10, 20])),
+    "P2CERecourse": (lambda cls: lambda m: cls(m, n_estimators=10, grid_step=0.25,
+                                               max_changes=2, random_state=0), "lr",
+                     ("max_changes", [1, 2])),
+}
+
+
 def _contract_cases():
+    """Every registered explainer with a ``transform`` (attribution and recourse), from the
+    registry, and the toy explainer of the contract's own tests."""
     from sklearn.ensemble import RandomForestClassifier
 
-    from sklearn_xai import (
-        KnockoffSHAP,
-        MaceRecourse,
-        P2CERecourse,
-        ShearExplainer,
-        TreeShapExplainer,
-    )
-
-    lr = LogisticRegression()
-    rf = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0)
-    return [
-        ("ToyBaselineShapley", lambda m: ToyBaselineShapley(m), lr, ("n_evals", [8, 16])),
-        ("TreeShapExplainer", lambda m: TreeShapExplainer(m), rf, ("batch_size", [8, 64])),
-        ("ShearExplainer", lambda m: ShearExplainer(m, random_state=0), lr,
-         ("n_evals", [8, 16])),
-        ("KnockoffSHAP", lambda m: KnockoffSHAP(m, n_knockoffs=3, random_state=0), lr,
-         ("n_knockoffs", [2, 3])),
-        ("MaceRecourse", lambda m: MaceRecourse(m, random_state=0), lr,
-         ("n_neighbors", [10, 20])),
-        ("P2CERecourse", lambda m: P2CERecourse(m, n_estimators=10, grid_step=0.25,
-                                                max_changes=2, random_state=0), lr,
-         ("max_changes", [1, 2])),
-    ]
+    models = {"lr": LogisticRegression(),
+              "forest": RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0)}
+    cases = [("ToyBaselineShapley", lambda m: ToyBaselineShapley(m), models["lr"],
+              ("n_evals", [8, 16]))]
+    for name, cls in CLASSES.items():
+        if not hasattr(cls, "transform"):
+            continue  # a global explainer (KnockoffSAGE): no per-row output to pipe on
+        if name in _CONTRACT:
+            make, model, grid = _CONTRACT[name]
+            cases.append((name, make(cls), models[model], grid))
+            continue
+        params = fast_params(cls)
+        grid = ("batch_size", [8, 64]) if "batch_size" in cls._get_param_names() else \
+            ("n_jobs", [None, 1])
+        cases.append((name, lambda m, cls=cls, params=params: cls(m, **params),
+                      default_model(), grid))
+    return cases
 
 
 CONTRACT = _contract_cases()

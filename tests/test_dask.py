@@ -93,7 +93,7 @@ def _ksage():
 
     X, y = _numeric()
     return KnockoffSAGE(LogisticRegression(), n_knockoffs=3, n_permutations=3,
-                        convergence_tol=None, batch_size=7, random_state=0).fit(X, y), \
+                        tol=None, batch_size=7, random_state=0).fit(X, y), \
         X[:30], y[:30]
 
 
@@ -115,8 +115,38 @@ def _p2ce():
                         shap_samples=5, random_state=0).fit(X, y), rejected, None
 
 
-EXPLAINERS = {"TreeShapExplainer": _tree, "ShearExplainer": _shear, "KnockoffSHAP": _kshap,
-              "KnockoffSAGE": _ksage, "MaceRecourse": _mace, "P2CERecourse": _p2ce}
+def _default(cls):
+    """An explainer of the registry without its own case: its fast parameters
+    (``tests/_instances.py``) in batches of 7 rows, on 30 rows (6 rejected rows for a
+    recourse explainer; ``explain(X, y)`` for a global one)."""
+    from sklearn_xai.base import RecourseMixin
+
+    from ._instances import fast_params, model_for
+
+    X, y = _numeric()
+    params = fast_params(cls)
+    if "batch_size" in cls._get_param_names():
+        params["batch_size"] = 7
+    exp = cls(model_for(cls), **params).fit(X, y)
+    if issubclass(cls, RecourseMixin):
+        model = model_for(cls).fit(X, y)
+        return exp, X[model.predict(X) == 0][:6], None
+    return exp, X[:30], (None if hasattr(cls, "transform") else y[:30])
+
+
+_CASES = {"TreeShapExplainer": _tree, "ShearExplainer": _shear, "KnockoffSHAP": _kshap,
+          "KnockoffSAGE": _ksage, "MaceRecourse": _mace, "P2CERecourse": _p2ce}
+
+
+def _registered():
+    from ._instances import CLASSES
+
+    return CLASSES
+
+
+#: every registered explainer (sklearn_xai/_registry.py): its own case, or the default
+EXPLAINERS = {name: _CASES.get(name, lambda cls=cls: _default(cls))
+              for name, cls in _registered().items()}
 
 
 def _explain(exp, X, y):

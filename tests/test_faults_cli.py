@@ -4,6 +4,7 @@ formula injection in the CSV it writes, and argument validation."""
 import csv
 import os
 import pickle
+import re
 import sys
 
 import joblib
@@ -445,3 +446,71 @@ def test_seed_zero_and_large_are_accepted():
     for seed in ("0", str(2**32 - 1)):
         args = build_parser().parse_args(["explain", "--seed", seed, "--out", "a.csv"])
         assert args.seed == int(seed)
+
+
+# ------------------------------------------------------------------------------------------
+# every registered explainer (sklearn_xai/_registry.py) on the command line
+# ------------------------------------------------------------------------------------------
+
+
+def _registered_cli_names():
+    from sklearn_xai._report import EXPLAINERS
+
+    return list(EXPLAINERS)
+
+
+@pytest.mark.parametrize("name", _registered_cli_names())
+def test_every_registered_explainer_runs_on_the_command_line(name, user, tmp_path, capsys):
+    """``explain --explainer NAME`` (an attribution explainer) writes its matrix and
+    ``report --explainer NAME`` shows its results: in the comparison table, or as
+    counterfactuals of the rejected rows -- never a silent skip."""
+    import html
+
+    from sklearn_xai._report import _CLASSES, ATTRIBUTION_EXPLAINERS
+
+    label = _CLASSES[name]._label or _CLASSES[name].__name__
+    data = ["--model", user["dir"] / "model.joblib", "--trust-model", "--data",
+            user["dir"] / "data.csv", "--background", "60"]
+    if name in ATTRIBUTION_EXPLAINERS:
+        out = tmp_path / "phi.csv"
+        code, stdout, err = _run(["explain", *data, "--rows", "3", "--explainer", name,
+                                  "--out", out], capsys)
+        assert code == 0, err
+        assert f"fit {label} on 60 rows" in err
+        got = pd.read_csv(out, index_col="row")
+        assert len(got) == 3 and list(got.columns[1:]) == FEATURES, got.columns
+        assert got.columns[0].startswith("base_value:")
+        assert np.all(np.isfinite(got.to_numpy(dtype=float)))
+        assert not np.allclose(got[FEATURES].to_numpy(dtype=float), 0)
+    page = tmp_path / "r.html"
+    code, _, err = _run(["report", *data, "--explainer", name, "--rows", "2",
+                         "--global-rows", "10", "--out", page], capsys)
+    assert code == 0, err
+    assert f"{label} on" in err and "skipped" not in err, err
+    text = page.read_text(encoding="utf-8")
+    summary = text[text.index('id="summary"'):text.index('id="treeshap-global"')]
+    assert html.escape(label) in summary
+    if name in ATTRIBUTION_EXPLAINERS:
+        section = text[text.index('id="attribution-comparison"'):
+                       text.index('id="counterfactuals"')]
+        assert f"{html.escape(label)} (" in section, section[:500]
+        assert re.search(r"<td>[+-]\d+\.\d{4} \[\d+\]</td>", section)
+    else:
+        section = text[text.index('id="counterfactuals"'):text.index('id="pareto-scatter"')]
+        assert f"<h4>{html.escape(label)}" in section, section[:500]
+
+
+def test_a_name_the_report_cannot_run_is_refused(monkeypatch, tmp_path, capsys):
+    """A registered class with a ``_cli_name`` that is neither an attribution nor a
+    recourse explainer is refused with a message naming it, never skipped."""
+    from sklearn_xai import KnockoffSAGE, _report
+
+    monkeypatch.setattr(_report, "_CLASSES", {**_report._CLASSES, "sage": KnockoffSAGE})
+    monkeypatch.setattr(_report, "_UNRUNNABLE", ("sage",))
+    out = tmp_path / "r.html"
+    code, _, err = _run(["report", "--explainer", "sage", "--out", out], capsys)
+    _one_line_error(code, err, "cannot run --explainer sage (KnockoffSAGE)")
+    code, _, err = _run(["explain", "--explainer", "sage", "--out", tmp_path / "a.csv"],
+                        capsys)
+    _one_line_error(code, err, "cannot run --explainer sage (KnockoffSAGE)")
+    assert not out.exists()

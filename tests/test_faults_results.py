@@ -15,6 +15,8 @@ from sklearn_xai._registry import all_explainers
 from sklearn_xai.base import AttributionMixin
 from sklearn_xai.recourse import MaceRecourse, P2CERecourse
 
+from ._instances import fast_params
+
 
 @pytest.fixture(scope="module")
 def data():
@@ -82,7 +84,7 @@ def test_counterfactuals_to_frame_is_indexed_by_the_query_label(data, cls):
                          ids=lambda c: c.__name__)
 def test_every_attribution_explainer_keeps_the_index_of_x(cls, data):
     X, model = data
-    est = cls(FrozenEstimator(model), **cls._test_params()).fit(X.iloc[:100])
+    est = cls(FrozenEstimator(model), **fast_params(cls)).fit(X.iloc[:100])
     rows = X.iloc[[510, 3, 77]]
     frame = est.explain(rows).to_frame()
     assert list(frame.index) == ["row510", "row3", "row77"]

@@ -35,14 +35,14 @@ from sklearn.preprocessing import OneHotEncoder
 from sklearn.tree import DecisionTreeClassifier
 
 from sklearn_xai import (
-    KnockoffSAGE,
     KnockoffSHAP,
     MaceRecourse,
 )
-from sklearn_xai._registry import all_explainers
+from sklearn_xai.base import RecourseMixin
 
 from ._broken_models import FAULTS, BrokenClassifier
 from ._fuzz_counter import CASES, OUTCOMES
+from ._instances import CLASSES, fast_params
 
 KINDS_SEEN = Counter()  # (explainer, variant, kind) -> generated inputs of that kind
 
@@ -86,15 +86,18 @@ def _model(name, variant):
 
 
 def _make(name, model):
-    """Small, fast settings of every public explainer (declared by each class)."""
-    cls = _CLASSES[name]
-    return cls(model, **cls._test_params())
+    """Small, fast settings of every registered explainer (``tests/_instances.py``)."""
+    cls = CLASSES[name]
+    return cls(model, **fast_params(cls))
 
 
-_CLASSES = {cls.__name__: cls for cls in all_explainers()}
-NAMES = list(_CLASSES)
+# every registered explainer (sklearn_xai/_registry.py), by its kind: recourse explainers
+# (RecourseMixin) return counterfactuals; a global explainer (no transform: KnockoffSAGE)
+# explains (X, y) at once; the others return attributions
+NAMES = list(CLASSES)
 VARIANTS = ["num", "frame"]
-RECOURSE = {"MaceRecourse", "P2CERecourse"}
+RECOURSE = {n for n, c in CLASSES.items() if issubclass(c, RecourseMixin)}
+GLOBAL = {n for n, c in CLASSES.items() if not hasattr(c, "transform")}
 
 _FITTED = {}
 
@@ -528,7 +531,7 @@ def _check_result(explainer, method, X, result):
         assert isinstance(result, float), type(result)
         assert np.isfinite(result), f"{name}.score returned {result}"
         return
-    if name == "KnockoffSAGE":
+    if name in GLOBAL:
         assert result.values.shape == (len(explainer.player_names_),)
         assert np.all(np.isfinite(result.values))
         return
@@ -552,7 +555,7 @@ def _check_result(explainer, method, X, result):
 def _call(explainer, method, X, y):
     if method == "fit":
         return explainer.fit(X, y)
-    if isinstance(explainer, KnockoffSAGE):
+    if type(explainer).__name__ in GLOBAL:
         return explainer.explain(X, y)
     if method == "score":
         return explainer.score(X)
@@ -611,7 +614,7 @@ def _every_kind(name, variant, method, kinds):
 # --------------------------------------------------------------------------- tests
 
 QUERY_CASES = [(name, variant, method) for name in NAMES for variant in VARIANTS
-               for method in (["explain"] if name == "KnockoffSAGE"
+               for method in (["explain"] if name in GLOBAL
                               else ["explain", "transform", "score"])]
 # generated inputs (beyond one explicit example of every kind) per (explainer, variant,
 # method); recourse calls cost more
@@ -623,7 +626,7 @@ QUERY_EXAMPLES = {"MaceRecourse": 4, "P2CERecourse": 6, "KnockoffSAGE": 24}
 def test_fuzz_fitted(name, variant, method):
     explainer = _fitted(name, variant)
     kinds = list(_kinds(variant))
-    if name == "KnockoffSAGE":
+    if name in GLOBAL:
         kinds += [k for k in Y_KINDS if k != "y_strings"]
 
     @_every_kind(name, variant, method, kinds)
@@ -656,8 +659,10 @@ FIT_KINDS = ["nan", "inf", "huge", "empty", "one_row", "constant_col", "str_col"
              "scalar", "sparse", "dup_columns", "object_col", "category_col",
              "int_colnames", "nullable", "nullable_missing", *Y_KINDS]
 FIT_FRAME_KINDS = ["category_as_object", "category_nan", "unseen_category"]
-FIT_EXAMPLES = {"TreeShapExplainer": 10, "ShearExplainer": 10, "KnockoffSHAP": 4,
-                "KnockoffSAGE": 4, "MaceRecourse": 4, "P2CERecourse": 4}
+# generated fits (beyond one explicit example of every kind); DEFAULT_FIT_EXAMPLES for an
+# explainer without an entry
+FIT_EXAMPLES = {"TreeShapExplainer": 10, "ShearExplainer": 10}
+DEFAULT_FIT_EXAMPLES = 4
 # SequentialKnockoffs takes seconds to fit on the DataFrame variant: its fit is fuzzed on the
 # numeric variant only (the DataFrame variant is fitted once for the explain runs)
 FIT_CASES = [(name, variant) for name in NAMES for variant in VARIANTS
@@ -671,7 +676,7 @@ def test_fuzz_fit(name, variant):
     # HistGradientBoosting fits take about a second each on a loaded machine: the
     # DataFrame variant of TreeShapExplainer runs its explicit examples and 2 more
     n_examples = 2 if (name, variant) == ("TreeShapExplainer", "frame") else \
-        FIT_EXAMPLES[name]
+        FIT_EXAMPLES.get(name, DEFAULT_FIT_EXAMPLES)
 
     @_every_kind(name, variant, "fit", kinds)
     @settings(max_examples=n_examples, derandomize=True, deadline=None,
@@ -778,7 +783,7 @@ def test_fuzz_sampler_params(params):
 
 
 UNFITTED = [(name, method) for name in NAMES
-            for method in (["explain"] if name == "KnockoffSAGE"
+            for method in (["explain"] if name in GLOBAL
                            else ["explain", "transform", "score"])]
 
 

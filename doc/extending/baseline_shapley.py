@@ -46,8 +46,14 @@ class BaselineShapley(AttributionExplainer):
 
     def _explain(self, X):
         data = np.asarray(X, dtype=object) if hasattr(X, "columns") else np.asarray(X)
-        game = ImputationGame(self.model_fn_, data, self.reference_)
-        values, base = exact_shapley(game)  # (n, P, outputs), (n, outputs)
+
+        def run(rows):  # one batch of rows: (rows, P, outputs), (rows, outputs)
+            return exact_shapley(ImputationGame(self.model_fn_, data[rows], self.reference_))
+
+        # batch_size rows at a time, on n_jobs joblib workers (a Dask cluster too)
+        parts = self._map_batches(run, data.shape[0])
+        values = np.concatenate([p[0] for p in parts])
+        base = np.concatenate([p[1] for p in parts])
         if values.shape[2] == 1:
             values, base = values[:, :, 0], base[:, 0]
         return Attribution(values, base, data, self.player_names_, self.output_names_)
