@@ -84,7 +84,7 @@ def main(argv=None):
     background = X.iloc[:200]
     settings = {
         "TreeShapExplainer (interventional)": (
-            TreeShapExplainer, {"feature_perturbation": "interventional",
+            TreeShapExplainer, {"imputation": "marginal",
                                     "model_output": "probability"}),
         "ShearExplainer": (ShearExplainer, {"random_state": 0}),
         "KnockoffSHAP (marginal)": (KnockoffSHAP, {"imputation": "marginal",

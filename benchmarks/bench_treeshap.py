@@ -142,7 +142,7 @@ def interventional(args):
           "explain(rows), woodelf = WoodelfExplainer(model, background).shap_values(rows)")
 
     def ours(bg):
-        exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
+        exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
                                 n_jobs=1).fit(bg)
         return exp.explain(rows).values, exp
 

@@ -49,7 +49,7 @@ print("interaction rows:", inter.extras["interaction_features"],
 
 # %%
 # Interventional values of the probability against 200 background rows.
-prob = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
+prob = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
                          model_output="probability").fit(X_train.sample(200, random_state=0))
 p_att = prob.explain(X_test.iloc[:50])
 print("probability additivity gap:",

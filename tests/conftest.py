@@ -79,8 +79,8 @@ def warm_numba_kernels():
         warnings.simplefilter("ignore")
         for model, data in models:
             rows = data[:5]
-            for kw in ({}, {"max_table_mib": 0}, {"feature_perturbation": "interventional"},
-                       {"feature_perturbation": "interventional", "max_table_mib": 0}):
+            for kw in ({}, {"max_table_mib": 0}, {"imputation": "marginal"},
+                       {"imputation": "marginal", "max_table_mib": 0}):
                 explainer = TreeShapExplainer(FrozenEstimator(model), **kw).fit(data)
                 explainer.explain(rows)
                 explainer.explain_interactions(rows)

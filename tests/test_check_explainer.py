@@ -101,7 +101,7 @@ EXACT_REGIMES = {
     "shear redistribute": lambda: ShearExplainer(n_evals=8, efficiency="redistribute"),
     "treeshap path-dependent": lambda: TreeShapExplainer(),
     "treeshap interventional": lambda: TreeShapExplainer(
-        feature_perturbation="interventional"),
+        imputation="marginal"),
     "knockoff shap marginal exact": lambda: KnockoffSHAP(imputation="marginal"),
     "knockoff shap marginal permutation": lambda: KnockoffSHAP(
         imputation="marginal", algorithm="permutation", n_evals=4),
@@ -142,11 +142,11 @@ def test_every_attribution_explainer_passes_in_its_exact_regime(X, name):
 
 
 @pytest.mark.parametrize("family", ["xgboost", "lightgbm"])
-@pytest.mark.parametrize("perturbation", ["tree_path_dependent", "interventional"])
+@pytest.mark.parametrize("perturbation", ["tree_path_dependent", "marginal"])
 def test_treeshap_passes_on_xgboost_and_lightgbm(X, family, perturbation):
     models = [make_known_model(X, family=family, structure=s, random_state=5)
               for s in ("additive", "dummy", "pair")]
-    check_explainer(TreeShapExplainer(feature_perturbation=perturbation), None,
+    check_explainer(TreeShapExplainer(imputation=perturbation), None,
                     models=models)
 
 

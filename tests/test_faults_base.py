@@ -42,7 +42,7 @@ def _data(n=60, seed=0):
 @pytest.mark.parametrize("make", [
     lambda m: ShearExplainer(m, n_evals=4, random_state=0),
     lambda m: KnockoffSHAP(m, n_knockoffs=2, random_state=0),
-    lambda m: KnockoffSAGE(m, n_knockoffs=2, n_permutations=2, convergence_tol=None,
+    lambda m: KnockoffSAGE(m, n_knockoffs=2, n_permutations=2, tol=None,
                            random_state=0),
 ], ids=["shear", "knockoff_shap", "knockoff_sage"])
 def test_non_finite_model_output_is_reported(make, fault):
@@ -103,7 +103,7 @@ def test_nullable_dtypes_without_missing_values_are_explained(make):
 
 def test_nullable_dtypes_in_knockoff_sage_and_mace():
     plain, nullable, y = _nullable_frames()
-    sage = {"n_knockoffs": 2, "n_permutations": 2, "convergence_tol": None, "random_state": 0}
+    sage = {"n_knockoffs": 2, "n_permutations": 2, "tol": None, "random_state": 0}
     a = KnockoffSAGE(_frame_model(), **sage).fit(plain, y).explain(plain, y)
     b = KnockoffSAGE(_frame_model(), **sage).fit(nullable, y).explain(nullable, y)
     np.testing.assert_allclose(b.values, a.values, rtol=1e-10)
@@ -275,6 +275,10 @@ def test_series_and_unfitted_pipeline_step_get_clear_messages(cls):
     (KnockoffSHAP, "estimator", "algorithm"),
     (KnockoffSAGE, "estimator", "algorithm"),
     (MaceRecourse, "sparsify", "posthoc_sparsity"),
+    # issue #20: one meaning per name
+    (KnockoffSAGE, "convergence_tol", "tol"),
+    (ShearExplainer, "reference", "background"),
+    (TreeShapExplainer, "feature_perturbation", "imputation"),
 ])
 def test_old_parameter_names_say_the_new_name(cls, old, new):
     # an old name gave Python's plain "unexpected keyword argument" with no hint
@@ -331,7 +335,7 @@ def test_convergence_warning_is_given_once_per_fitted_explainer(monkeypatch):
         assert convergence_warnings(lambda e=again: e.explain(X[:4])) == []
         exp.fit(X)  # a new fit warns again
         assert len(convergence_warnings(lambda e=exp: e.explain(X[:4]))) == 1
-    sage = KnockoffSAGE(model, n_knockoffs=2, convergence_tol=1e-12, random_state=0).fit(X)
+    sage = KnockoffSAGE(model, n_knockoffs=2, tol=1e-12, random_state=0).fit(X)
     assert len(convergence_warnings(lambda: sage.explain(X, y))) == 1
     assert convergence_warnings(lambda: sage.explain(X, y)) == []
 

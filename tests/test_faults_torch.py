@@ -176,8 +176,8 @@ def test_input_beyond_module_dtype_range_raises_naming_column_and_dtype():
         TorchModelFunction(module)(Xb)
     ref = X.mean(0)
     ref[0] = -1e39
-    with pytest.raises(ValueError, match=r"reference.*float32.*column\(s\) \[0\]"):
-        ShearExplainer(module, n_evals=4, reference=ref).fit(X)
+    with pytest.raises(ValueError, match=r"background.*float32.*column\(s\) \[0\]"):
+        ShearExplainer(module, n_evals=4, background=ref).fit(X)
     # the largest float32 is still accepted by the adapter (no false alarm at the edge)
     lin = TorchModelFunction(torch.nn.Linear(1, 1, bias=False))
     with torch.no_grad():
@@ -261,11 +261,11 @@ def test_non_finite_reference_names_the_parameter(bad):
     X = _X()
     ref = X.mean(0)
     ref[1] = bad
-    with pytest.raises(ValueError, match=r"reference.*column\(s\) \[1\]"):
-        ShearExplainer(_mlp(), n_evals=4, reference=ref).fit(X)
+    with pytest.raises(ValueError, match=r"background.*column\(s\) \[1\]"):
+        ShearExplainer(_mlp(), n_evals=4, background=ref).fit(X)
     linear = FrozenEstimator(LinearRegression().fit(X, X @ np.arange(4.0)))
-    with pytest.raises(ValueError, match=r"reference.*column\(s\) \[1\]"):
-        ShearExplainer(linear, n_evals=4, reference=ref).fit(X)
+    with pytest.raises(ValueError, match=r"background.*column\(s\) \[1\]"):
+        ShearExplainer(linear, n_evals=4, background=ref).fit(X)
 
 
 def test_nan_reference_allowed_for_a_model_that_takes_nan():
@@ -276,7 +276,7 @@ def test_nan_reference_allowed_for_a_model_that_takes_nan():
     model = FrozenEstimator(HistGradientBoostingRegressor(max_iter=20).fit(X, y))
     ref = X.mean(0)
     ref[1] = np.nan  # "missing" is a legitimate baseline for this model
-    e = ShearExplainer(model, n_evals=16, reference=ref).fit(X)
+    e = ShearExplainer(model, n_evals=16, background=ref).fit(X)
     a = e.explain(X[:3])
     np.testing.assert_allclose(
         a.values, _brute_force_shapley(model.predict, X[:3], ref), atol=1e-10)
@@ -285,14 +285,14 @@ def test_nan_reference_allowed_for_a_model_that_takes_nan():
 @pytest.mark.parametrize("shape", [(5,), (2, 4), (1, 4, 1)])
 def test_wrong_shape_reference_names_the_parameter(shape):
     X = _X()
-    with pytest.raises(ValueError, match=r"reference must have shape \(4,\)"):
-        ShearExplainer(_mlp(), n_evals=4, reference=np.zeros(shape)).fit(X)
+    with pytest.raises(ValueError, match=r"background must be one row, of shape \(4,\)"):
+        ShearExplainer(_mlp(), n_evals=4, background=np.zeros(shape)).fit(X)
 
 
 def test_non_numeric_reference_for_a_torch_module_names_the_parameter():
     X = _X()
-    with pytest.raises(ValueError, match="reference"):
-        ShearExplainer(_mlp(), n_evals=4, reference=["a", 0, 0, 0]).fit(X)
+    with pytest.raises(ValueError, match="background"):
+        ShearExplainer(_mlp(), n_evals=4, background=["a", 0, 0, 0]).fit(X)
 
 
 # ----------------------------------------------------------------------------- finding 14

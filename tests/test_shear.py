@@ -526,8 +526,8 @@ def test_bad_parameters_raise(data):
         ShearExplainer(model, n_evals=12).fit(X)
     with pytest.raises(ValueError, match="n_evals"):
         ShearExplainer(model, n_evals=1).fit(X)
-    with pytest.raises(ValueError, match="reference"):
-        ShearExplainer(model, reference=np.zeros(5)).fit(X)
+    with pytest.raises(ValueError, match="background"):
+        ShearExplainer(model, background=np.zeros(5)).fit(X)
     with pytest.raises(ValueError, match="cooperators"):
         ShearExplainer(model, cooperators="gradient").fit(X)
     for n_rounds in (0, 3, 8):  # not a power of two, or more than n_evals / 2

@@ -174,11 +174,11 @@ def test_model_space_sampled_selects_cooperators_on_the_last_step(mixed):
 
 def test_model_space_reference_has_the_explained_width(mixed):
     df, _, pipe = mixed
-    with pytest.raises(ValueError, match=r"reference must have shape \(5,\).*model"):
+    with pytest.raises(ValueError, match=r"background must be one row, of shape \(5,\).*model"):
         ShearExplainer(FrozenEstimator(pipe), feature_space="model",
-                       reference=np.zeros(3)).fit(df)
+                       background=np.zeros(3)).fit(df)
     e = ShearExplainer(FrozenEstimator(pipe), feature_space="model", n_evals=32,
-                       reference=np.zeros(5)).fit(df)
+                       background=np.zeros(5)).fit(df)
     a = e.explain(df.iloc[:3])
     truth = brute_force_shapley(_proba(pipe[-1]), pipe[:-1].transform(df.iloc[:3]),
                                 np.zeros(5))

@@ -186,7 +186,7 @@ def test_interventional_values_are_the_input_column_game(name):
     pipe, X, _, kind, tol = _fitted(name)
     f = _response(pipe, kind)
     bg, rows = X.iloc[:10], X.iloc[40:44]
-    exp = TreeShapExplainer(FrozenEstimator(pipe), feature_perturbation="interventional")
+    exp = TreeShapExplainer(FrozenEstimator(pipe), imputation="marginal")
     att = exp.fit(bg).explain(rows)
     assert exp.feature_space_ == "input"
     assert exp.player_names_ == INPUTS and att.feature_names == INPUTS
@@ -220,19 +220,19 @@ def test_path_dependent_values_are_the_input_column_game(name):
                                rtol=0, atol=tol)
 
 
-@pytest.mark.parametrize("perturbation", ["interventional", "tree_path_dependent"])
+@pytest.mark.parametrize("perturbation", ["marginal", "tree_path_dependent"])
 @pytest.mark.parametrize("name", ["gb", "lgbm"])
 def test_interactions_are_the_input_column_game(name, perturbation):
     pipe, X, _, kind, tol = _fitted(name)
     f = _response(pipe, kind)
     bg, rows = X.iloc[:10], X.iloc[40:43]
-    exp = TreeShapExplainer(FrozenEstimator(pipe), feature_perturbation=perturbation)
+    exp = TreeShapExplainer(FrozenEstimator(pipe), imputation=perturbation)
     att = exp.fit(bg).explain_interactions(rows)
     inter = att.extras["interactions"]
     assert inter.shape == (3, 4, 4)
     Z = np.asarray(pipe[0].transform(rows), dtype=np.float64)
     for i in range(len(rows)):
-        if perturbation == "interventional":
+        if perturbation == "marginal":
             phi, ref = interventional_oracle(f, rows.iloc[[i]], bg)
         else:
             phi, ref, _ = path_dependent_oracle(exp.ensemble_, Z[i], _column_owner(pipe), 4)
@@ -247,12 +247,12 @@ def test_banzhaf_values_are_the_input_column_game(max_table_mib):
     f = _response(pipe, kind)
     bg, rows = X.iloc[:10], X.iloc[40:43]
     Z = np.asarray(pipe[0].transform(rows), dtype=np.float64)
-    for perturbation in ("interventional", "tree_path_dependent"):
-        exp = TreeShapExplainer(FrozenEstimator(pipe), feature_perturbation=perturbation,
+    for perturbation in ("marginal", "tree_path_dependent"):
+        exp = TreeShapExplainer(FrozenEstimator(pipe), imputation=perturbation,
                                 index="banzhaf", max_table_mib=max_table_mib).fit(bg)
         values = exp.explain(rows).values
         for i in range(len(rows)):
-            if perturbation == "interventional":
+            if perturbation == "marginal":
                 phi, _ = interventional_oracle(f, rows.iloc[[i]], bg, index="banzhaf")
             else:
                 phi, _, _ = path_dependent_oracle(exp.ensemble_, Z[i], _column_owner(pipe),
@@ -268,13 +268,13 @@ def test_deep_trees_through_the_fallback_kernels_are_the_input_column_game():
     bg, rows = X.iloc[:10], X.iloc[40:43]
     Z = np.asarray(pipe[0].transform(rows), dtype=np.float64)
     owner = _column_owner(pipe)
-    for perturbation in ("interventional", "tree_path_dependent"):
-        exp = TreeShapExplainer(FrozenEstimator(pipe), feature_perturbation=perturbation,
+    for perturbation in ("marginal", "tree_path_dependent"):
+        exp = TreeShapExplainer(FrozenEstimator(pipe), imputation=perturbation,
                                 max_table_mib=0).fit(bg)
         assert exp.algorithm_ in ("pairwise", "quadrature")
         att = exp.explain_interactions(rows)
         for i in range(len(rows)):
-            if perturbation == "interventional":
+            if perturbation == "marginal":
                 phi, inter = interventional_oracle(f, rows.iloc[[i]], bg)
             else:
                 phi, inter, _ = path_dependent_oracle(exp.ensemble_, Z[i], owner, 4)
@@ -286,7 +286,7 @@ def test_deep_trees_through_the_fallback_kernels_are_the_input_column_game():
 def test_log_loss_is_the_input_column_game():
     pipe, X, y, _, _ = _fitted("gb")
     bg, rows, labels = X.iloc[:8], X.iloc[40:43], y[40:43]
-    exp = TreeShapExplainer(FrozenEstimator(pipe), feature_perturbation="interventional",
+    exp = TreeShapExplainer(FrozenEstimator(pipe), imputation="marginal",
                             model_output="log_loss").fit(bg)
     att = exp.explain(rows, labels)
     assert att.feature_names == INPUTS
@@ -309,15 +309,15 @@ def test_multiclass_outputs_are_the_input_column_game():
     f = _response(pipe, "decision")
     bg, rows = X.iloc[:8], X.iloc[40:43]
     Z = np.asarray(pipe[0].transform(rows), dtype=np.float64)
-    for perturbation in ("interventional", "tree_path_dependent"):
-        exp = TreeShapExplainer(FrozenEstimator(pipe), feature_perturbation=perturbation)
+    for perturbation in ("marginal", "tree_path_dependent"):
+        exp = TreeShapExplainer(FrozenEstimator(pipe), imputation=perturbation)
         att = exp.fit(bg).explain(rows)
         assert att.values.shape == (3, 4, 3)
         assert list(exp.get_feature_names_out())[:5] == [
             "phi__c1__margin(0)", "phi__c2__margin(0)", "phi__n1__margin(0)",
             "phi__n2__margin(0)", "phi__c1__margin(1)"]
         for i in range(len(rows)):
-            if perturbation == "interventional":
+            if perturbation == "marginal":
                 phi, _ = interventional_oracle(f, rows.iloc[[i]], bg)
             else:
                 phi, _, _ = path_dependent_oracle(exp.ensemble_, Z[i], _column_owner(pipe),
@@ -340,7 +340,7 @@ def test_ordinal_encoder_into_categorical_hgb():
     assert pipe[-1].is_categorical_[:2].all()
     f = _response(pipe, "decision")
     bg, rows = X.iloc[:10], X.iloc[40:44]
-    exp = TreeShapExplainer(FrozenEstimator(pipe), feature_perturbation="interventional")
+    exp = TreeShapExplainer(FrozenEstimator(pipe), imputation="marginal")
     att = exp.fit(bg).explain(rows)
     assert att.feature_names == INPUTS
     assert (exp.ensemble_.mode == 3).any()  # categorical splits were kept
@@ -366,7 +366,7 @@ def test_ordinal_encoder_into_categorical_lightgbm():
     pipe.fit(X, y, lgbmregressor__categorical_feature=[0, 1])
     f = _response(pipe, "predict")
     bg, rows = X.iloc[:10], X.iloc[40:44]
-    exp = TreeShapExplainer(FrozenEstimator(pipe), feature_perturbation="interventional")
+    exp = TreeShapExplainer(FrozenEstimator(pipe), imputation="marginal")
     att = exp.fit(bg).explain(rows)
     assert (exp.ensemble_.mode == 3).any()
     for i in range(len(rows)):
@@ -384,35 +384,35 @@ def test_sum_of_one_hot_values_is_not_the_input_column_value():
     f = _response(pipe, kind)
     bg, rows = X.iloc[:10], X.iloc[40:48]
     owner = _column_owner(pipe)
-    for perturbation in ("interventional", "tree_path_dependent"):
+    for perturbation in ("marginal", "tree_path_dependent"):
         grouped = TreeShapExplainer(FrozenEstimator(pipe),
-                                    feature_perturbation=perturbation).fit(bg)
+                                    imputation=perturbation).fit(bg)
         per_column = TreeShapExplainer(FrozenEstimator(pipe), feature_space="model",
-                                       feature_perturbation=perturbation).fit(bg)
+                                       imputation=perturbation).fit(bg)
         g = grouped.explain(rows).values
         c = per_column.explain(rows).values
         summed = np.stack([c[:, owner == j].sum(axis=1) for j in range(4)], axis=1)
         # both add up to the same output, but the categorical columns' values differ
         np.testing.assert_allclose(g.sum(axis=1), summed.sum(axis=1), atol=1e-10)
         assert np.abs(g[:, :2] - summed[:, :2]).max() > 1e-3
-        if perturbation == "interventional":  # and the grouped values are the game's
+        if perturbation == "marginal":  # and the grouped values are the game's
             for i in range(2):
                 phi, _ = interventional_oracle(f, rows.iloc[[i]], bg)
                 np.testing.assert_allclose(g[i], phi[:, 0], rtol=0, atol=1e-10)
 
 
-@pytest.mark.parametrize("perturbation", ["interventional", "tree_path_dependent"])
+@pytest.mark.parametrize("perturbation", ["marginal", "tree_path_dependent"])
 def test_model_space_is_the_per_column_explanation(perturbation):
     pipe, X, _, _, _ = _fitted("rf")
     bg, rows = X.iloc[:10], X.iloc[40:45]
     exp = TreeShapExplainer(FrozenEstimator(pipe), feature_space="model",
-                            feature_perturbation=perturbation).fit(bg)
+                            imputation=perturbation).fit(bg)
     att = exp.explain(rows)
     assert exp.feature_space_ == "model"
     assert exp.preprocessor_ is not None and exp.explained_model_ is pipe[-1]
     names = list(pipe[0].get_feature_names_out())
     assert exp.player_names_ == names and exp.n_features_explained_ == len(names)
-    final = TreeShapExplainer(FrozenEstimator(pipe[-1]), feature_perturbation=perturbation)
+    final = TreeShapExplainer(FrozenEstimator(pipe[-1]), imputation=perturbation)
     ref = final.fit(pipe[0].transform(bg)).explain(pipe[0].transform(rows))
     np.testing.assert_array_equal(att.values, ref.values)
     np.testing.assert_array_equal(att.base_values, ref.base_values)
@@ -460,7 +460,7 @@ def test_names_transform_pickle_and_score_in_input_space():
     pipe, X, _, kind, _ = _fitted("gb")
     f = _response(pipe, kind)
     bg, rows = X.iloc[:20], X.iloc[40:50]
-    exp = TreeShapExplainer(FrozenEstimator(pipe), feature_perturbation="interventional")
+    exp = TreeShapExplainer(FrozenEstimator(pipe), imputation="marginal")
     att = exp.fit(bg).explain(rows)
     assert list(exp.get_feature_names_out()) == [f"phi__{c}" for c in INPUTS]
     np.testing.assert_array_equal(exp.transform(rows), att.values)
@@ -496,18 +496,18 @@ def test_sparse_one_hot_output_is_densified_in_both_spaces():
     assert hasattr(sparse[0].transform(X.iloc[:3]), "toarray")
     bg, rows = X.iloc[:10], X.iloc[40:44]
     for space in ("input", "model"):
-        for perturbation in ("interventional", "tree_path_dependent"):
+        for perturbation in ("marginal", "tree_path_dependent"):
             got = TreeShapExplainer(FrozenEstimator(sparse), feature_space=space,
-                                    feature_perturbation=perturbation).fit(bg).explain(rows)
+                                    imputation=perturbation).fit(bg).explain(rows)
             ref = TreeShapExplainer(FrozenEstimator(pipe), feature_space=space,
-                                    feature_perturbation=perturbation).fit(bg).explain(rows)
+                                    imputation=perturbation).fit(bg).explain(rows)
             np.testing.assert_allclose(got.values, ref.values, rtol=0, atol=1e-12)
 
 
 def test_unfitted_pipeline_is_fitted_and_explained_in_input_columns():
     X, y = _frame()
     pipe = make_pipeline(_ct(), RandomForestRegressor(4, max_depth=4, random_state=0))
-    exp = TreeShapExplainer(pipe, feature_perturbation="interventional").fit(X, y)
+    exp = TreeShapExplainer(pipe, imputation="marginal").fit(X, y)
     assert exp.player_names_ == INPUTS
     f = _response(exp.model_, "predict")
     bg = X  # the background is the training X
@@ -682,7 +682,7 @@ def test_a_none_category_survives_rows_rebuilt_as_a_frame():
         ColumnTransformer([("oh", OneHotEncoder(sparse_output=False), ["c"])],
                           remainder="passthrough"),
         DecisionTreeRegressor(max_depth=4, random_state=0))
-    explainer = TreeShapExplainer(pipe, feature_perturbation="interventional").fit(X, y)
+    explainer = TreeShapExplainer(pipe, imputation="marginal").fit(X, y)
     rows = X.iloc[:10]
     np.testing.assert_allclose(explainer.model_fn_(rows.to_numpy(dtype=object))[:, 0],
                                explainer.model_.predict(rows))

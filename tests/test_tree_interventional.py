@@ -195,7 +195,7 @@ def _numeric(seed, n=300, m=4, nan=0.0):
 
 
 def _check(model, f, bg, rows, atol=1e-12, interactions=True, data=None):
-    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional")
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal")
     exp.fit(bg)
     assert exp.algorithm_ == "tables"
     att = exp.explain_interactions(rows) if interactions else exp.explain(rows)
@@ -287,7 +287,7 @@ def test_fallback_gives_the_same_values_and_says_so():
     X, y = _numeric(3, m=5)
     model = GradientBoostingClassifier(n_estimators=5, max_depth=3, random_state=0)
     model.fit(X, y > 0)
-    kw = {"feature_perturbation": "interventional"}
+    kw = {"imputation": "marginal"}
     tab = TreeShapExplainer(FrozenEstimator(model), **kw).fit(X[:40])
     pair = TreeShapExplainer(FrozenEstimator(model), max_table_mib=0, **kw).fit(X[:40])
     assert tab.algorithm_ == "tables" and tab.table_nbytes_ > 0
@@ -309,7 +309,7 @@ def test_deep_trees_use_the_pairwise_fallback():
     y = rng.normal(size=400)
     deep = DecisionTreeRegressor(random_state=0).fit(X, y)  # unlimited depth
     shallow = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
-    kw = {"feature_perturbation": "interventional"}
+    kw = {"imputation": "marginal"}
     exp = TreeShapExplainer(FrozenEstimator(deep), **kw).fit(X[:30])
     assert exp.algorithm_ == "pairwise"
     assert TreeShapExplainer(FrozenEstimator(shallow), **kw).fit(X[:30]).algorithm_ == \
@@ -325,7 +325,7 @@ def test_mixed_tables_and_pairwise_within_one_forest():
     y = X[:, 0] + rng.normal(size=300)
     forest = RandomForestRegressor(3, random_state=0).fit(X, y)  # deep trees
     forest.estimators_[1] = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
-    kw = {"feature_perturbation": "interventional"}
+    kw = {"imputation": "marginal"}
     exp = TreeShapExplainer(FrozenEstimator(forest), **kw).fit(X[:25])
     assert exp.algorithm_ == "tables+pairwise"
     att = exp.explain(X[40:45])
@@ -343,7 +343,7 @@ def test_probability_output_uses_pairwise_and_refuses_interactions():
     X, y = _numeric(8)
     model = GradientBoostingClassifier(n_estimators=4, max_depth=2, random_state=0)
     model.fit(X, y > 0)
-    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
                             model_output="probability").fit(X[:20])
     assert exp.algorithm_ == "pairwise"
     with pytest.raises(ValueError, match="model_output='raw'"):
@@ -355,7 +355,7 @@ def test_background_size_does_not_change_the_row_cost_structure():
     X, y = _numeric(9)
     model = GradientBoostingClassifier(n_estimators=3, max_depth=3, random_state=0)
     model.fit(X, y > 0)
-    kw = {"feature_perturbation": "interventional"}
+    kw = {"imputation": "marginal"}
     small = TreeShapExplainer(FrozenEstimator(model), **kw).fit(X[:10])
     large = TreeShapExplainer(FrozenEstimator(model), **kw).fit(X[:300])
     assert small.table_nbytes_ == large.table_nbytes_ > 0
@@ -365,8 +365,8 @@ def test_score_is_faithfulness_correlation():
     X, y = _numeric(10)
     model = GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0)
     model.fit(X, y > 0)
-    for fp in ("tree_path_dependent", "interventional"):
-        exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation=fp).fit(X[:50])
+    for fp in ("tree_path_dependent", "marginal"):
+        exp = TreeShapExplainer(FrozenEstimator(model), imputation=fp).fit(X[:50])
         rows = X[100:130]
         ref = faithfulness_correlation(exp.model_fn_, rows, exp.explain(rows),
                                        np.nan_to_num(exp.reference_))
@@ -397,7 +397,7 @@ def test_pickle_batches_and_threads_give_the_same_values():
 
     X, y = _numeric(12, m=5, nan=0.1)
     model = HistGradientBoostingRegressor(max_iter=10, max_depth=4, random_state=0).fit(X, y)
-    kw = {"feature_perturbation": "interventional"}
+    kw = {"imputation": "marginal"}
     exp = TreeShapExplainer(FrozenEstimator(model), **kw).fit(X[:60])
     ref = exp.explain(X[100:140])
     np.testing.assert_allclose(ref.predicted(), model.predict(X[100:140]), rtol=0, atol=1e-10)
@@ -447,7 +447,7 @@ def test_banzhaf_through_the_explainer(mixed_frame):
     model = lgb.LGBMRegressor(n_estimators=6, num_leaves=8, min_child_samples=5,
                               verbose=-1).fit(df, y)
     bg, rows = df.iloc[:15], df.iloc[200:202]
-    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
                             index="banzhaf").fit(bg)
     att = exp.explain(rows)
     assert att.extras["index"] == "banzhaf" and exp.algorithm_ == "tables"
@@ -460,7 +460,7 @@ def test_banzhaf_through_the_explainer(mixed_frame):
     with pytest.raises(ValueError, match="index='banzhaf'"):
         TreeShapExplainer(FrozenEstimator(lgb.LGBMClassifier(n_estimators=2, verbose=-1)
                                           .fit(df, y > 0)),
-                          feature_perturbation="interventional", model_output="probability",
+                          imputation="marginal", model_output="probability",
                           index="banzhaf").fit(bg)
     path = TreeShapExplainer(FrozenEstimator(model), index="banzhaf").fit(bg)
     assert path.explain(rows).extras["index"] == "banzhaf"

@@ -223,7 +223,7 @@ def test_sklearn_additivity(make):
 def test_interventional_probability_additivity(frame):
     df, y, _, _ = frame
     model = lgb.LGBMClassifier(n_estimators=10, verbose=-1).fit(df, y)
-    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
                             model_output="probability").fit(df.iloc[:40])
     att = exp.explain(df.iloc[:20])
     assert att.output_names == ["proba(1)"]
@@ -239,7 +239,7 @@ def test_interventional_raw_matches_brute_force_on_lightgbm(frame):
 
     df, y, _, _ = frame
     model = lgb.LGBMClassifier(n_estimators=5, num_leaves=8, verbose=-1).fit(df, y)
-    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
                             max_background=6, random_state=0)
     with pytest.warns(UserWarning, match="max_background=6 of 30"):
         exp.fit(df.iloc[:30])
@@ -358,9 +358,9 @@ def test_errors(frame):
     reg = lgb.LGBMRegressor(n_estimators=3, verbose=-1).fit(X, y)
     with pytest.raises(ValueError, match="needs a classifier"):
         TreeShapExplainer(FrozenEstimator(reg), model_output="probability",
-                          feature_perturbation="interventional").fit(X)
-    with pytest.raises(ValueError, match="feature_perturbation"):
-        TreeShapExplainer(FrozenEstimator(reg), feature_perturbation="exact").fit(X)
+                          imputation="marginal").fit(X)
+    with pytest.raises(ValueError, match="imputation"):
+        TreeShapExplainer(FrozenEstimator(reg), imputation="exact").fit(X)
     exp = TreeShapExplainer(FrozenEstimator(reg)).fit(X)
     with pytest.raises(ValueError, match="features"):
         exp.explain(X[:, :3])
@@ -381,7 +381,7 @@ def test_interventional_softmax_probability_additivity(frame):
     df, _, y3, _ = frame
     model = xgb.XGBClassifier(n_estimators=5, max_depth=3, enable_categorical=True, n_jobs=1)
     model.fit(df, y3)
-    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
                             model_output="probability").fit(df.iloc[:25])
     att = exp.explain(df.iloc[:10])
     assert att.output_names == ["proba(0)", "proba(1)", "proba(2)"]
@@ -408,7 +408,7 @@ def test_interventional_sklearn_forest_against_brute_force_on_predict():
     X, y = _numeric(np.random.default_rng(7), n=300, nan=0.0)
     model = RandomForestRegressor(5, max_depth=12, random_state=0).fit(X, y)
     bg = X[:50]
-    att = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional")
+    att = TreeShapExplainer(FrozenEstimator(model), imputation="marginal")
     vals = att.fit(bg).explain(X[100:102]).values
     for i, x in enumerate(X[100:102]):
         ref = np.zeros(5)

@@ -50,7 +50,7 @@ def _check_path_dependent(exp, rows, f):
 
 
 def _check_interventional(model, f, bg, rows):
-    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional")
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal")
     values = _values(exp.fit(bg).explain(rows))
     for i, x in enumerate(rows):
         ref, _ = enumerate_game(f, x, bg)
@@ -211,7 +211,7 @@ def test_isolation_forest_matches_enumeration_and_score_samples(max_features):
         np.testing.assert_allclose(att.values[i], ref, rtol=0, atol=1e-12)
     _check_interventional(model, lambda Z: predict_raw(ens, Z), X[:15], rows)
     # the ensemble is checked against score_samples above; enumeration through it too
-    exp_i = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional")
+    exp_i = TreeShapExplainer(FrozenEstimator(model), imputation="marginal")
     vals = exp_i.fit(X[:15]).explain(rows).values
     for i, x in enumerate(rows):
         ref, _ = enumerate_game(f, x, X[:15])
@@ -234,7 +234,7 @@ def test_isolation_forest_refuses_probability():
     X, _ = _data(3, n=60)
     model = IsolationForest(n_estimators=2, random_state=0).fit(X)
     with pytest.raises(ValueError, match="model_output='probability'"):
-        TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
+        TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
                           model_output="probability").fit(X)
     ens, _ = parse_model(model)
     assert ens.model_name == "IsolationForest"
@@ -343,7 +343,7 @@ def test_log_loss_matches_enumeration(make, n_classes):
     labels = np.digitize(y, [0.5] if n_classes == 2 else [-0.5, 0.8])
     model = make().fit(X, labels)
     bg, rows, yr = X[:12], X[100:104], labels[100:104]
-    exp = TreeShapExplainer(FrozenEstimator(model), feature_perturbation="interventional",
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
                             model_output="log_loss").fit(bg)
     att = exp.explain(rows, yr)
     assert att.output_names == ["log_loss"] and att.values.shape == (4, 4)
@@ -357,7 +357,7 @@ def test_log_loss_matches_enumeration(make, n_classes):
                                rtol=0, atol=1e-12)
     # labels by value, not position
     named = TreeShapExplainer(FrozenEstimator(model.__class__(**model.get_params()).fit(
-        X, np.array(list("abc"))[labels])), feature_perturbation="interventional",
+        X, np.array(list("abc"))[labels])), imputation="marginal",
         model_output="log_loss").fit(bg)
     np.testing.assert_allclose(named.explain(rows, np.array(list("abc"))[yr]).values,
                                att.values, rtol=0, atol=1e-12)
@@ -366,7 +366,7 @@ def test_log_loss_matches_enumeration(make, n_classes):
 def test_log_loss_errors():
     X, y = _data(7, n=80)
     clf = GradientBoostingClassifier(n_estimators=2, random_state=0).fit(X, y > 0)
-    exp = TreeShapExplainer(FrozenEstimator(clf), feature_perturbation="interventional",
+    exp = TreeShapExplainer(FrozenEstimator(clf), imputation="marginal",
                             model_output="log_loss").fit(X[:10])
     with pytest.raises(ValueError, match="explain\\(X, y\\)"):
         exp.explain(X[:3])
@@ -376,18 +376,18 @@ def test_log_loss_errors():
         exp.explain(X[:3], [True, False])
     with pytest.raises(ValueError, match="log_loss"):
         exp.explain_interactions(X[:3])
-    with pytest.raises(ValueError, match="interventional"):
+    with pytest.raises(ValueError, match="imputation=.marginal."):
         TreeShapExplainer(FrozenEstimator(clf), model_output="log_loss").fit(X)
     rng = np.random.default_rng(8)
     W = rng.normal(size=(200, 14))
     wide = RandomForestClassifier(20, max_depth=3, max_features=1, random_state=0)
     wide.fit(W, W.sum(axis=1) > 0)
     assert len({f for t in wide.estimators_ for f in t.tree_.feature if f >= 0}) > 12
-    loss = TreeShapExplainer(FrozenEstimator(wide), feature_perturbation="interventional",
+    loss = TreeShapExplainer(FrozenEstimator(wide), imputation="marginal",
                              model_output="log_loss").fit(W[:2])
     with pytest.raises(ValueError, match="at most 12"):
         loss.explain(W[5:6], [True])
     reg = DecisionTreeRegressor(max_depth=2).fit(X, y)
     with pytest.raises(ValueError, match="classifier"):
-        TreeShapExplainer(FrozenEstimator(reg), feature_perturbation="interventional",
+        TreeShapExplainer(FrozenEstimator(reg), imputation="marginal",
                           model_output="log_loss").fit(X)

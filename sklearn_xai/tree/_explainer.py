@@ -986,21 +986,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
                 "model_output='raw' (the margin).")
         X = self._explained_rows(self._validate_X(X, reset=False))
         Z, data = self._transform_input(X, with_data=True)
-        M = len(self.player_names_)
-        if features is None:
-            feats = np.arange(M)
-        else:
-            feats = []
-            for f in np.atleast_1d(features):
-                if isinstance(f, str):
-                    if f not in self.player_names_:
-                        raise ValueError(f"features names an unknown feature {f!r}.")
-                    feats.append(self.player_names_.index(f))
-                elif isinstance(f, Integral | np.integer) and 0 <= int(f) < M:
-                    feats.append(int(f))
-                else:
-                    raise ValueError(f"features entry {f!r} is not a feature index.")
-            feats = np.asarray(feats, dtype=np.int64)
+        feats = self._interaction_features(features)
         func = self._interaction_kernel(feats)
 
         n = Z.shape[0]
@@ -1028,6 +1014,23 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
                                                             for f in feats],
                                    "imputation": self.imputation,
                                    "algorithm": self.algorithm_})
+
+    def _interaction_features(self, features):
+        """Player positions of ``features`` (names or indices; None: every player)."""
+        M = len(self.player_names_)
+        if features is None:
+            return np.arange(M)
+        feats = []
+        for f in np.atleast_1d(features):
+            if isinstance(f, str):
+                if f not in self.player_names_:
+                    raise ValueError(f"features names an unknown feature {f!r}.")
+                feats.append(self.player_names_.index(f))
+            elif isinstance(f, Integral | np.integer) and 0 <= int(f) < M:
+                feats.append(int(f))
+            else:
+                raise ValueError(f"features entry {f!r} is not a feature index.")
+        return np.asarray(feats, dtype=np.int64)
 
     def _interaction_kernel(self, feats):
         """``func(B) -> (phi, inter)`` for the fitted setting."""
