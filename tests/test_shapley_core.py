@@ -347,7 +347,7 @@ def test_one_table_of_algorithms_used_by_knockoff_shap(monkeypatch):
 
     from sklearn_xai.shapley import KnockoffSAGE, KnockoffSHAP
 
-    assert set(ALGORITHMS) == {"exact", "permutation", "kernel"}
+    assert set(ALGORITHMS) == {"exact", "permutation", "kernel", "frontier"}
     options = KnockoffSHAP._parameter_constraints["algorithm"][0].options
     assert options == {"auto"} | set(ALGORITHMS)
     rng = np.random.default_rng(0)
@@ -428,7 +428,9 @@ def test_every_algorithm_returns_its_units(name):
     nothing else; the units of a sampling estimate average to it (KernelSHAP's
     pseudo-values to about it)."""
     game = DividendGame(5, {(0,): 1.0, (1, 2): 2.0, (0, 3, 4): -1.5}, n_rows=3)
-    budget = 2 if name == "kernel" else 8  # KernelSHAP below full enumeration
+    # below full enumeration: KernelSHAP at 2, the frontier estimator at 4 (at 2 its budget is
+    # exactly the size-1 stratum: deterministic but not exact, so its units are NaN)
+    budget = {"kernel": 2, "frontier": 4}.get(name, 8)
     plain = ALGORITHMS[name](game, budget, None if name == "exact" else _gens(3))
     phi, base, units = ALGORITHMS[name](game, budget, None if name == "exact" else _gens(3),
                                         return_units=True)
@@ -438,8 +440,9 @@ def test_every_algorithm_returns_its_units(name):
         assert units is None
         return
     assert units.ndim == 4 and units.shape[0] == 3 and units.shape[2:] == phi.shape[1:]
-    if name == "permutation":
+    if name in ("permutation", "frontier"):
         np.testing.assert_allclose(units.mean(axis=1), phi, atol=1e-12)
+        assert np.isfinite(units).all()
     else:  # jackknife pseudo-values (checked against refits in test_error_bars.py)
         assert units.shape[1] == 5 and np.isfinite(units).all()
 

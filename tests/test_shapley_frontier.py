@@ -130,3 +130,27 @@ def test_rows_split_invariance(units):
     if units:
         np.testing.assert_allclose(whole[2], np.concatenate([p[2] for p in parts]),
                                    rtol=1e-12, atol=1e-14)
+
+
+def test_frontier_is_an_algorithm_of_the_explainers_multi_output():
+    # registered in ALGORITHMS: KnockoffSHAP(algorithm="frontier") on a 3-class model is exact
+    # once the budget covers every coalition, and efficient on every output below that
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_xai import KnockoffSHAP
+    from sklearn_xai.shapley import ALGORITHMS, frontier_shapley
+
+    assert ALGORITHMS["frontier"] is frontier_shapley
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 5))
+    y = np.digitize(X[:, 0] * X[:, 1] + X[:, 2], [-0.5, 0.5])
+    model = FrozenEstimator(LogisticRegression(max_iter=500).fit(X, y))
+    common = {"imputation": "marginal", "background": X[:6], "random_state": 0}
+    exact = KnockoffSHAP(model, algorithm="exact", **common).fit(X).explain(X[:4])
+    full = KnockoffSHAP(model, algorithm="frontier", n_evals=7, **common).fit(X).explain(X[:4])
+    np.testing.assert_allclose(full.values, exact.values, rtol=0, atol=1e-10)
+    low = KnockoffSHAP(model, algorithm="frontier", n_evals=2, **common).fit(X).explain(X[:4])
+    assert low.values.shape == (4, 5, 3)
+    out = model.predict_proba(X[:4])
+    np.testing.assert_allclose(low.base_values + low.values.sum(axis=1), out, rtol=0, atol=1e-10)

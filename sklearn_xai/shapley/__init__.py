@@ -7,7 +7,13 @@ knockoff explainers) only when asked for, so the game layer never loads the laye
 
 import importlib
 
-from ._estimators import ALGORITHMS, exact_shapley, kernel_shapley, permutation_shapley
+from ._estimators import (
+    ALGORITHMS,
+    exact_shapley,
+    frontier_shapley,
+    kernel_shapley,
+    permutation_shapley,
+)
 from ._game import Game, ImputationGame
 
 _LAZY = {
@@ -23,6 +29,7 @@ __all__ = [
     "exact_shapley",
     "permutation_shapley",
     "kernel_shapley",
+    "frontier_shapley",
     "ShearExplainer",
     "KnockoffSHAP",
     "KnockoffSAGE",

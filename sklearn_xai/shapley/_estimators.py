@@ -21,7 +21,8 @@ from math import ceil, comb, factorial
 
 import numpy as np
 
-__all__ = ["exact_shapley", "permutation_shapley", "kernel_shapley", "all_masks",
+__all__ = ["exact_shapley", "permutation_shapley", "kernel_shapley", "frontier_shapley",
+           "all_masks",
            "ALGORITHMS", "default_n_evals", "unit_std", "crossed_std", "MAX_EXACT_PLAYERS"]
 
 # jackknife groups of KernelSHAP's complementary pairs (at most)
@@ -386,7 +387,7 @@ def _constrained_wls(masks, vals, weights, v0, v1, active=None, groups=None):
 # random generator per row (``None`` for "exact"); ``fn(..., return_units=True)`` also
 # returns the independent units of the estimate (``None`` when exact). SHEAR is its own
 # algorithm (it chooses cooperators before coalitions) and is not an entry.
-#: The Shapley algorithms by name ("exact", "permutation", "kernel"), each called as
+#: The Shapley algorithms by name ("exact", "permutation", "kernel", "frontier"), each called as
 #: ``fn(game, n_evals, generators)`` with ``n_evals`` in coalition evaluations per player
 #: and row.
 ALGORITHMS = {
@@ -395,14 +396,20 @@ ALGORITHMS = {
     "kernel": kernel_shapley,
 }
 
+# the frontier estimator builds on the helpers above (imported last: no cycle at import)
+from ._frontier import frontier_shapley  # noqa: E402
+
+ALGORITHMS["frontier"] = frontier_shapley
+
 
 def default_n_evals(algorithm, n_players):
     """The budget of a sampling algorithm when the user gives none.
 
-    ``"kernel"``: ``2 + ceil(2048 / P)``, about shap's ``2 P + 2048`` coalitions per row;
+    ``"kernel"`` and ``"frontier"``: ``2 + ceil(2048 / P)``, about shap's ``2 P + 2048``
+    coalitions per row;
     ``"permutation"``: 32 (at least 32 permutations); ``"exact"``: ``None`` (no budget).
     """
-    if algorithm == "kernel":
+    if algorithm in ("kernel", "frontier"):
         return 2 + ceil(2048 / max(int(n_players), 1))
     if algorithm == "permutation":
         return 32
