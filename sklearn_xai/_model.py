@@ -180,20 +180,11 @@ def select_outputs(quantity, target, *, labels=None, width=None, default=None,
         if default is None:
             return OutputSelection(quantity, None, names)
         return pick(list(default))
-    if by_name:
-        text = str(target)
-        for candidates in ([str(c) for c in labels or ()], list(aliases or ()), names or ()):
-            if text in candidates:
-                return pick([list(candidates).index(text)])
-        is_negative = negative is not None and text in (str(negative),
-                                                        f"{quantity}({negative})")
-    elif labels is not None:
-        if target in labels:
-            return pick([labels.index(target)])
-        is_negative = negative is not None and target == negative
-    else:
-        return pick([int(target)])  # a column index of unlabelled outputs
-    if is_negative:
+    column = _target_column(target, labels, aliases, names, by_name)
+    if column is not None:
+        return pick([column])
+    if negative is not None and (str(target) in (str(negative), f"{quantity}({negative})")
+                                 if by_name else target == negative):
         if not negate:
             raise ValueError(
                 f"The model has one {quantity} column, that of the class {labels[0]!r}; "
@@ -207,6 +198,20 @@ def select_outputs(quantity, target, *, labels=None, width=None, default=None,
         [f"{quantity}({negative})"] if negative is not None else [])))
     raise ValueError(f"target={target!r} is not one of the model's outputs; target takes "
                      f"one of {offered}.")
+
+
+def _target_column(target, labels, aliases, names, by_name):
+    """The output column ``target`` names (see :func:`select_outputs`), or None."""
+    if by_name:
+        text = str(target)
+        for candidates in ([str(c) for c in labels or ()], list(aliases or ()),
+                           list(names or ())):
+            if text in candidates:
+                return candidates.index(text)
+        return None
+    if labels is not None:
+        return labels.index(target) if target in labels else None
+    return int(target)  # a column index of unlabelled outputs
 
 
 def shown_positions(idx):

@@ -339,3 +339,59 @@ def test_a_pipeline_that_imputes_its_input_takes_nan(steps, allows):
     else:
         with pytest.raises(ValueError, match="NaN in column 0"):
             explainer.fit(Xn, y)
+
+
+# -- one output selector, one squeeze, honest bases (issue #20 items 2-3) -------------------
+
+
+def test_attribution_squeezes_a_single_output_itself():
+    rng = np.random.default_rng(0)
+    values, base, std = rng.normal(size=(4, 3, 1)), rng.normal(size=(4, 1)), np.ones((4, 3, 1))
+    att = Attribution(values, base, np.zeros((4, 3)), ["a", "b", "c"], ["y"], std=std)
+    assert att.values.shape == (4, 3) and att.base_values.shape == (4,)
+    assert att.std.shape == (4, 3) and att.n_outputs == 1
+    np.testing.assert_array_equal(att.values_by_output(), values)
+    two = Attribution(rng.normal(size=(4, 3, 2)), rng.normal(size=(4, 2)), np.zeros((4, 3)),
+                      ["a", "b", "c"], ["y0", "y1"])
+    assert two.values.shape == (4, 3, 2) and two.values_by_output() is two.values
+
+
+def test_select_outputs_is_the_one_resolution_of_target():
+    from sklearn_xai._model import select_outputs
+
+    # a binary classifier's two columns: the positive class unless target names one
+    sel = select_outputs("proba", None, labels=["no", "yes"], default=[1])
+    assert sel.columns == [1] and sel.names == ["proba(yes)"]
+    assert select_outputs("proba", "no", labels=["no", "yes"], default=[1]).columns == [0]
+    # one margin column (classes[1]'s): the other class is its negation (1 - p: offset 1)
+    neg = select_outputs("margin", "no", labels=["yes"], negative="no")
+    assert (neg.columns, neg.sign, neg.offset, neg.names) == ([0], -1.0, 0.0, ["margin(no)"])
+    np.testing.assert_array_equal(neg.apply(np.array([[2.0], [-1.0]])), [[-2.0], [1.0]])
+    p = select_outputs("proba", "no", labels=["yes"], negative="no")
+    np.testing.assert_allclose(p.apply(np.array([[0.25]])), [[0.75]])
+    with pytest.raises(ValueError, match="cannot be explained"):
+        select_outputs("margin", "no", labels=["yes"], negative="no", negate=False)
+    with pytest.raises(ValueError, match="not one of the model's classes"):
+        select_outputs("proba", "maybe", labels=["no", "yes"])
+    # by name (TreeSHAP): a label, an alias or an output name; the error offers the names
+    assert select_outputs("proba", "proba(yes)", labels=["no", "yes"], by_name=True
+                          ).columns == [1]
+    with pytest.raises(ValueError, match=r"takes one of \['predict\[0\]', 'predict\[1\]'\]"):
+        select_outputs("predict", "z", width=2, aliases=["a", "b"], by_name=True)
+    # unlabelled outputs: all of them (named once the width is known), or a column index
+    assert select_outputs("predict", None).named(1).names == ["predict"]
+    assert select_outputs("predict", 2).names == ["predict[2]"]
+
+
+def test_no_explainer_removes_an_inherited_parameter():
+    from sklearn_xai.base import OutputExplainer, SpaceExplainer
+    from sklearn_xai.tree import TreeShapExplainer
+
+    assert "response_method" not in SpaceExplainer._parameter_constraints
+    assert "response_method" in OutputExplainer._parameter_constraints
+    assert issubclass(TreeShapExplainer, SpaceExplainer)
+    assert not issubclass(TreeShapExplainer, OutputExplainer)
+    for cls in (TreeShapExplainer, OutputExplainer):
+        for base in cls.__mro__[1:]:
+            inherited = set(getattr(base, "_parameter_constraints", {}))
+            assert inherited <= set(cls._parameter_constraints), (cls, base)
