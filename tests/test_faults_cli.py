@@ -11,6 +11,8 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.frozen import FrozenEstimator
 
@@ -514,3 +516,39 @@ def test_a_name_the_report_cannot_run_is_refused(monkeypatch, tmp_path, capsys):
                         capsys)
     _one_line_error(code, err, "cannot run --explainer sage (KnockoffSAGE)")
     assert not out.exists()
+
+
+_HOSTILE_PIECES = ["\x1b[2K", "\r", "\x1b[1A", "\x07", "\x08", "\x7f", "\x9b31m", "\u202e",
+                   "\x00", "\n", "\t", "$(id)", "; rm -rf x", "'", '"', "`", " ", "Classifier"]
+
+
+@settings(max_examples=24, derandomize=True, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(pieces=st.lists(st.sampled_from(_HOSTILE_PIECES), min_size=1, max_size=5))
+def test_generated_hostile_skops_names_never_reach_the_terminal(pieces, user, skops_model,
+                                                                 tmp_path_factory, capsys):
+    """Generated type names (control characters, bidi overrides, shell syntax): stderr holds
+    no raw non-printable character, and every offered ``--trust-type`` is one shell word
+    naming a printable type."""
+    import shlex
+
+    from ._fuzz_counter import CASES
+
+    path, _ = skops_model
+    name = "X" + "".join(pieces)
+    tmp = tmp_path_factory.mktemp("hostile")
+
+    def rename(schema):
+        schema["__module__"], schema["__class__"] = "evil", name
+
+    crafted = _rewrite_skops(path, tmp / "crafted.skops", rename)
+    CASES[("cli", "hostile-skops-name")] += 1
+    code, _, err = _run(["explain", "--model", crafted, "--data", user["dir"] / "data.csv",
+                         "--out", tmp / "phi.csv"], capsys)
+    assert code == 2
+    assert all(c.isprintable() or c == "\n" for c in err), repr(err)
+    for quoted in re.findall(r"--trust-type ((?:'[^']*'|[^\s'])+)", err):
+        (word,) = shlex.split(quoted)  # one shell word
+        assert word.isprintable()  # a name with a control character is never offered
+        assert not word.startswith("evil.") or word == "evil." + name  # nor cut short
+    assert not (tmp / "phi.csv").exists()

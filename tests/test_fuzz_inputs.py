@@ -211,6 +211,13 @@ def k_one_row(X, y, rng, n):
     return X[i:i + 1].copy(), y[i:i + 1].copy(), ("must", None)
 
 
+def k_series(X, y, rng, n):
+    # one row as a pandas Series (X.iloc[i]): mixed data would otherwise fail in a float cast
+    i = int(rng.integers(N_TRAIN))
+    row = X.iloc[i] if isinstance(X, pd.DataFrame) else pd.Series(X[i])
+    return row, y[i:i + 1].copy(), ("raise", r"Series.*iloc|to_frame")
+
+
 def k_constant_rows(X, y, rng, n):
     i = int(rng.integers(N_TRAIN))
     idx = np.full(n, i)
@@ -461,7 +468,7 @@ def k_nullable_missing(X, y, rng, n):
 
 COMMON = {f.__name__[2:]: f for f in [
     k_int_colnames, k_nullable, k_nullable_missing,
-    k_nan, k_nan_all, k_inf, k_huge, k_width, k_empty, k_one_row, k_constant_rows,
+    k_nan, k_nan_all, k_inf, k_huge, k_width, k_empty, k_one_row, k_series, k_constant_rows,
     k_constant_col, k_str_col, k_numeric_str, k_complex, k_int, k_float32, k_bool, k_list,
     k_1d, k_3d, k_none, k_scalar, k_sparse, k_dup_columns, k_renamed_columns,
     k_reordered_columns, k_object_col, k_category_col]}
@@ -654,7 +661,7 @@ def _fit_expect(kind, expect):
     return expect
 
 
-FIT_KINDS = ["nan", "inf", "huge", "empty", "one_row", "constant_col", "str_col",
+FIT_KINDS = ["nan", "inf", "huge", "empty", "one_row", "series", "constant_col", "str_col",
              "numeric_str", "complex", "int", "float32", "bool", "1d", "3d", "none",
              "scalar", "sparse", "dup_columns", "object_col", "category_col",
              "int_colnames", "nullable", "nullable_missing", *Y_KINDS]
