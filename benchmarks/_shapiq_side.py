@@ -2,7 +2,7 @@
 
 Run with the shapiq venv's Python (it imports only numpy and shapiq, not sklearn_xai)::
 
-    /work/bench_envs/shapiq312/bin/python benchmarks/_shapiq_side.py --dir DIR \
+    VENV/bin/python benchmarks/_shapiq_side.py --dir DIR \
         --seeds 0,1 --budgets 2,4,8,16,32,64
 
 For every game file ``DIR/<game>.npz`` (a full table of coalition values per row, or the

@@ -13,7 +13,7 @@ Budgets: ``n_evals`` in 2, 4, ..., 64 coalition evaluations per player and row, 
 Usage::
 
     python benchmarks/bench_shapley.py [--quick] [--out DIR] [--skip-shapiq]
-        [--shapiq-python /work/bench_envs/shapiq312/bin/python]
+        [--shapiq-python VENV/bin/python]   (a Python 3.12 venv with shapiq 1.8; or SHAPIQ_PYTHON)
 
 Steps: build the tables (cached in ``DIR``), run shapiq (cached), run ours, print the mean
 absolute error of every estimator, the ratio ours-best / shapiq-best per game and budget,
@@ -288,10 +288,12 @@ def shapiq_mae(out, sq, name):
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default="/tmp/frontier_bench")
+    ap.add_argument("--out", default="artifacts/bench_shapley")
     ap.add_argument("--skip-shapiq", action="store_true",
                     help="use the shapiq results already in DIR, run nothing in shapiq's venv")
-    ap.add_argument("--shapiq-python", default="/work/bench_envs/shapiq312/bin/python")
+    ap.add_argument("--shapiq-python", default=os.environ.get("SHAPIQ_PYTHON"),
+                    help="Python of a benchmark-only venv with shapiq 1.8 (Python 3.12); "
+                         "default: $SHAPIQ_PYTHON")
     ap.add_argument("--games", default=",".join(GAMES))
     ap.add_argument("--build-only", action="store_true")
     args = ap.parse_args(argv)
@@ -301,6 +303,8 @@ def main(argv=None):
     if args.build_only:
         return 0
     seeds = [0, 1] if args.quick else [0, 1, 2, 3]
+    if not args.skip_shapiq and not args.shapiq_python:
+        ap.error("pass --shapiq-python (or set SHAPIQ_PYTHON), or --skip-shapiq")
     sq = (load_shapiq(out, games) if args.skip_shapiq else
           run_shapiq(out, args.shapiq_python, seeds, args.quick, games))
     ours = run_ours(out, seeds, games)
