@@ -98,6 +98,31 @@ class TabularEncoder:
     # ------------------------------------------------------------------ fitting
     def fit(self, X):
         """Learn categories, bins and scales from the rows ``X``."""
+        X = self._fit_input(X)
+        d = self.n_features_in_
+        mask = self._fit_categorical_mask(d)
+        self.categorical_ = mask
+        self._fit_categories(X, mask)
+        Z = self.to_internal(X, _fitting=True)
+
+        cont = np.flatnonzero(~mask)
+        self._fit_decimals(Z, cont)
+        self.low_ = np.where(mask, 0.0, Z.min(axis=0))
+        self.high_ = np.where(
+            mask, np.array([len(c) - 1 if c is not None else 0 for c in self.categories_]),
+            Z.max(axis=0),
+        )
+        self._fit_scales(Z, cont)
+        self.cont_ = cont
+        self.cat_ = np.flatnonzero(mask)
+        self.embed_dim_ = int(
+            sum(len(self.categories_[j]) for j in self.cat_) + cont.size
+        )
+        self.constraints_ = RecourseConstraints.unconstrained(d)
+        return self
+
+    def _fit_input(self, X):
+        """Check ``X`` (a DataFrame, or a numeric 2-D array) and record its columns."""
         self.is_pandas_ = isinstance(X, pd.DataFrame)
         if self.is_pandas_:
             self.feature_names_in_ = [str(c) for c in X.columns]
@@ -120,7 +145,10 @@ class TabularEncoder:
         self.n_features_in_ = d
         if n < 2:
             raise ValueError(f"at least 2 rows are needed to fit, got {n}.")
+        return X
 
+    def _fit_categorical_mask(self, d):
+        """The boolean mask of the categorical features (``categorical_features``)."""
         cat = self.categorical_features
         if isinstance(cat, str) and cat == "auto":
             mask = (
@@ -143,8 +171,11 @@ class TabularEncoder:
                         f"feature {self.feature_names_in_[j]!r} has dtype {self.dtypes_[j]} but "
                         "is not declared categorical; list it in categorical_features."
                     )
-        self.categorical_ = mask
+        return mask
 
+    def _fit_categories(self, X, mask):
+        """``categories_``, ``ordered_`` and ``integer_`` of every feature."""
+        d = len(mask)
         cols = [self._column(X, j) for j in range(d)]
         self.categories_ = []
         self.ordered_ = np.zeros(d, dtype=bool)
@@ -168,10 +199,10 @@ class TabularEncoder:
                 self.categories_.append(None)
                 if self.is_pandas_ and pd.api.types.is_integer_dtype(self.dtypes_[j]):
                     self.integer_[j] = True
-        Z = self.to_internal(X, _fitting=True)
 
-        cont = np.flatnonzero(~mask)
-        self.decimals_ = np.full(d, 6, dtype=np.int64)
+    def _fit_decimals(self, Z, cont):
+        """``decimals_``: the fewest decimals (up to 6) that hold each continuous column."""
+        self.decimals_ = np.full(self.n_features_in_, 6, dtype=np.int64)
         for j in cont:
             col = Z[:, j]
             for k in range(7):
@@ -180,12 +211,10 @@ class TabularEncoder:
                     break
             if self.integer_[j]:
                 self.decimals_[j] = 0
-        self.low_ = np.where(mask, 0.0, Z.min(axis=0))
-        self.high_ = np.where(
-            mask, np.array([len(c) - 1 if c is not None else 0 for c in self.categories_]),
-            Z.max(axis=0),
-        )
-        self.scales_ = np.ones(d)
+
+    def _fit_scales(self, Z, cont):
+        """``scales_`` (MAD of the continuous columns, 1 elsewhere) and ``kbins_``."""
+        self.scales_ = np.ones(self.n_features_in_)
         if cont.size:
             self.scales_[cont] = robust_scales(Z[:, cont])
             self.kbins_ = KBinsDiscretizer(
@@ -201,13 +230,6 @@ class TabularEncoder:
                 self.kbins_.fit(Z[:, cont])
         else:
             self.kbins_ = None
-        self.cont_ = cont
-        self.cat_ = np.flatnonzero(mask)
-        self.embed_dim_ = int(
-            sum(len(self.categories_[j]) for j in self.cat_) + cont.size
-        )
-        self.constraints_ = RecourseConstraints.unconstrained(d)
-        return self
 
     def _sorted_categories(self, j, values):
         """Sorted categories of feature ``j``; mixed strings and numbers raise, as in

@@ -455,8 +455,33 @@ class P2CERecourse(RecourseExplainer):
     # ------------------------------------------------------------------ fit
     def _fit(self, X, y):
         """Fit the grid, the isolation forest, the feature order and the bound."""
-        import pandas as pd
+        objectives, (lo, hi) = self._check_fit_params()
+        self._check_n_rows(X.shape[0])
+        regression = self._resolve_outcome(self.model_) is not None
+        if regression and self.bound == "shap":
+            raise ValueError("bound='shap' estimates class probabilities; with desired_range "
+                             "use bound='auto', 'exact' or 'none'.")
+        self._frame_ = is_frame(X)
+        self._labels_ = list(X.columns) if self._frame_ else self._feature_names()
+        constraints = self._fit_encoder(X)
+        Z = self._encode(X)
+        self.grid_ = FeatureGrid(Z, categorical=self.encoder_.categorical_,
+                                 constraints=constraints, percentiles=(lo, hi),
+                                 step=float(self.grid_step))
+        self._objectives_ = objectives
+        self._fit_model_function(X, Z, regression)
+        self._check_missing(Z, "X")
 
+        base_seed = draw_base_seed(self.random_state)
+        rng = np.random.default_rng(np.random.SeedSequence(entropy=base_seed, spawn_key=(0,)))
+        self.isolation_forest_ = self._fit_isolation_forest(Z, rng)
+        self._iso_ = FlatIsolationForest(self.isolation_forest_)
+        kind, owner = self._fit_bound(Z, regression)
+        self._fit_feature_order(Z, rng, base_seed, kind, owner)
+        return self
+
+    def _check_fit_params(self):
+        """The checked ``objectives`` and ``grid_percentiles``."""
         objectives = tuple(self.objectives)
         if not objectives:
             raise ValueError("objectives must name at least one cost.")
@@ -468,13 +493,12 @@ class P2CERecourse(RecourseExplainer):
         if (len(self.grid_percentiles) != 2 or not 0 <= lo < hi <= 100):
             raise ValueError("grid_percentiles must be (low, high) with 0 <= low < high <= "
                              f"100, got {self.grid_percentiles!r}.")
-        self._check_n_rows(X.shape[0])
-        regression = self._resolve_outcome(self.model_) is not None
-        if regression and self.bound == "shap":
-            raise ValueError("bound='shap' estimates class probabilities; with desired_range "
-                             "use bound='auto', 'exact' or 'none'.")
-        self._frame_ = is_frame(X)
-        self._labels_ = list(X.columns) if self._frame_ else self._feature_names()
+        return objectives, (lo, hi)
+
+    def _fit_encoder(self, X):
+        """Fit ``encoder_`` and the numeric-category codes; the resolved constraints."""
+        import pandas as pd
+
         self.encoder_ = MissingAwareEncoder(categorical_features=self.categorical_features,
                                             allow_missing=True).fit(X)
         constraints = self._resolve_constraints(self.encoder_)
@@ -488,12 +512,10 @@ class P2CERecourse(RecourseExplainer):
                 self._value_of_code_[int(j)] = np.asarray(cats, dtype=np.float64)
         self._string_cols_ = enc.categorical_.copy()
         self._string_cols_[list(self._value_of_code_)] = False
-        Z = self._encode(X)
-        d = Z.shape[1]
-        self.grid_ = FeatureGrid(Z, categorical=enc.categorical_, constraints=constraints,
-                                 percentiles=(lo, hi), step=float(self.grid_step))
-        self._objectives_ = objectives
+        return constraints
 
+    def _fit_model_function(self, X, Z, regression):
+        """``model_fn_`` (predict of a regressor, predict_proba of a classifier), ``_keys_``."""
         template = X.iloc[:0] if self._frame_ else None
         complete = np.flatnonzero(~np.isnan(Z).any(axis=1))
         first = int(complete[0]) if complete.size else 0  # missing values: _check_missing
@@ -514,13 +536,9 @@ class P2CERecourse(RecourseExplainer):
                                 f"one column per class of classes_ ({len(classes)})")
             self._keys_ = sorted({k for ks in self._desired_positions(
                 range(len(classes)), skip_predicted=False) for k in ks})
-        self._check_missing(Z, "X")
 
-        base_seed = draw_base_seed(self.random_state)
-        rng = np.random.default_rng(np.random.SeedSequence(entropy=base_seed, spawn_key=(0,)))
-        self.isolation_forest_ = self._fit_isolation_forest(Z, rng)
-        self._iso_ = FlatIsolationForest(self.isolation_forest_)
-
+    def _fit_bound(self, Z, regression):
+        """The model's verified reconstruction and ``bound_``; its kind and owner."""
         # the model's verified reconstruction (tree ensemble or linear): exact bound and a
         # fast evaluator for the search; returned points are re-predicted by the model
         self._bound_obj_ = None
@@ -541,8 +559,11 @@ class P2CERecourse(RecourseExplainer):
                                          " or bound='shap' (heuristic)."))
             if exact is not None:
                 self._bound_obj_, self.bound_ = exact, kind
+        return kind, owner
 
-        # feature order by mean |SHAP| on a seeded sample
+    def _fit_feature_order(self, Z, rng, base_seed, kind, owner):
+        """Feature order by mean |SHAP| on a seeded sample (and the SHAP bound)."""
+        d = Z.shape[1]
         n_s = min(self.shap_samples, Z.shape[0])
         sample = Z[np.sort(rng.choice(Z.shape[0], size=n_s, replace=False))]
         self._shap_background_ = sample[: min(_SHAP_BACKGROUND, n_s)]
@@ -562,7 +583,6 @@ class P2CERecourse(RecourseExplainer):
             self._bound_obj_ = {k: ShapBound(self._phi_max_[:, c])
                                 for c, k in enumerate(self._keys_)}
             self.bound_ = "shap"
-        return self
 
     def _fit_isolation_forest(self, Z, rng):
         iso = IsolationForest(n_estimators=self.n_estimators, max_samples=self.max_samples,

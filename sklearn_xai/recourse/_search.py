@@ -786,23 +786,56 @@ def mace_search(enc, x, target, p_x, cols, values, rng, p, min_proba, neigh=None
     d = x.shape[0]
     ctx = _Ctx(target, min_proba)
     info = SearchOutcome()
-    pool = np.zeros((0, d))
     if len(cols) and len(cols) > p.n_feature_columns:
-        s_max = p.n_feature_columns
-        if p.column_selection == "effect":
-            # OmniXAI's optional column pruning: every single (column, value) edit of the
-            # query in one batch; a column scores its best desired-class probability
-            owner = np.concatenate([np.full(len(v), i) for i, v in enumerate(values)])
-            edits = np.repeat(x[None, :], len(owner), axis=0)
-            edits[np.arange(len(owner)), cols[owner]] = np.concatenate(values)
-            Pe = yield edits
-            best = np.full(len(cols), -np.inf)
-            np.maximum.at(best, owner, Pe[:, target])
-            keep = np.lexsort((np.arange(len(cols)), -best))[:s_max]
-        else:
-            keep = np.arange(s_max)
-        keep = np.sort(keep)
-        cols, values = cols[keep], [values[i] for i in keep]
+        cols, values = yield from _select_columns(x, target, cols, values, p)
+    pool, pool_p, stage, sparsify = yield from _search_pool(
+        ctx, enc, x, p_x, cols, values, rng, p, neigh, grid, info)
+    if pool.shape[0] == 0:
+        return np.zeros((0, d)), None, info
+    info.stage = stage
+    pool, first = _unique_rows(pool)
+    pool_p = pool_p[first]
+    if sparsify:
+        n_top = 10 * p.n_counterfactuals
+        top = np.argsort(_rank_cost(enc, pool, x, p.sparsity_weight), kind="stable")
+        top = top[:n_top]
+        sp, sp_p = yield from _sparsify(ctx, enc, x, pool[top], pool_p[top], d)
+        pool = np.vstack([sp, pool])
+        pool_p = np.vstack([sp_p, pool_p])
+        pool, first = _unique_rows(pool)
+        pool_p = pool_p[first]
+    rows, P = yield from _choose_and_refine(ctx, enc, x, pool, pool_p, rng, p)
+    cost = _rank_cost(enc, rows, x, p.sparsity_weight)
+    order = np.lexsort((_changed(rows, x).sum(axis=1), cost))
+    return rows[order], P[order], info
+
+
+def _select_columns(x, target, cols, values, p):
+    """The ``p.n_feature_columns`` columns the search edits (a generator)."""
+    s_max = p.n_feature_columns
+    if p.column_selection == "effect":
+        # OmniXAI's optional column pruning: every single (column, value) edit of the
+        # query in one batch; a column scores its best desired-class probability
+        owner = np.concatenate([np.full(len(v), i) for i, v in enumerate(values)])
+        edits = np.repeat(x[None, :], len(owner), axis=0)
+        edits[np.arange(len(owner)), cols[owner]] = np.concatenate(values)
+        Pe = yield edits
+        best = np.full(len(cols), -np.inf)
+        np.maximum.at(best, owner, Pe[:, target])
+        keep = np.lexsort((np.arange(len(cols)), -best))[:s_max]
+    else:
+        keep = np.arange(s_max)
+    keep = np.sort(keep)
+    return cols[keep], [values[i] for i in keep]
+
+
+def _search_pool(ctx, enc, x, p_x, cols, values, rng, p, neigh, grid, info):
+    """The valid rows of the first stage that finds any (a generator).
+
+    Returns ``(pool, pool_p, stage, sparsify)``; ``pool`` has 0 rows when no stage
+    found one.
+    """
+    pool, pool_p, stage = np.zeros((0, x.shape[0])), None, None
     if len(cols):
         if p.method == "rl":
             pool, pool_p = yield from _rl(ctx, x, cols, values, rng, p)
@@ -824,20 +857,15 @@ def mace_search(enc, x, target, p_x, cols, values, rng, p, min_proba, neigh=None
         # no revert of a row of the first valid level is valid (it is a row of a lower
         # level), so the pre-selection sparsity pass would only cost model rows
         sparsify = False
-    if pool.shape[0] == 0:
-        return np.zeros((0, d)), None, info
-    info.stage = stage
-    pool, first = _unique_rows(pool)
-    pool_p = pool_p[first]
-    if sparsify:
-        n_top = 10 * p.n_counterfactuals
-        top = np.argsort(_rank_cost(enc, pool, x, p.sparsity_weight), kind="stable")
-        top = top[:n_top]
-        sp, sp_p = yield from _sparsify(ctx, enc, x, pool[top], pool_p[top], d)
-        pool = np.vstack([sp, pool])
-        pool_p = np.vstack([sp_p, pool_p])
-        pool, first = _unique_rows(pool)
-        pool_p = pool_p[first]
+    return pool, pool_p, stage, sparsify
+
+
+def _choose_and_refine(ctx, enc, x, pool, pool_p, rng, p):
+    """Algorithm 3 on the pool, then the refinement of the chosen rows (a generator).
+
+    Returns at most ``p.n_counterfactuals`` distinct rows and their probabilities.
+    """
+    d = x.shape[0]
     n_cf = p.n_counterfactuals
     out_rows, out_P = np.zeros((0, d)), np.zeros((0, pool_p.shape[1]))
     used = np.zeros(len(pool), dtype=bool)
@@ -865,10 +893,7 @@ def mace_search(enc, x, target, p_x, cols, values, rng, p, min_proba, neigh=None
             if not (~_changed(out_rows, r[None, :])).all(axis=1).any():
                 out_rows = np.vstack([out_rows, r[None, :]])
                 out_P = np.vstack([out_P, pr[None, :]])
-    rows, P = out_rows[:n_cf], out_P[:n_cf]
-    cost = _rank_cost(enc, rows, x, p.sparsity_weight)
-    order = np.lexsort((_changed(rows, x).sum(axis=1), cost))
-    return rows[order], P[order], info
+    return out_rows[:n_cf], out_P[:n_cf]
 
 
 # --------------------------------------------------------------------------- driver
