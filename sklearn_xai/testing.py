@@ -1420,19 +1420,8 @@ def check_explainer(explainer, X, y=None, *, axioms="all", atol=None, models=Non
     """
     _check_explainer_type(explainer)
     atol = _check_atol(atol)
-    if not isinstance(axioms, str):
-        axioms = list(axioms)
-        if not axioms:
-            raise ValueError(f"axioms is empty, so nothing would be checked; pass 'all' or "
-                             f"some of {AXIOMS}.")
-    if models is None:
-        A, y = _check_data(X, y, 2)
-        width = A.shape[1]
-    else:
-        models = list(models)
-        if not models or not all(isinstance(m, KnownModel) for m in models):
-            raise TypeError("models must be a non-empty iterable of KnownModel.")
-        width = np.shape(models[0].X)[1]
+    axioms = _check_axioms_arg(axioms)
+    models, y, width = _check_models_arg(models, X, y)
     profile = _explainer_profile(explainer, width)
     wanted = _resolve_axioms(axioms, profile)
     report = CheckReport(profile.name)
@@ -1444,32 +1433,67 @@ def check_explainer(explainer, X, y=None, *, axioms="all", atol=None, models=Non
         models = _default_models(X, y, profile, wanted, random_state, report.skipped)
     cache = {}
     for km in models:
-        prof = _explainer_profile(explainer, np.shape(km.X)[1])
-        if km.family not in prof.allowed or km.structure not in prof.structures:
-            why = prof.structure_why.get(km.structure)
-            raise ValueError(
-                f"{prof.name} is not checked on the {km.description}: it is checked on "
-                f"the families {prof.families_text()} with the structures "
-                f"{', '.join(prof.structures)}" + (f" ({why})" if why else "") + ".")
-        pred, spread, cap = _spread(km)
-        floor = atol if atol is not None else (
-            max(1e-7, 128 * km.output_eps) * max(1.0, float(np.max(np.abs(pred)))))
-        if not cap > floor:
-            raise ValueError(
-                f"The {km.description} predicts almost a constant on its data (output "
-                f"range {spread:.3g}), so a check on it could pass a broken explanation"
-                + (f" within atol={atol:g}" if atol else "") + ": build the known models on "
-                "data whose columns vary" + (f", or lower atol below a tenth of the range "
-                                             f"({cap:.3g})" if atol else "") + ".")
+        prof = _checkable_profile(explainer, km, atol)
         applied = _check_known(explainer, km, wanted, prof, atol, random_state, cache)
         report.checked.append((km.description, applied))
     report.axioms = tuple(a for a in AXIOMS if any(a in ax for _, ax in report.checked))
+    _report_unchecked(report, wanted, asked_all=isinstance(axioms, str) and axioms == "all")
+    return report
+
+
+def _check_axioms_arg(axioms):
+    """``axioms`` as given (a string) or as a list, which must not be empty."""
+    if not isinstance(axioms, str):
+        axioms = list(axioms)
+        if not axioms:
+            raise ValueError(f"axioms is empty, so nothing would be checked; pass 'all' or "
+                             f"some of {AXIOMS}.")
+    return axioms
+
+
+def _check_models_arg(models, X, y):
+    """``(models, y, width)``: the known models as a list (or None), the checked ``y``
+    (when the default models are built from ``X``) and the number of features."""
+    if models is None:
+        A, y = _check_data(X, y, 2)
+        return None, y, A.shape[1]
+    models = list(models)
+    if not models or not all(isinstance(m, KnownModel) for m in models):
+        raise TypeError("models must be a non-empty iterable of KnownModel.")
+    return models, y, np.shape(models[0].X)[1]
+
+
+def _checkable_profile(explainer, km, atol):
+    """The explainer's profile on ``km``; a ValueError when it is not checked on that
+    model, or the model is too close to a constant on its data for a check to fail."""
+    prof = _explainer_profile(explainer, np.shape(km.X)[1])
+    if km.family not in prof.allowed or km.structure not in prof.structures:
+        why = prof.structure_why.get(km.structure)
+        raise ValueError(
+            f"{prof.name} is not checked on the {km.description}: it is checked on "
+            f"the families {prof.families_text()} with the structures "
+            f"{', '.join(prof.structures)}" + (f" ({why})" if why else "") + ".")
+    pred, spread, cap = _spread(km)
+    floor = atol if atol is not None else (
+        max(1e-7, 128 * km.output_eps) * max(1.0, float(np.max(np.abs(pred)))))
+    if not cap > floor:
+        raise ValueError(
+            f"The {km.description} predicts almost a constant on its data (output "
+            f"range {spread:.3g}), so a check on it could pass a broken explanation"
+            + (f" within atol={atol:g}" if atol else "") + ": build the known models on "
+            "data whose columns vary" + (f", or lower atol below a tenth of the range "
+                                         f"({cap:.3g})" if atol else "") + ".")
+    return prof
+
+
+def _report_unchecked(report, wanted, asked_all):
+    """Each wanted axiom that no model could test: skipped (for ``axioms="all"``) or a
+    ValueError (asked for by name)."""
     for a in wanted:
         if a not in report.axioms:
             what = {"dummy": "a dummy feature", "symmetry": "interchangeable features",
                     "linearity": "a linear combination"}.get(a, "it")
-            if not (isinstance(axioms, str) and axioms == "all"):
+            if not asked_all:
                 raise ValueError(f"No model given has {what}, so the {a} axiom asked for "
                                  "was not checked.")
             report.skipped.append((f"the {a} axiom", f"no model checked has {what}"))
-    return report

@@ -5,11 +5,20 @@
 budget ``n_evals`` in coalition evaluations per player and row.
 """
 
+from __future__ import annotations
+
 from math import comb
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._estimators import _check_generators, _check_n_evals, all_masks, shapley_weights
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from sklearn_xai.shapley._game import Game
 
 __all__ = ["frontier_shapley"]
 
@@ -300,7 +309,9 @@ def _border_row(S, vS, vC, v0, v1, c):
     return phi + gap[None] * share
 
 
-def frontier_shapley(game, n_evals, generators, *, return_units=False, **config):
+def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Generator], *,
+                     return_units: bool = False,
+                     **config: Any) -> tuple[np.ndarray | None, ...]:
     """Shapley values with free exactness, exact border strata and an odd surrogate.
 
     Per row:
@@ -387,14 +398,34 @@ def frontier_shapley(game, n_evals, generators, *, return_units=False, **config)
     P, n = game.n_players, game.n_rows
     n_evals = _check_n_evals(n_evals)
     _check_generators(generators, n)
+    v0, v1, active = _ends_and_active(game)
+    phi = np.zeros((n, P, v0.shape[-1]))
+    plans = _plan_rows(active, n_evals * P, generators, cfg, xfit, phi, v0, v1)
+    vals = _evaluate(game, [p[1] for p in plans])
+    unit_rows = _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi)
+    base = v0.copy()
+    if not return_units:
+        return phi, base
+    return phi, base, _row_units(phi, unit_rows)
+
+
+def _ends_and_active(game):
+    """``v(empty)`` and ``v(all)`` of each row, and its active players (n_rows, P): those
+    of ``game.active_players()`` when the game has it, else every player."""
+    P, n = game.n_players, game.n_rows
     ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]))
     v0, v1 = ends[:, 0], ends[:, 1]
-    O = v0.shape[-1]
     active = (game.active_players() if hasattr(game, "active_players") else None)
     active = np.ones((n, P), bool) if active is None else np.asarray(active, dtype=bool)
-    budget = n_evals * P
-    phi = np.zeros((n, P, O))
-    plans = []                                  # per row: (kind, masks (C, P), extra)
+    return v0, v1, active
+
+
+def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1):
+    """Per row ``(kind, masks (C, P), extra)``: ``"done"`` (at most one active player,
+    its value written into ``phi``), ``"exact"`` (every coalition of the active players
+    fits in ``budget``) or ``"fit"`` (the drawn complementary pairs)."""
+    n, P = active.shape
+    plans = []
     for r in range(n):
         players = np.flatnonzero(active[r])
         Pa = players.size
@@ -414,70 +445,89 @@ def frontier_shapley(game, n_evals, generators, *, return_units=False, **config)
             masks[0::2, players] = S
             masks[1::2, players] = ~S
             plans.append(("fit", masks, (players, S, W, strat, incl)))
-    vals = _evaluate(game, [p[1] for p in plans])
-    G_all = 0
+    return plans
+
+
+def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi):
+    """Write each planned row's values into ``phi``; the units of the sampled rows,
+    ``{row: (players, units)}`` (empty without ``return_units``)."""
     unit_rows = {}
     for r, (kind, masks, extra) in enumerate(plans):
         if kind == "exact":
             players, coef, c0, c1 = extra
             phi[r, players] = coef.T @ vals[r] + np.outer(c0, v0[r]) + np.outer(c1, v1[r])
         elif kind == "fit":
-            players, S, W, strat, incl = extra
-            X = np.where(S, 1.0, -1.0)
-            y = (vals[r][0::2] - vals[r][1::2]) / 2.0
-            yN = (v1[r] - v0[r]) / 2.0
-            big = S.shape[0] >= cfg["ard_min"] * players.size
-            rcfg = dict(cfg, ard=cfg["ard"] if big else 0)
-            hybrid = cfg["mode"] == "hybrid"
-            if S.shape[0] == players.size and np.all(S.sum(axis=1) == 1):
-                # exactly the size-1 stratum (n_evals = 2): deterministic, not exact
-                phi[r, players] = _project(_border_row(S, vals[r][0::2], vals[r][1::2], v0[r],
-                                                       v1[r], cfg["border_c"]), 2 * yN)
-                if return_units:
-                    unit_rows[r] = (players, np.full((2, players.size, O), np.nan))
-                    G_all = max(G_all, 2)
-                continue
-            if xfit and _n_halves_ok(strat, cfg["folds"]) and (return_units or not hybrid):
-                est, se, mse = _xfit(S, X, y, W, strat, incl, yN, rcfg)
-                if cfg["mode"] != "xfit":
-                    full = _fit_row(X, y, W, yN, cfg["orders"], cfg["ratio"], ard=rcfg["ard"],
-                                    lam=cfg["lam"])
-                    d = est - full
-                    if hybrid and cfg["se_mode"] == "pooled":
-                        # level from the surrogate's estimated mean squared error, shape
-                        # from se_x: se_i^2 = se_x,i^2 * max(mse, floor) / sum(se_x^2)
-                        tot = (se**2).sum(axis=0)
-                        k2 = np.clip(mse / np.where(tot > 0, tot, 1.0), cfg["k2_min"],
-                                     cfg["k2_max"])
-                        est, se = full, np.sqrt(k2[None] * se**2 + cfg["bias_w"] * np.maximum(
-                            d**2 - cfg["bias_sub"] * se**2, 0.0))
-                    elif hybrid or (d**2).mean() <= (se**2).mean():
-                        # squared bias of the plain fit estimated by d**2 - se**2 (>= 0)
-                        est, se = full, np.sqrt(cfg["se_scale"]**2 * se**2 + cfg["bias_w"]
-                                                * np.maximum(d**2 - cfg["bias_sub"] * se**2, 0.0))
-                phi[r, players] = _project(est, 2 * yN)
-                if return_units:
-                    z = _unit_pattern(MAX_GROUPS)
-                    u = (phi[r, players][None] + z[:, None, None] * se[None]
-                         * np.sqrt(MAX_GROUPS))
-                    unit_rows[r] = (players, u)
-                    G_all = max(G_all, MAX_GROUPS)
-                continue
-            est = _fit_row(X, y, W, yN, cfg["orders"], cfg["ratio"], ard=rcfg["ard"],
-                           lam=cfg["lam"])
-            phi[r, players] = _project(est, 2 * yN)
-            if return_units:
-                u = _jackknife(X, y, W, strat, yN, rcfg, est)
-                if u is None:
-                    # no sampled pair: deterministic but not exact; no error estimate
-                    u = np.full((2,) + est.shape, np.nan)
+            players, est, u = _solve_fit_row(extra, vals[r], v0[r], v1[r], cfg, xfit,
+                                             return_units)
+            phi[r, players] = est
+            if u is not None:
                 unit_rows[r] = (players, u)
-                G_all = max(G_all, u.shape[0])
-    base = v0.copy()
-    if not return_units:
-        return phi, base
+    return unit_rows
+
+
+def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
+    """``(players, phi of the active players, units or None)`` of a sampled row from the
+    values ``vals`` of its pairs (a coalition, then its complement)."""
+    players, S, W, strat, incl = extra
+    X = np.where(S, 1.0, -1.0)
+    y = (vals[0::2] - vals[1::2]) / 2.0
+    yN = (v1 - v0) / 2.0
+    big = S.shape[0] >= cfg["ard_min"] * players.size
+    rcfg = dict(cfg, ard=cfg["ard"] if big else 0)
+    hybrid = cfg["mode"] == "hybrid"
+    if S.shape[0] == players.size and np.all(S.sum(axis=1) == 1):
+        # exactly the size-1 stratum (n_evals = 2): deterministic, not exact
+        est = _project(_border_row(S, vals[0::2], vals[1::2], v0, v1, cfg["border_c"]),
+                       2 * yN)
+        u = np.full((2, players.size, v0.shape[-1]), np.nan) if return_units else None
+        return players, est, u
+    if xfit and _n_halves_ok(strat, cfg["folds"]) and (return_units or not hybrid):
+        est, se = _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid)
+        est = _project(est, 2 * yN)
+        u = None
+        if return_units:
+            z = _unit_pattern(MAX_GROUPS)
+            u = est[None] + z[:, None, None] * se[None] * np.sqrt(MAX_GROUPS)
+        return players, est, u
+    est = _fit_row(X, y, W, yN, cfg["orders"], cfg["ratio"], ard=rcfg["ard"], lam=cfg["lam"])
+    u = None
+    if return_units:
+        u = _jackknife(X, y, W, strat, yN, rcfg, est)
+        if u is None:
+            # no sampled pair: deterministic but not exact; no error estimate
+            u = np.full((2,) + est.shape, np.nan)
+    return players, _project(est, 2 * yN), u
+
+
+def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid):
+    """``(estimate, standard error)`` of a row from the cross-fit, combined with the plain
+    fit on all pairs unless ``mode="xfit"`` (see :func:`frontier_shapley`)."""
+    est, se, mse = _xfit(S, X, y, W, strat, incl, yN, rcfg)
+    if cfg["mode"] == "xfit":
+        return est, se
+    full = _fit_row(X, y, W, yN, cfg["orders"], cfg["ratio"], ard=rcfg["ard"], lam=cfg["lam"])
+    d = est - full
+    if hybrid and cfg["se_mode"] == "pooled":
+        # level from the surrogate's estimated mean squared error, shape
+        # from se_x: se_i^2 = se_x,i^2 * max(mse, floor) / sum(se_x^2)
+        tot = (se**2).sum(axis=0)
+        k2 = np.clip(mse / np.where(tot > 0, tot, 1.0), cfg["k2_min"], cfg["k2_max"])
+        est, se = full, np.sqrt(k2[None] * se**2 + cfg["bias_w"] * np.maximum(
+            d**2 - cfg["bias_sub"] * se**2, 0.0))
+    elif hybrid or (d**2).mean() <= (se**2).mean():
+        # squared bias of the plain fit estimated by d**2 - se**2 (>= 0)
+        est, se = full, np.sqrt(cfg["se_scale"]**2 * se**2 + cfg["bias_w"]
+                                * np.maximum(d**2 - cfg["bias_sub"] * se**2, 0.0))
+    return est, se
+
+
+def _row_units(phi, unit_rows):
+    """Units of shape (n_rows, G_all, n_players, n_outputs): copies of ``phi`` for the
+    exact rows, each other row's own units (repeated to the most groups of a row,
+    ``G_all``); ``None`` when no row has units (every row exact)."""
+    G_all = max((u.shape[0] for _, u in unit_rows.values()), default=0)
     if G_all == 0:
-        return phi, base, None
+        return None
     units = np.repeat(phi[:, None], G_all, axis=1)
     for r, (players, u) in unit_rows.items():
         # rows with fewer groups: their pseudo-values repeated keeps mean and spread
@@ -492,7 +542,7 @@ def frontier_shapley(game, n_evals, generators, *, return_units=False, **config)
             sd = u.std(axis=0, ddof=1) / np.sqrt(G)
             z = _unit_pattern(G_all)
             units[r][:, players] = mean[None] + z[:, None, None] * sd[None] * np.sqrt(G_all)
-    return phi, base, units
+    return units
 
 
 def _n_halves_ok(strat, K=2):

@@ -201,17 +201,21 @@ def _parse_gb(model):
             t = model.estimators_[i, k].tree_
             v = t.value[:, 0, :1].astype(np.float64) * model.learning_rate
             trees.append(_leaf_tree(t, v, k))
-    if hasattr(model, "classes_"):
-        names = [str(c) for c in model.classes_]
-        if K == 1:
-            names = names[1:]
-    else:
-        names = ["y"]
+    names = _boosting_output_names(model, K)
     link = _link_from_loss(model._loss)
     return make_ensemble(trees, n_features=n_features, n_outputs=K, base_score=base, link=link,
                          output_names=names,
                          feature_names=getattr(model, "feature_names_in_", None),
                          model_name=name)
+
+
+def _boosting_output_names(model, K):
+    """A boosted model's output names: its classes (the positive one alone when it
+    boosts one margin, ``K == 1``), or ``["y"]`` for a regressor."""
+    if not hasattr(model, "classes_"):
+        return ["y"]
+    names = [str(c) for c in model.classes_]
+    return names[1:] if K == 1 else names
 
 
 def _parse_hgb(model):
@@ -254,12 +258,7 @@ def _parse_hgb(model):
                 "cats": cats,
             })
     base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
-    if hasattr(model, "classes_"):
-        names = [str(c) for c in model.classes_]
-        if K == 1:
-            names = names[1:]
-    else:
-        names = ["y"]
+    names = _boosting_output_names(model, K)
     ens = make_ensemble(trees, n_features=n_features, n_outputs=K, base_score=base,
                         link=_link_from_loss(model._loss), output_names=names,
                         feature_names=getattr(model, "feature_names_in_", None),

@@ -55,19 +55,7 @@ def parse_xgboost(model):
     ens : FlatEnsemble
     input_transform : None
     """
-    import xgboost as xgb
-
-    if isinstance(model, xgb.XGBModel):
-        booster = model.get_booster()
-        missing = getattr(model, "missing", np.nan)
-        missing = np.nan if missing is None else float(missing)
-        best = getattr(model, "best_iteration", None) if _has_best(model) else None
-        name = type(model).__name__
-        classes = getattr(model, "classes_", None)
-    elif isinstance(model, xgb.Booster):
-        booster, missing, best, name, classes = model, np.nan, None, "Booster", None
-    else:
-        raise TypeError(f"{type(model).__name__} is not an XGBoost model")
+    booster, missing, best, name, classes = _booster_of(model)
     js = json.loads(booster.save_raw("json"))
     learner = js["learner"]
     gb = learner["gradient_booster"]
@@ -96,46 +84,8 @@ def parse_xgboost(model):
         indptr = gb["model"].get("iteration_indptr")
         if indptr is not None and best + 1 < len(indptr):
             n_trees = int(indptr[best + 1])
-    trees = []
-    for i in range(n_trees):
-        t = trees_js[i]
-        if int(t["tree_param"].get("size_leaf_vector", "1")) > 1:
-            raise ValueError(
-                f"{name} has vector-leaf trees (multi_strategy='multi_output_tree'); "
-                "they are not supported, use multi_strategy='one_output_per_tree'")
-        left = np.asarray(t["left_children"], dtype=np.int64)
-        right = np.asarray(t["right_children"], dtype=np.int64)
-        leaf = left < 0
-        cond = np.asarray(t["split_conditions"], dtype=np.float32).astype(np.float64)
-        dl = np.asarray(t["default_left"], dtype=bool)
-        stype = np.asarray(t["split_type"], dtype=np.int64) if t.get("split_type") else \
-            np.zeros(len(left), dtype=np.int64)
-        is_cat = (stype == 1) & ~leaf
-        cats = {}
-        if np.any(is_cat):
-            cv = t["categories"]
-            seg = t["categories_segments"]
-            size = t["categories_sizes"]
-            for node, s, z in zip(t["categories_nodes"], seg, size, strict=True):
-                cats[int(node)] = np.asarray(cv[s:s + z], dtype=np.int64)
-            # listed categories go right in XGBoost: swap to make them go left
-            left, right = np.where(is_cat, right, left), np.where(is_cat, left, right)
-            dl = np.where(is_cat, ~dl, dl)
-        scale = 1.0 if weights is None else weights[i]
-        value = np.where(leaf, cond, 0.0) * scale
-        trees.append({
-            "children_left": left,
-            "children_right": right,
-            "feature": np.asarray(t["split_indices"], dtype=np.int64),
-            "threshold": np.where(leaf | is_cat, 0.0, cond),
-            "mode": np.where(is_cat, MODE_CAT32, MODE_LT32),
-            "missing": MISSING_NAN,
-            "default_left": dl,
-            "cover": np.asarray(t["sum_hessian"], dtype=np.float64),
-            "value": value[:, None],
-            "output": int(info[i]) if K > 1 else 0,
-            "cats": cats,
-        })
+    trees = [_parse_tree(trees_js[i], name, 1.0 if weights is None else weights[i],
+                         int(info[i]) if K > 1 else 0) for i in range(n_trees)]
     if classes is not None and K > 1:
         names = [str(c) for c in classes]
     elif classes is not None:
@@ -146,6 +96,62 @@ def parse_xgboost(model):
     return make_ensemble(trees, n_features=n_features, n_outputs=K, base_score=base,
                          link=_link(objective, K), output_names=names, feature_names=fnames,
                          missing_value=missing, model_name=name), None
+
+
+def _booster_of(model):
+    """``(booster, missing, best_iteration, name, classes)`` of an XGBoost model."""
+    import xgboost as xgb
+
+    if isinstance(model, xgb.XGBModel):
+        booster = model.get_booster()
+        missing = getattr(model, "missing", np.nan)
+        missing = np.nan if missing is None else float(missing)
+        best = getattr(model, "best_iteration", None) if _has_best(model) else None
+        return booster, missing, best, type(model).__name__, getattr(model, "classes_", None)
+    if isinstance(model, xgb.Booster):
+        return model, np.nan, None, "Booster", None
+    raise TypeError(f"{type(model).__name__} is not an XGBoost model")
+
+
+def _parse_tree(t, name, scale, output):
+    """One tree of the JSON dump as a dict for :func:`make_ensemble`, its leaf values
+    times ``scale`` (a DART weight) and contributing to output ``output``."""
+    if int(t["tree_param"].get("size_leaf_vector", "1")) > 1:
+        raise ValueError(
+            f"{name} has vector-leaf trees (multi_strategy='multi_output_tree'); "
+            "they are not supported, use multi_strategy='one_output_per_tree'")
+    left = np.asarray(t["left_children"], dtype=np.int64)
+    right = np.asarray(t["right_children"], dtype=np.int64)
+    leaf = left < 0
+    cond = np.asarray(t["split_conditions"], dtype=np.float32).astype(np.float64)
+    dl = np.asarray(t["default_left"], dtype=bool)
+    stype = np.asarray(t["split_type"], dtype=np.int64) if t.get("split_type") else \
+        np.zeros(len(left), dtype=np.int64)
+    is_cat = (stype == 1) & ~leaf
+    cats = {}
+    if np.any(is_cat):
+        cv = t["categories"]
+        seg = t["categories_segments"]
+        size = t["categories_sizes"]
+        for node, s, z in zip(t["categories_nodes"], seg, size, strict=True):
+            cats[int(node)] = np.asarray(cv[s:s + z], dtype=np.int64)
+        # listed categories go right in XGBoost: swap to make them go left
+        left, right = np.where(is_cat, right, left), np.where(is_cat, left, right)
+        dl = np.where(is_cat, ~dl, dl)
+    value = np.where(leaf, cond, 0.0) * scale
+    return {
+        "children_left": left,
+        "children_right": right,
+        "feature": np.asarray(t["split_indices"], dtype=np.int64),
+        "threshold": np.where(leaf | is_cat, 0.0, cond),
+        "mode": np.where(is_cat, MODE_CAT32, MODE_LT32),
+        "missing": MISSING_NAN,
+        "default_left": dl,
+        "cover": np.asarray(t["sum_hessian"], dtype=np.float64),
+        "value": value[:, None],
+        "output": output,
+        "cats": cats,
+    }
 
 
 def _has_best(model):
