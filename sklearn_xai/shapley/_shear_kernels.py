@@ -66,6 +66,17 @@ def random_cooperators(seeds, n_players, n_cooperators):
     return out
 
 
+@njit(cache=True, inline="always")
+def _place(masks, r, c, cp, j, present, paired):
+    """Player ``j`` in (or out of) coalitions ``c`` and ``c + 1`` of row ``r``; the other
+    way round in the antithetic partners ``cp`` and ``cp + 1`` when ``paired``."""
+    masks[r, c, j] = present
+    masks[r, c + 1, j] = present
+    if paired:
+        masks[r, cp, j] = not present
+        masks[r, cp + 1, j] = not present
+
+
 @njit(cache=True)
 def shear_coalitions(cooperators, seeds, antithetic, shapley_fill):
     """SHEAR coalitions of a batch of rows, plus the empty and the full coalition.
@@ -122,22 +133,11 @@ def shear_coalitions(cooperators, seeds, antithetic, shapley_fill):
                 c = (i * n_sub + t) * 2
                 cp = (i * n_sub + n_sub - 1 - t) * 2
                 for k in range(K):
-                    bit = ((t >> k) & 1) == 1
-                    j = cooperators[r, i, k]
-                    masks[r, c, j] = bit
-                    masks[r, c + 1, j] = bit
-                    if paired:
-                        masks[r, cp, j] = not bit
-                        masks[r, cp + 1, j] = not bit
+                    _place(masks, r, c, cp, cooperators[r, i, k], ((t >> k) & 1) == 1, paired)
                 for j in range(P):
                     if j == i or is_coop[j]:
                         continue
-                    present = splitmix64_uniform(state) < u
-                    masks[r, c, j] = present
-                    masks[r, c + 1, j] = present
-                    if paired:
-                        masks[r, cp, j] = not present
-                        masks[r, cp + 1, j] = not present
+                    _place(masks, r, c, cp, j, splitmix64_uniform(state) < u, paired)
             for t in range(n_sub):
                 masks[r, (i * n_sub + t) * 2, i] = True
         for j in range(P):
