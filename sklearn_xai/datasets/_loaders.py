@@ -444,22 +444,26 @@ _SHARED_FILES = {
 _SHARED_ALIASES = {"taiwan": "taiwan_credit"}
 
 
+def _file_under(folder, relpath, message):
+    """``folder / relpath`` when it is a file; else FileNotFoundError(``message``)."""
+    path = Path(folder) / relpath
+    if path.is_file():
+        return path
+    raise FileNotFoundError(message)
+
+
 def _find_shared_file(relpath, data_home):
     """Locate ``relpath`` under a ``shared/data`` folder; raise FileNotFoundError if absent."""
     if data_home is not None:
-        path = Path(data_home) / relpath
-        if path.is_file():
-            return path
-        raise FileNotFoundError(
+        return _file_under(
+            data_home, relpath,
             f"{relpath} not found under data_home={str(data_home)!r}. Pass the folder that "
             f"holds 'compas/', 'titanic/', ... or set the environment variable {_ENV_VAR}."
         )
     env = os.environ.get(_ENV_VAR)
     if env:
-        path = Path(env) / relpath
-        if path.is_file():
-            return path
-        raise FileNotFoundError(
+        return _file_under(
+            env, relpath,
             f"{relpath} not found under the environment variable {_ENV_VAR}={env!r}; it must "
             f"name the folder that holds 'compas/', 'titanic/', ..."
         )

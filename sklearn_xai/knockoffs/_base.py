@@ -9,16 +9,30 @@ operations (one ``np.random.Generator`` per row costs about 100 us in Python, mo
 the sampling itself).
 """
 
+from numbers import Integral
+
 import numpy as np
 from scipy.special import ndtr, ndtri
+from sklearn.utils.validation import check_is_fitted
 
 from .._random import stream_seeds, stream_uniforms
+from .._utils import draw_base_seed
 
 
 def _row_uniforms(base_seed, row_keys, n_draws):
     """Uniforms in (0, 1), shape ``(n_rows, n_draws)``; row ``i`` depends only on
     ``base_seed`` and ``row_keys[i]`` (the keyed streams of :mod:`sklearn_xai._random`)."""
     return stream_uniforms(stream_seeds(base_seed, row_keys), n_draws)
+
+
+def _sample(sampler, X, n_knockoffs, random_state, check_rows):
+    """A fitted sampler's ``sample``: check ``n_knockoffs`` and the rows (``check_rows``),
+    draw one base seed from ``random_state`` and call ``sampler.sample_seeded``."""
+    check_is_fitted(sampler)
+    if not isinstance(n_knockoffs, Integral) or n_knockoffs < 1:
+        raise ValueError(f"n_knockoffs must be a positive integer, got {n_knockoffs!r}.")
+    rows = check_rows(X)
+    return sampler.sample_seeded(rows, n_knockoffs, draw_base_seed(random_state), None)
 
 
 def _row_draws(base_seed, row_keys, n_normal, n_uniform=0):

@@ -9,8 +9,7 @@ from sklearn.covariance import ledoit_wolf
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import draw_base_seed as _draw_base_seed
-from ._base import _discrete_support, _row_draws, _to_support
+from ._base import _discrete_support, _row_draws, _sample, _to_support
 from ._smatrix import singular_tolerance, solve_s
 
 # eigenvalues of the (standardised) knockoff covariance below this times the largest are
@@ -349,11 +348,8 @@ class GaussianKnockoffs(BaseEstimator):
         ndarray of shape (n_samples, n_knockoffs, n_features)
             ``X_tilde[i, k]`` is the ``k``-th knockoff of row ``i``.
         """
-        check_is_fitted(self)
-        if not isinstance(n_knockoffs, Integral) or n_knockoffs < 1:
-            raise ValueError(f"n_knockoffs must be a positive integer, got {n_knockoffs!r}.")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self.sample_seeded(X, n_knockoffs, _draw_base_seed(random_state), None)
+        return _sample(self, X, n_knockoffs, random_state,
+                       lambda X: validate_data(self, X, dtype=np.float64, reset=False))
 
     def sample_seeded(self, X, n_knockoffs, base_seed, row_indices):
         """Knockoffs of rows already validated, seeded per row.

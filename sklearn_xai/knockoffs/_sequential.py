@@ -9,10 +9,10 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.linear_model import LassoCV, LogisticRegressionCV
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from .._utils import draw_base_seed as _draw_base_seed
-from ._base import _discrete_support, _row_draws, _to_support
+from ._base import _discrete_support, _row_draws, _sample, _to_support
 
 # a lasso coefficient (standardised column on standardised predictors) at most this large
 # is round-off, not a selected predictor
@@ -387,11 +387,8 @@ class SequentialKnockoffs(BaseEstimator):
             column is numeric (a numeric array with numeric categorical levels included),
             else object.
         """
-        check_is_fitted(self)
-        if not isinstance(n_knockoffs, Integral) or n_knockoffs < 1:
-            raise ValueError(f"n_knockoffs must be a positive integer, got {n_knockoffs!r}.")
-        frame = self._check_frame(X, reset=False)
-        return self.sample_seeded(frame, n_knockoffs, _draw_base_seed(random_state), None)
+        return _sample(self, X, n_knockoffs, random_state,
+                       lambda X: self._check_frame(X, reset=False))
 
     def sample_seeded(self, X, n_knockoffs, base_seed, row_indices):
         """Knockoffs of rows already checked, seeded per row.

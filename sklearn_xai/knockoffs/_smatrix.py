@@ -121,9 +121,15 @@ def solve_mvr(C, *, max_iter=100, tol=1e-6):
     n_iter : int
         Number of sweeps run.
     """
-    lam = _positive_min_eigenvalue(C, "MVR")
-    with _linalg_errors_as_value_errors("MVR"):
-        return _mvr_descent(C, lam, max_iter, tol)
+    return _solve_checked(C, "MVR", _mvr_descent, max_iter, tol)
+
+
+def _solve_checked(C, method, solver, max_iter, tol):
+    """``solver(C, lambda_min, max_iter, tol)`` with ``C`` checked positive definite and
+    its linear-algebra failures raised as ValueErrors naming ``method``."""
+    lam = _positive_min_eigenvalue(C, method)
+    with _linalg_errors_as_value_errors(method):
+        return solver(C, lam, max_iter, tol)
 
 
 def _mvr_descent(C, lam, max_iter, tol):
@@ -184,9 +190,7 @@ def solve_sdp(C, *, max_iter=100, tol=1e-6):
     n_iter : int
         Total number of Newton steps.
     """
-    lam = _positive_min_eigenvalue(C, "SDP")
-    with _linalg_errors_as_value_errors("SDP"):
-        return _sdp_barrier(C, lam, max_iter, tol)
+    return _solve_checked(C, "SDP", _sdp_barrier, max_iter, tol)
 
 
 def _sdp_barrier(C, lam, max_iter, tol):

@@ -436,11 +436,18 @@ class TreeBound(_TreeModel):
         return _TreeQuery(self, self._query_masks(table), n_cand)
 
 
-class _TreeQuery:
+class _EnsembleQuery:
+    """A tree ensemble bound fixed to one query: its node masks and candidate counts."""
+
     def __init__(self, model, masks, n_cand):
         self.model = model
         self.masks = masks
         self.n_cand = np.ascontiguousarray(n_cand, dtype=np.int64)
+
+
+class _TreeQuery(_EnsembleQuery):
+    def __init__(self, model, masks, n_cand):
+        super().__init__(model, masks, n_cand)
         self._cut = {}  # threshold -> margin cut-off
 
     def predict(self, P, index):
@@ -506,12 +513,7 @@ class SoftmaxTreeBound(_TreeModel):
         return _SoftmaxQuery(self, self._query_masks(table), n_cand)
 
 
-class _SoftmaxQuery:
-    def __init__(self, model, masks, n_cand):
-        self.model = model
-        self.masks = masks
-        self.n_cand = np.ascontiguousarray(n_cand, dtype=np.int64)
-
+class _SoftmaxQuery(_EnsembleQuery):
     def predict(self, P, index):
         m = self.model
         raw = np.column_stack([m.base[j] + up.sum_points(index, m.node_owner, self.masks)
