@@ -1,8 +1,16 @@
 """Result objects: :class:`Attribution` (feature attributions) and :class:`Counterfactuals`."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from numpy.typing import ArrayLike
 
 
 def squeeze_single_output(array):
@@ -100,14 +108,14 @@ class Attribution:
             raise ValueError("output_names must have one name per explained output.")
 
     @property
-    def n_outputs(self):
+    def n_outputs(self) -> int:
         """Number of explained outputs (1 when ``values`` is 2-D)."""
         return 1 if self.values.ndim == 2 else self.values.shape[2]
 
     def __len__(self):
         return self.values.shape[0]
 
-    def values_by_output(self):
+    def values_by_output(self) -> np.ndarray:
         """``values`` with an output axis, whatever the number of outputs.
 
         Returns
@@ -121,7 +129,7 @@ class Attribution:
     def _base2d(self):
         return self.base_values if self.base_values.ndim == 2 else self.base_values[:, None]
 
-    def predicted(self):
+    def predicted(self) -> np.ndarray:
         """``base_values + values.sum(players)``: the output the attributions add up to.
 
         Returns
@@ -132,7 +140,7 @@ class Attribution:
         """
         return self.base_values + self.values.sum(axis=1)
 
-    def additivity_gap(self, output):
+    def additivity_gap(self, output: ArrayLike) -> float:
         """Largest ``|base + sum(values) - output|`` over rows and outputs.
 
         Parameters
@@ -148,7 +156,7 @@ class Attribution:
         output = np.asarray(output, dtype=np.float64).reshape(self.predicted().shape)
         return float(np.max(np.abs(self.predicted() - output))) if output.size else 0.0
 
-    def check_additivity(self, output, atol=1e-8):
+    def check_additivity(self, output: ArrayLike, atol: float = 1e-8) -> None:
         """Raise ``AssertionError`` when the attributions do not add up to ``output``.
 
         Parameters
@@ -171,7 +179,7 @@ class Attribution:
         return None if self.std is None else (
             self.std if self.std.ndim == 3 else self.std[:, :, None])
 
-    def to_frame(self, output=None, *, std=False):
+    def to_frame(self, output: int | str | None = None, *, std: bool = False) -> pd.DataFrame:
         """Attributions as a DataFrame, one row per explained row.
 
         Parameters
@@ -229,7 +237,8 @@ class Attribution:
 
     # ---- plots (matplotlib) -------------------------------------------------------------
 
-    def plot_waterfall(self, row=0, output=None, max_display=10, ax=None):
+    def plot_waterfall(self, row: int = 0, output: int | str | None = None, max_display: int = 10,
+                       ax: Axes | None = None) -> Axes:
         """Waterfall of one row: from the base value to the output, largest players first.
 
         With standard errors (``std``), each bar has a +-1.96 standard-error whisker at
@@ -291,7 +300,8 @@ class Attribution:
         ax.set_title(f"Row {row}")
         return ax
 
-    def plot_bar(self, output=None, max_display=10, ax=None):
+    def plot_bar(self, output: int | str | None = None, max_display: int = 10,
+                 ax: Axes | None = None) -> Axes:
         """Bar chart of the mean ``|value|`` per player over the explained rows.
 
         With standard errors (``std``), each bar has a +-1.96 standard-error whisker, the
@@ -331,7 +341,9 @@ class Attribution:
         ax.set_xlabel(f"mean |attribution| ({self.output_names[k]})")
         return ax
 
-    def plot_beeswarm(self, output=None, max_display=10, ax=None, random_state=0):
+    def plot_beeswarm(self, output: int | str | None = None, max_display: int = 10,
+                      ax: Axes | None = None,
+                      random_state: int | np.random.Generator | None = 0) -> Axes:
         """One row of points per player: attribution on x, coloured by the feature value.
 
         Parameters
@@ -443,11 +455,11 @@ class Counterfactuals:
     index: object = None
 
     @property
-    def n_queries(self):
+    def n_queries(self) -> int:
         """Number of queries (rows of ``queries``)."""
         return len(self.queries)
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """All counterfactuals with their query index, validity, prediction and costs.
 
         Returns
@@ -479,7 +491,7 @@ class Counterfactuals:
             frame.index = labels[np.asarray(frame["query"], dtype=np.int64)]
         return frame
 
-    def for_query(self, i):
+    def for_query(self, i: int) -> pd.DataFrame:
         """The counterfactual rows (features only) of query ``i``.
 
         Parameters
@@ -496,7 +508,7 @@ class Counterfactuals:
         mask = np.asarray(self.counterfactuals["query"]) == i
         return self.counterfactuals.loc[mask].drop(columns="query")
 
-    def diff(self, i):
+    def diff(self, i: int) -> list[list[str]]:
         """Readable changes for query ``i``: one list of ``"feature: a -> b"`` per counterfactual.
 
         Parameters
@@ -521,7 +533,7 @@ class Counterfactuals:
             out.append(changes)
         return out
 
-    def summary(self):
+    def summary(self) -> str:
         """A multi-line text with each query's counterfactuals as diffs.
 
         Returns
@@ -617,7 +629,7 @@ class GlobalImportance:
     extras: dict = field(default_factory=dict)
 
     @property
-    def values(self):
+    def values(self) -> np.ndarray:
         """The importances, shape (n_players,)."""
         return self.importances
 
@@ -629,7 +641,7 @@ class GlobalImportance:
             return getattr(self, key)
         raise KeyError(key)
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """Importances and standard errors, sorted by importance.
 
         Returns
@@ -645,7 +657,7 @@ class GlobalImportance:
                                             name="feature"))
         return frame.sort_values("importance", ascending=False)
 
-    def plot_bar(self, max_display=10, ax=None):
+    def plot_bar(self, max_display: int = 10, ax: Axes | None = None) -> Axes:
         """Horizontal bars of the importances with +-1.96 standard-error whiskers.
 
         Parameters

@@ -8,7 +8,18 @@ recourse measures it re-exports). The public name is
 own modules.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from numpy.typing import ArrayLike
+
+    from sklearn_xai._explanation import Attribution
 
 __all__ = ["as_values", "faithfulness_correlation", "pearson_over_axis1", "random_subsets"]
 
@@ -18,8 +29,10 @@ def as_values(values):
     return np.asarray(getattr(values, "values", values), dtype=np.float64)
 
 
-def faithfulness_correlation(model_fn, X, attribution, reference, groups=None, *,
-                             n_subsets=64, random_state=0):
+def faithfulness_correlation(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
+                             attribution: Attribution | ArrayLike, reference: np.ndarray,
+                             groups: Sequence[ArrayLike] | None = None, *, n_subsets: int = 64,
+                             random_state: int = 0) -> float:
     """Signed faithfulness correlation (Bhatt, Weller and Moura, IJCAI 2020).
 
     For each row ``x`` and each of ``n_subsets`` random player subsets ``S`` (every player

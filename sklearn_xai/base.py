@@ -6,8 +6,11 @@ An explainer is an ordinary scikit-learn estimator: ``__init__`` stores paramete
 ``transform(X)`` a 2-D array and ``score(X, y=None)`` a quality figure (higher is better).
 """
 
+from __future__ import annotations
+
 import functools
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone, is_classifier
@@ -21,6 +24,17 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._model import RESPONSE_METHODS, frame_like, make_model_function
 from ._pipeline import is_known_step
 from ._utils import batch_slices, is_frame, take_rows, unwrap_frozen
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, Self
+
+    import pandas as pd
+    from numpy.typing import ArrayLike
+    from sklearn.pipeline import Pipeline
+
+    from sklearn_xai._explanation import Attribution, Counterfactuals
+    from sklearn_xai._typing import FeatureGroups
 
 __all__ = ["BaseExplainer", "SpaceExplainer", "OutputExplainer", "AttributionExplainer",
            "AttributionMixin", "RecourseMixin", "reference_row", "resolve_feature_groups",
@@ -254,7 +268,7 @@ def _plain_dtypes(X):
     return X
 
 
-def reference_row(X):
+def reference_row(X: np.ndarray | pd.DataFrame) -> np.ndarray:
     """One reference row: the mean of numeric columns, the most frequent value of the others.
 
     Categorical columns use their mode rather than an off-manifold mean.
@@ -285,7 +299,8 @@ def reference_row(X):
     return np.asarray(values, dtype=dtype).reshape(1, -1)
 
 
-def resolve_feature_groups(feature_groups, feature_names):
+def resolve_feature_groups(feature_groups: FeatureGroups,
+                           feature_names: Sequence[str]) -> tuple[list[np.ndarray], list[str]]:
     """Players as lists of column indices, and their names.
 
     Parameters
@@ -338,7 +353,7 @@ def resolve_feature_groups(feature_groups, feature_names):
     return groups, group_names
 
 
-def groups_from_transformer(transformer):
+def groups_from_transformer(transformer: Any) -> dict[str, list[int]]:
     """Feature groups of a fitted ``ColumnTransformer`` or ``OneHotEncoder`` output.
 
     Output columns that came from one input column (e.g. the one-hot columns of one
@@ -483,7 +498,7 @@ class BaseExplainer(BaseEstimator):
         __init__._checks_renamed_parameters = True
         cls.__init__ = __init__
 
-    def set_params(self, **params):
+    def set_params(self, **params: Any) -> Self:
         """Set the parameters of this explainer (an old, renamed name is an error naming
         the new one).
 
@@ -532,7 +547,8 @@ class BaseExplainer(BaseEstimator):
     # validation); the nested estimators (``model``, a sampler) are user-supplied, so their
     # own validation is not skipped
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y=None, **fit_params):
+    def fit(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | None = None,
+            **fit_params: Any) -> Self:
         """Validate ``X``, fit or keep the model, prepare the family's state, then ``_fit``.
 
         Parameters
@@ -824,7 +840,7 @@ class AttributionMixin(TransformerMixin):
     ``player_names_`` and ``output_names_`` in ``fit``.
     """
 
-    def explain(self, X):
+    def explain(self, X: ArrayLike | pd.DataFrame) -> Attribution:
         """Attributions of the rows of ``X``.
 
         Parameters
@@ -843,7 +859,7 @@ class AttributionMixin(TransformerMixin):
         X = self._validate_X(X, reset=False)
         return keep_index(self._explain(self._explained_rows(X)), index)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike | pd.DataFrame) -> np.ndarray:
         """Attributions as a flat array.
 
         Parameters
@@ -861,7 +877,7 @@ class AttributionMixin(TransformerMixin):
             values = np.transpose(values, (0, 2, 1)).reshape(values.shape[0], -1)
         return values
 
-    def get_feature_names_out(self, input_features=None):
+    def get_feature_names_out(self, input_features: ArrayLike | None = None) -> np.ndarray:
         """Names of the :meth:`transform` columns: ``phi__<player>[__<output>]``.
 
         Parameters
@@ -881,7 +897,7 @@ class AttributionMixin(TransformerMixin):
         return np.asarray([f"phi__{p}__{o}" for o in self.output_names_ for p in players],
                           dtype=object)
 
-    def score(self, X, y=None):
+    def score(self, X: ArrayLike | pd.DataFrame, y: None = None) -> float:
         """Faithfulness correlation of the attributions on ``X`` (higher is better).
 
         For 64 random player subsets (each player in with probability 1/2; the same
@@ -1042,7 +1058,7 @@ class RecourseMixin(TransformerMixin):
     Subclasses implement ``_explain(X) -> Counterfactuals`` on validated ``X``.
     """
 
-    def explain(self, X):
+    def explain(self, X: ArrayLike | pd.DataFrame) -> Counterfactuals:
         """Counterfactuals of the rows of ``X``.
 
         Parameters
@@ -1060,7 +1076,7 @@ class RecourseMixin(TransformerMixin):
         X = self._validate_X(X, reset=False)
         return keep_index(self._explain(X), index)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike | pd.DataFrame) -> np.ndarray | pd.DataFrame:
         """The best counterfactual per row, NaN where none was found.
 
         Parameters
@@ -1088,7 +1104,7 @@ class RecourseMixin(TransformerMixin):
                 out[i] = feats[rows[0]]
         return out
 
-    def get_feature_names_out(self, input_features=None):
+    def get_feature_names_out(self, input_features: ArrayLike | None = None) -> np.ndarray:
         """The input feature names (a counterfactual has the query's columns).
 
         Parameters
@@ -1105,7 +1121,7 @@ class RecourseMixin(TransformerMixin):
         return np.asarray(self._feature_names(), dtype=object)
 
 
-def split_pipeline(model):
+def split_pipeline(model: Any) -> tuple[Pipeline | None, Any]:
     """``(preprocessing, final_step)`` of a (possibly frozen) model.
 
     Nested pipelines are flattened first (a step that is itself a Pipeline, frozen or not,

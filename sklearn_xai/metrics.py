@@ -9,11 +9,23 @@ Recourse measures (validity, sparsity, proximity, diversity, yNN, redundancy) ta
 :class:`~sklearn_xai.Counterfactuals` result.
 """
 
+from __future__ import annotations
+
 import importlib
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._faithfulness import as_values, faithfulness_correlation, pearson_over_axis1
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    import pandas as pd
+    from numpy.typing import ArrayLike
+
+    from sklearn_xai._explanation import Attribution
 
 #: the recourse measures, defined in ``sklearn_xai.recourse._metrics`` and loaded on first
 #: use (module ``__getattr__``), so that importing this module (or scoring an attribution)
@@ -48,7 +60,7 @@ def __dir__():
     return sorted(set(globals()) | set(_RECOURSE))
 
 
-def absolute_error(values, reference):
+def absolute_error(values: Attribution | ArrayLike, reference: Attribution | ArrayLike) -> float:
     """Sum over players of ``|values - reference|``, averaged over rows (and outputs).
 
     This is the SHEAR paper's AE.
@@ -71,7 +83,7 @@ def absolute_error(values, reference):
     return float(np.abs(a - b).sum(axis=1).mean())
 
 
-def ranking_accuracy(values, reference):
+def ranking_accuracy(values: Attribution | ArrayLike, reference: Attribution | ArrayLike) -> float:
     """The SHEAR paper's weighted ranking accuracy of signed values.
 
     Both rows are sorted ascending by signed value; position ``k`` (0-based, of ``M``)
@@ -100,7 +112,8 @@ def ranking_accuracy(values, reference):
     return float((match * w).sum(axis=1).mean() / w.sum())
 
 
-def top_k_accuracy(values, reference, k=3):
+def top_k_accuracy(values: Attribution | ArrayLike, reference: Attribution | ArrayLike,
+                   k: int = 3) -> float:
     """Mean overlap of the top-``k`` players by ``|value|`` (as a fraction of ``k``).
 
     Parameters
@@ -127,7 +140,7 @@ def top_k_accuracy(values, reference, k=3):
     return float(np.mean([len(set(x) & set(y)) / k for x, y in zip(ta, tb)]))
 
 
-def efficiency_gap(attribution, output):
+def efficiency_gap(attribution: Attribution, output: ArrayLike) -> float:
     """Largest ``|base + sum(values) - output|`` (0 for an efficient method).
 
     Parameters
@@ -145,7 +158,9 @@ def efficiency_gap(attribution, output):
     return attribution.additivity_gap(output)
 
 
-def deletion_curve(model_fn, X, values, reference, groups=None):
+def deletion_curve(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray, values: np.ndarray,
+                   reference: np.ndarray,
+                   groups: Sequence[ArrayLike] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Output after removing players one at a time in order of decreasing ``|value|``.
 
     Removing a player replaces its columns by the reference row's.
@@ -195,7 +210,9 @@ def _first_output(attribution_values, output=0):
     return values[:, :, output] if values.ndim == 3 else values
 
 
-def faithfulness(model_fn, X, attribution, reference, groups=None, output=0):
+def faithfulness(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
+                 attribution: Attribution | ArrayLike, reference: np.ndarray,
+                 groups: Sequence[ArrayLike] | None = None, output: int = 0) -> float:
     """Signed Pearson correlation of the values with the output drops along the deletion
     order.
 
@@ -238,7 +255,9 @@ def faithfulness(model_fn, X, attribution, reference, groups=None, output=0):
     return float(np.mean(pearson_over_axis1(sorted_values[:, :, None], drops[:, :, None])))
 
 
-def monotonicity(model_fn, X, attribution, reference, groups=None, output=0):
+def monotonicity(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
+                 attribution: Attribution | ArrayLike, reference: np.ndarray,
+                 groups: Sequence[ArrayLike] | None = None, output: int = 0) -> float:
     """Fraction of deletion steps with ``|Delta_k| >= |Delta_{k+1}|``, averaged over rows.
 
     Players are removed (set to the reference) in order of decreasing ``|value|``, as in
@@ -282,7 +301,8 @@ def _single_output(model_fn, output):
     return fn
 
 
-def faithfulness_scorer(explainer, X, y=None):
+def faithfulness_scorer(explainer: Any, X: ArrayLike | pd.DataFrame,
+                        y: ArrayLike | None = None) -> float:
     """``scoring=`` callable for ``GridSearchCV``: the explainer's own ``score``.
 
     Parameters

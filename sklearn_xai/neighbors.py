@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
+
+if TYPE_CHECKING:
+    from typing import Literal, Self
+
+    from numpy.typing import ArrayLike
 
 __all__ = ["NeighborIndex", "check_hnsw_params"]
 
@@ -41,7 +47,8 @@ def _pow2_at_least(v):
     return float(np.ldexp(1.0, min(int(np.frexp(v)[1]), 1023)))
 
 
-def check_hnsw_params(params, *, param_name="hnsw_params", caller="NeighborIndex"):
+def check_hnsw_params(params: Mapping[str, int] | None, *, param_name: str = "hnsw_params",
+                      caller: str = "NeighborIndex") -> dict[str, int]:
     """Validate a dict of HNSW settings with :class:`NeighborIndex`'s own rules.
 
     Meant for estimators that build a :class:`NeighborIndex` from a settings dict: the
@@ -147,13 +154,14 @@ class NeighborIndex(BaseEstimator):
         "ef_search": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, method="hnsw", *, M=32, ef_construction=200, ef_search=64):
+    def __init__(self, method: Literal["hnsw", "exact"] = "hnsw", *, M: int = 32,
+                 ef_construction: int = 200, ef_search: int = 64) -> None:
         self.method = method
         self.M = M
         self.ef_construction = ef_construction
         self.ef_search = ef_search
 
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: None = None) -> Self:
         """Index the rows of ``X``.
 
         Parameters
@@ -218,7 +226,7 @@ class NeighborIndex(BaseEstimator):
             dist[r], idx[r] = d[order], order
         return dist, idx
 
-    def kneighbors(self, X, n_neighbors):
+    def kneighbors(self, X: ArrayLike, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
         """Find the nearest indexed rows.
 
         Parameters

@@ -24,12 +24,25 @@ Example
 ...     check_efficiency(exact_shapley, game)
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .shapley._game import Game
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from typing import Any, Literal
+
+    import pandas as pd
+    from hypothesis.strategies import SearchStrategy
+    from numpy.typing import ArrayLike
+
+    from sklearn_xai._typing import KnownFamily
 
 __all__ = [
     "AXIOMS",
@@ -77,7 +90,8 @@ class DividendGame(Game):
         Pairs of players that are interchangeable in the game.
     """
 
-    def __init__(self, n_players, terms, n_rows=1, constant=0.0):
+    def __init__(self, n_players: int, terms: Mapping[tuple[int, ...], ArrayLike | float],
+                 n_rows: int = 1, constant: float | ArrayLike = 0.0) -> None:
         self._n_players = int(n_players)
         self.n_rows_ = int(n_rows)
         self.terms = {tuple(sorted(T)): np.broadcast_to(np.asarray(d, dtype=np.float64),
@@ -92,17 +106,17 @@ class DividendGame(Game):
             (i, j) for i, j in combinations(range(self.n_players), 2) if self._symmetric(i, j)]
 
     @property
-    def n_players(self):
+    def n_players(self) -> int:
         """Number of players."""
         return self._n_players
 
     @property
-    def n_rows(self):
+    def n_rows(self) -> int:
         """Number of explained rows."""
         return self.n_rows_
 
     @property
-    def n_outputs(self):
+    def n_outputs(self) -> int:
         """Number of values per coalition (always 1)."""
         return 1
 
@@ -116,7 +130,8 @@ class DividendGame(Game):
                 return False
         return True
 
-    def value(self, masks, rows=None, count=True):
+    def value(self, masks: ArrayLike, rows: slice | ArrayLike | None = None,
+              count: bool = True) -> np.ndarray:
         """Evaluate coalitions, as :meth:`sklearn_xai.shapley.Game.value`.
 
         Parameters
@@ -143,7 +158,7 @@ class DividendGame(Game):
         self._count(masks.shape[0], masks.shape[1], count)
         return out[:, :, None]
 
-    def shapley_values(self):
+    def shapley_values(self) -> tuple[np.ndarray, np.ndarray]:
         """Exact Shapley values in closed form.
 
         Returns
@@ -160,12 +175,12 @@ class DividendGame(Game):
         return phi[:, :, None], self.constant[:, None].copy()
 
     @property
-    def max_order(self):
+    def max_order(self) -> int:
         """Size of the largest coalition with a dividend (0 for a constant game)."""
         return max((len(T) for T in self.terms), default=0)
 
 
-def sum_games(a, b):
+def sum_games(a: DividendGame, b: DividendGame) -> DividendGame:
     """The game ``v_a + v_b`` of two dividend games on the same players and rows.
 
     Parameters
@@ -192,7 +207,8 @@ def _hypothesis():
     return import_optional("hypothesis")
 
 
-def games(min_players=1, max_players=8, max_order=None, n_rows=1, dummy=None, symmetric=None):
+def games(min_players: int = 1, max_players: int = 8, max_order: int | None = None, n_rows: int = 1,
+          dummy: bool | None = None, symmetric: bool | None = None) -> SearchStrategy[DividendGame]:
     """Hypothesis strategy of :class:`DividendGame`.
 
     Parameters
@@ -254,7 +270,7 @@ def games(min_players=1, max_players=8, max_order=None, n_rows=1, dummy=None, sy
     return build()
 
 
-def additive_games(**kwargs):
+def additive_games(**kwargs: Any) -> SearchStrategy[DividendGame]:
     """Strategy of games without interactions.
 
     Parameters
@@ -270,7 +286,7 @@ def additive_games(**kwargs):
     return games(max_order=1, **kwargs)
 
 
-def pairwise_games(**kwargs):
+def pairwise_games(**kwargs: Any) -> SearchStrategy[DividendGame]:
     """Strategy of games with at most pairwise interactions.
 
     Parameters
@@ -286,7 +302,8 @@ def pairwise_games(**kwargs):
     return games(max_order=2, **kwargs)
 
 
-def tabular_datasets(min_rows=5, max_rows=40, min_features=1, max_features=6):
+def tabular_datasets(min_rows: int = 5, max_rows: int = 40, min_features: int = 1,
+                     max_features: int = 6) -> SearchStrategy[Any]:
     """Hypothesis strategy of small finite float64 datasets ``(X, y)``.
 
     ``y`` is a binary label with both classes present.
@@ -331,7 +348,8 @@ def _run(estimator, game):
     return np.asarray(phi, dtype=np.float64), np.asarray(base, dtype=np.float64)
 
 
-def check_efficiency(estimator, game, atol=1e-10):
+def check_efficiency(estimator: Callable[[Game], tuple[np.ndarray | None, ...]], game: Game,
+                     atol: float = 1e-10) -> None:
     """Assert ``base + sum(phi) == v(all players)`` for every row and output.
 
     Parameters
@@ -358,7 +376,8 @@ def check_efficiency(estimator, game, atol=1e-10):
                              f"{atol:g}.")
 
 
-def check_symmetry(estimator, game, i=None, j=None, atol=1e-10):
+def check_symmetry(estimator: Callable[[Game], tuple[np.ndarray | None, ...]], game: Game,
+                   i: int | None = None, j: int | None = None, atol: float = 1e-10) -> None:
     """Assert ``phi_i == phi_j`` for interchangeable players (default: every such pair).
 
     Parameters
@@ -391,7 +410,8 @@ def check_symmetry(estimator, game, i=None, j=None, atol=1e-10):
                                  f"|phi_a - phi_b| = {gap:.3g} > {atol:g}.")
 
 
-def check_dummy(estimator, game, i=None, atol=1e-10):
+def check_dummy(estimator: Callable[[Game], tuple[np.ndarray | None, ...]], game: Game,
+                i: int | None = None, atol: float = 1e-10) -> None:
     """Assert ``phi_i == 0`` for dummy players (default: every dummy of the game).
 
     Parameters
@@ -421,7 +441,8 @@ def check_dummy(estimator, game, i=None, atol=1e-10):
             raise AssertionError(f"Dummy violated: player {p} has |phi| = {gap:.3g} > {atol:g}.")
 
 
-def check_linearity(estimator, game_a, game_b, atol=1e-10):
+def check_linearity(estimator: Callable[[Game], tuple[np.ndarray | None, ...]],
+                    game_a: DividendGame, game_b: DividendGame, atol: float = 1e-10) -> None:
     """Assert ``phi(v_a + v_b) == phi(v_a) + phi(v_b)``.
 
     The base values must add up too.
@@ -452,7 +473,8 @@ def check_linearity(estimator, game_a, game_b, atol=1e-10):
                              f"{atol:g}.")
 
 
-def check_matches_exact(estimator, game, atol=1e-10):
+def check_matches_exact(estimator: Callable[[Game], tuple[np.ndarray | None, ...]],
+                        game: DividendGame, atol: float = 1e-10) -> None:
     """Assert the estimator equals the game's closed-form Shapley values.
 
     Parameters
@@ -569,7 +591,7 @@ class KnownModel:
     parts: list = field(default_factory=list)
 
     @property
-    def description(self):
+    def description(self) -> str:
         """A short text naming the model, e.g. ``"pair forest model (pair (0, 1))"``."""
         detail = ""
         if self.structure == "pair":
@@ -587,7 +609,7 @@ class KnownModel:
     def __repr__(self):
         return f"KnownModel({self.description}, n_samples={_n_rows(self.X)})"
 
-    def predict(self, X=None):
+    def predict(self, X: ArrayLike | pd.DataFrame | None = None) -> np.ndarray:
         """The model's output on ``X`` (default: its own data).
 
         Parameters
@@ -604,12 +626,12 @@ class KnownModel:
         return np.asarray(self.model.predict(X), dtype=np.float64).reshape(-1)
 
     @property
-    def output_eps(self):
+    def output_eps(self) -> float:
         """Machine epsilon of the model's own predictions (XGBoost predicts in float32)."""
         pred = np.asarray(self.model.predict(_like(self.X, _float_array(self.X)[:1])))
         return float(np.finfo(pred.dtype if pred.dtype.kind == "f" else np.float64).eps)
 
-    def component_effects(self, X=None):
+    def component_effects(self, X: ArrayLike | pd.DataFrame | None = None) -> np.ndarray:
         """``g_G(x_G) - g_G(z_G)`` of every component, ``z`` the column means of ``X``.
 
         Computed from the model itself, ``f(x_G, z_{-G}) - f(z)``, which is exact because
@@ -703,8 +725,11 @@ def _special_features(structure, n_features, features, rng):
     return features
 
 
-def make_known_model(X, y=None, *, family="forest", structure="additive", features=None,
-                     random_state=0):
+def make_known_model(X: ArrayLike | pd.DataFrame, y: ArrayLike | None = None, *,
+                     family: KnownFamily = "forest",
+                     structure: Literal["additive", "dummy", "symmetric", "pair"] = "additive",
+                     features: int | tuple[int, int] | None = None,
+                     random_state: int = 0) -> KnownModel:
     """Fit a regressor whose attributions are known in closed form.
 
     Parameters
@@ -846,7 +871,8 @@ def _boosted_model(family, Xtrain, target, components, n_features, seed):
     return model.fit(Xtrain, target)
 
 
-def known_linear_combination(f, g, weights=None):
+def known_linear_combination(f: KnownModel, g: KnownModel,
+                             weights: tuple[float, float] | None = None) -> KnownModel:
     """The known model ``a f + b g`` of two known models built on the same data.
 
     Parameters
@@ -893,8 +919,10 @@ def known_linear_combination(f, g, weights=None):
                       list(f.dummy_features), list(f.symmetric_pairs), [(a, f), (b, g)])
 
 
-def known_models(X=None, y=None, *, families=("linear", "forest"), structures=None,
-                 combinations=True):
+def known_models(X: ArrayLike | pd.DataFrame | None = None, y: ArrayLike | None = None, *,
+                 families: Sequence[str] = ("linear", "forest"),
+                 structures: Sequence[str] | None = None,
+                 combinations: bool = True) -> SearchStrategy[KnownModel]:
     """Hypothesis strategy of :class:`KnownModel`.
 
     Parameters
@@ -1341,8 +1369,10 @@ def _check_atol(atol):
     return value
 
 
-def check_explainer(explainer, X, y=None, *, axioms="all", atol=None, models=None,
-                    random_state=0):
+def check_explainer(explainer: Any, X: ArrayLike | pd.DataFrame, y: ArrayLike | None = None, *,
+                    axioms: Literal["all"] | Iterable[str] = "all", atol: float | None = None,
+                    models: Iterable[KnownModel] | None = None,
+                    random_state: int = 0) -> CheckReport:
     """Check an attribution explainer on models whose attributions are known.
 
     A clone of ``explainer`` explains each known model (its ``model`` parameter set to

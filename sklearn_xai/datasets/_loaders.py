@@ -15,9 +15,13 @@ from __future__ import annotations
 import os
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = ["load_adult", "load_german_credit", "load_shared_dataset"]
 
@@ -103,7 +107,12 @@ def _read_adult_file(filename):
     return df, y
 
 
-def load_adult(*, subset="train", as_frame=True, drop_missing=False):
+def load_adult(
+        *,
+        subset: Literal["train", "test", "all"] = "train",
+        as_frame: bool = True,
+        drop_missing: bool = False,
+) -> tuple[pd.DataFrame | np.ndarray, pd.Series | np.ndarray]:
     """Load the Adult / Census Income dataset (UCI), bundled with the package.
 
     Predict whether a person's annual income exceeds $50K from 1994 US census data.
@@ -362,7 +371,12 @@ def _load_german_processed():
     return X, y
 
 
-def load_german_credit(*, processed=False, labels=True, as_frame=True):
+def load_german_credit(
+        *,
+        processed: bool = False,
+        labels: bool = True,
+        as_frame: bool = True,
+) -> tuple[pd.DataFrame | np.ndarray, pd.Series | np.ndarray]:
     """Load the German Credit dataset (UCI Statlog), bundled with the package.
 
     Classify 1,000 loan applicants as good (700) or bad (300) credit risks.
@@ -573,7 +587,10 @@ _SHARED_LOADERS = {
 }
 
 
-def load_shared_dataset(name, data_home=None):
+def load_shared_dataset(
+        name: Literal["compas", "titanic", "australian", "taiwan_credit"],
+        data_home: str | os.PathLike[str] | None = None,
+) -> tuple[pd.DataFrame, pd.Series]:
     """Load one of the project's shared benchmark datasets (not bundled with the package).
 
     These files are used by the tests and benchmarks only. They are read from a folder

@@ -1,6 +1,9 @@
 """Gaussian model-X knockoffs (Candes, Fan, Janson & Lv 2018)."""
 
+from __future__ import annotations
+
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import linalg
@@ -11,6 +14,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import _discrete_support, _row_draws, _sample, _to_support
 from ._smatrix import singular_tolerance, solve_s
+
+if TYPE_CHECKING:
+    from typing import Literal, Self
+
+    from numpy.typing import ArrayLike
+
+    from sklearn_xai._typing import RandomStateLike
 
 # eigenvalues of the (standardised) knockoff covariance below this times the largest are
 # treated as 0 in its square root: the noise they would add is at most 1e-5 standard
@@ -121,8 +131,9 @@ class GaussianKnockoffs(BaseEstimator):
         "support": [StrOptions({"auto", "observed"}), None],
     }
 
-    def __init__(self, method="mvr", shrinkage="ledoit_wolf", max_iter=100, tol=1e-8,
-                 support="auto"):
+    def __init__(self, method: Literal["mvr", "sdp", "equicorrelated"] = "mvr",
+                 shrinkage: Literal["ledoit_wolf"] | None = "ledoit_wolf", max_iter: int = 100,
+                 tol: float = 1e-8, support: Literal["auto", "observed"] | None = "auto") -> None:
         self.method = method
         self.shrinkage = shrinkage
         self.max_iter = max_iter
@@ -130,7 +141,7 @@ class GaussianKnockoffs(BaseEstimator):
         self.support = support
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: None = None) -> Self:
         """Estimate mean and covariance of ``X`` and solve for ``s``.
 
         Parameters
@@ -297,7 +308,7 @@ class GaussianKnockoffs(BaseEstimator):
         self._root = np.zeros((p, p))  # z @ root has covariance Vc (standardised)
         self._root[np.ix_(vary, vary)] = (Q * np.sqrt(w)) @ Q.T
 
-    def score(self, X, y=None):
+    def score(self, X: ArrayLike, y: None = None) -> float:
         """Mean Gaussian log-likelihood of the rows of ``X`` under the fitted model.
 
         Parameters
@@ -329,7 +340,8 @@ class GaussianKnockoffs(BaseEstimator):
         p = vary.size
         return float(np.mean(-0.5 * (maha + logdet + p * np.log(2.0 * np.pi))))
 
-    def sample(self, X, n_knockoffs=1, random_state=None):
+    def sample(self, X: ArrayLike, n_knockoffs: int = 1,
+               random_state: RandomStateLike = None) -> np.ndarray:
         """Draw knockoffs of the rows of ``X``.
 
         Parameters
@@ -351,7 +363,8 @@ class GaussianKnockoffs(BaseEstimator):
         return _sample(self, X, n_knockoffs, random_state,
                        lambda X: validate_data(self, X, dtype=np.float64, reset=False))
 
-    def sample_seeded(self, X, n_knockoffs, base_seed, row_indices):
+    def sample_seeded(self, X: np.ndarray, n_knockoffs: int, base_seed: int,
+                      row_indices: ArrayLike | None) -> np.ndarray:
         """Knockoffs of rows already validated, seeded per row.
 
         The knockoff explainers call this (a package-internal hook, public so that a

@@ -1,7 +1,10 @@
 """Sequential knockoffs for mixed numeric / categorical data (Kormaksson et al. 2021)."""
 
+from __future__ import annotations
+
 import warnings
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -13,6 +16,13 @@ from sklearn.utils.validation import validate_data
 
 from .._utils import draw_base_seed as _draw_base_seed
 from ._base import _discrete_support, _row_draws, _sample, _to_support
+
+if TYPE_CHECKING:
+    from typing import Literal, Self
+
+    from numpy.typing import ArrayLike
+
+    from sklearn_xai._typing import RandomStateLike
 
 # a lasso coefficient (standardised column on standardised predictors) at most this large
 # is round-off, not a selected predictor
@@ -114,8 +124,9 @@ class SequentialKnockoffs(BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, categorical_features=None, cv=5, Cs=10, support="auto",
-                 random_state=None):
+    def __init__(self, categorical_features: ArrayLike | None = None, cv: int = 5, Cs: int = 10,
+                 support: Literal["auto"] | None = "auto",
+                 random_state: RandomStateLike = None) -> None:
         self.categorical_features = categorical_features
         self.cv = cv
         self.Cs = Cs
@@ -211,7 +222,7 @@ class SequentialKnockoffs(BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike | pd.DataFrame, y: None = None) -> Self:
         """Fit one model per column, in a random order.
 
         Parameters
@@ -366,7 +377,8 @@ class SequentialKnockoffs(BaseEstimator):
         return out
 
     # ------------------------------------------------------------------ sample
-    def sample(self, X, n_knockoffs=1, random_state=None):
+    def sample(self, X: ArrayLike | pd.DataFrame, n_knockoffs: int = 1,
+               random_state: RandomStateLike = None) -> np.ndarray:
         """Draw knockoffs of (possibly new) rows with the fitted column models.
 
         Parameters
@@ -390,7 +402,8 @@ class SequentialKnockoffs(BaseEstimator):
         return _sample(self, X, n_knockoffs, random_state,
                        lambda X: self._check_frame(X, reset=False))
 
-    def sample_seeded(self, X, n_knockoffs, base_seed, row_indices):
+    def sample_seeded(self, X: np.ndarray, n_knockoffs: int, base_seed: int,
+                      row_indices: ArrayLike | None) -> np.ndarray:
         """Knockoffs of rows already checked, seeded per row.
 
         The knockoff explainers call this (a package-internal hook, public so that a

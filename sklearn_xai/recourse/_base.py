@@ -1,5 +1,9 @@
 """The base of the counterfactual explainers: the desired outcome and the constraints."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils._param_validation import StrOptions
@@ -8,6 +12,10 @@ from .._model import model_name
 from .._utils import is_frame
 from ..base import BaseExplainer, RecourseMixin
 from ._constraints import resolve_constraints
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from numpy.typing import ArrayLike
 
 __all__ = ["RecourseExplainer"]
 
@@ -104,7 +112,7 @@ class RecourseExplainer(RecourseMixin, BaseExplainer):
 
     # -- transform --------------------------------------------------------------------------
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike | pd.DataFrame) -> np.ndarray | pd.DataFrame:
         """The best counterfactual per row, missing where none was found.
 
         The best counterfactual of a row is its first valid one in

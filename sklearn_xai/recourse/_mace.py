@@ -8,6 +8,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,14 @@ from ..neighbors import NeighborIndex, check_hnsw_params
 from ._base import RecourseExplainer
 from ._encoding import MissingAwareEncoder, quantile_grid
 from ._search import MaceSettings, _changed, candidates_from_neighbors, drive, mace_search
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any, Literal
+
+    from numpy.typing import ArrayLike
+
+    from sklearn_xai._typing import RandomStateLike
 
 __all__ = ["MaceRecourse"]
 
@@ -280,37 +289,37 @@ class MaceRecourse(RecourseExplainer):
 
     def __init__(
         self,
-        model=None,
+        model: Any = None,
         *,
-        method="rl",
-        n_counterfactuals=3,
-        desired_class="opposite",
-        desired_range=None,
-        categorical_features="auto",
-        immutable_features=None,
-        features_to_vary="all",
-        feature_ranges=None,
-        monotone=None,
-        n_neighbors=30,
-        n_feature_columns=10,
-        n_feature_values=3,
-        column_selection="effect",
-        max_changes=8,
-        n_bins=10,
-        class_quantiles=(0.05, 0.95),
-        refine=True,
-        diversity_cap=3,
-        fill=True,
-        sparsity_weight=1.0,
-        posthoc_sparsity=True,
-        fallback="nearest_unlike",
-        min_proba=None,
-        neighbors="hnsw",
-        hnsw_params=None,
-        batch_size=256,
-        n_jobs=None,
-        random_state=None,
-    ):
+        method: Literal["rl", "gld"] = "rl",
+        n_counterfactuals: int = 3,
+        desired_class: Any = "opposite",
+        desired_range: tuple[float, float] | None = None,
+        categorical_features: Literal["auto"] | ArrayLike | None = "auto",
+        immutable_features: Sequence[int | str] | None = None,
+        features_to_vary: Literal["all"] | Sequence[int | str] = "all",
+        feature_ranges: Mapping[Any, Any] | None = None,
+        monotone: Mapping[Any, Any] | None = None,
+        n_neighbors: int = 30,
+        n_feature_columns: int = 10,
+        n_feature_values: int = 3,
+        column_selection: Literal["effect", "votes"] = "effect",
+        max_changes: int = 8,
+        n_bins: int = 10,
+        class_quantiles: ArrayLike | None = (0.05, 0.95),
+        refine: bool | Literal["gld", "bisection"] = True,
+        diversity_cap: int | None = 3,
+        fill: bool = True,
+        sparsity_weight: float = 1.0,
+        posthoc_sparsity: bool = True,
+        fallback: Literal["nearest_unlike", "greedy"] = "nearest_unlike",
+        min_proba: float | None = None,
+        neighbors: Literal["hnsw", "exact"] = "hnsw",
+        hnsw_params: Mapping[str, int] | None = None,
+        batch_size: int = 256,
+        n_jobs: int | None = None,
+        random_state: RandomStateLike = None,
+    ) -> None:
         self.model = model
         self.method = method
         self.n_counterfactuals = n_counterfactuals
@@ -675,7 +684,7 @@ class MaceRecourse(RecourseExplainer):
         )
 
     # ---------------------------------------------------------------- public API
-    def score(self, X, y=None):
+    def score(self, X: ArrayLike | pd.DataFrame, y: None = None) -> float:
         """Validity rate minus 0.1 x mean proximity cost of the best counterfactuals.
 
         Parameters

@@ -8,10 +8,19 @@ states the exact formula.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from ._encoding import TabularEncoder, robust_scales
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from numpy.typing import ArrayLike
+
+    from sklearn_xai._explanation import Counterfactuals
 
 __all__ = [
     "validity",
@@ -69,7 +78,7 @@ def _predict_labels(model, X):
     return np.asarray(model.predict(X))
 
 
-def validity(result, model=None):
+def validity(result: Counterfactuals, model: Any = None) -> float:
     """Fraction of returned counterfactuals that reach their desired class.
 
     ``model=None`` uses the result's own ``valid`` flags; with a model, every counterfactual
@@ -99,7 +108,7 @@ def validity(result, model=None):
     return float(np.mean(pred == _desired(result)))
 
 
-def found_rate(result):
+def found_rate(result: Counterfactuals) -> float:
     """Fraction of queries with at least one counterfactual (CARLA's success rate).
 
     Parameters
@@ -127,7 +136,8 @@ def _changed(enc, result):
     return changed, diff, q
 
 
-def sparsity(result, categorical_features="auto"):
+def sparsity(result: Counterfactuals,
+             categorical_features: Literal["auto"] | ArrayLike | None = "auto") -> float:
     """Mean number of changed features (L0) per counterfactual.
 
     A feature counts once whatever its encoding (a category change is 1, unlike CARLA's
@@ -154,7 +164,8 @@ def sparsity(result, categorical_features="auto"):
     return float(changed.sum(axis=1).mean()) if len(changed) else float("nan")
 
 
-def proximity(result, X_ref=None, categorical_features="auto"):
+def proximity(result: Counterfactuals, X_ref: ArrayLike | pd.DataFrame | None = None,
+              categorical_features: Literal["auto"] | ArrayLike | None = "auto") -> float:
     """Mean distance of a counterfactual to its query (lower is better).
 
     ``#changed categorical features + sum over continuous features |cf - x| / MAD``, with
@@ -188,7 +199,8 @@ def proximity(result, X_ref=None, categorical_features="auto"):
     return float(cost.mean())
 
 
-def diversity(result, categorical_features="auto"):
+def diversity(result: Counterfactuals,
+              categorical_features: Literal["auto"] | ArrayLike | None = "auto") -> float:
     """Mean fraction of features that differ between two counterfactuals of one query.
 
     Averaged over all pairs of a query's counterfactuals, then over queries with at least
@@ -226,7 +238,8 @@ def diversity(result, categorical_features="auto"):
     return float(np.mean(per_query)) if per_query else float("nan")
 
 
-def ynn(result, model, X_ref, n_neighbors=5, categorical_features="auto"):
+def ynn(result: Counterfactuals, model: Any, X_ref: ArrayLike | pd.DataFrame, n_neighbors: int = 5,
+        categorical_features: Literal["auto"] | ArrayLike | None = "auto") -> float:
     """Share of a counterfactual's nearest reference rows that the model gives its class.
 
     CARLA's yNN generalised to any number of classes:
@@ -274,7 +287,8 @@ def ynn(result, model, X_ref, n_neighbors=5, categorical_features="auto"):
     return float(1.0 - np.mean(labels[nb] != desired[:, None]))
 
 
-def redundancy(result, model, categorical_features="auto"):
+def redundancy(result: Counterfactuals, model: Any,
+               categorical_features: Literal["auto"] | ArrayLike | None = "auto") -> float:
     """Mean number of redundant changes per counterfactual (CARLA; lower is better).
 
     A change is redundant when reverting that one feature to the query's value keeps the

@@ -1,8 +1,11 @@
 """P2CE: the Pareto front of plausible counterfactuals by branch and bound."""
 
+from __future__ import annotations
+
 import time
 import warnings
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -37,6 +40,15 @@ from ._p2ce_models import (
     parse_tree_model,
 )
 from ._p2ce_search import QueryProblem, search_query
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any, Literal
+
+    import pandas as pd
+    from numpy.typing import ArrayLike
+
+    from sklearn_xai._typing import RandomStateLike
 
 _SHAP_BACKGROUND = 20  # background rows of the SHAP game (the first rows of the sample)
 # permutation SHAP budget (coalition evaluations per player and row): about 10 permutations
@@ -274,13 +286,22 @@ class P2CERecourse(RecourseExplainer):
                 "immutable_features": immutable, "time_limit": time_limit,
                 "random_state": seed}
 
-    def __init__(self, model=None, *, objectives=("max_distance", "n_changes", "mean_distance"),
-                 max_changes=3, threshold=0.5, desired_class="opposite", desired_range=None,
-                 grid_percentiles=(1, 99), grid_step=0.05, categorical_features="auto",
-                 immutable_features=None, features_to_vary="all", feature_ranges=None,
-                 monotone=None, plausibility=True, contamination=0.05, n_estimators=100,
-                 max_samples=0.25, bound="auto", time_limit=None, shap_samples=100,
-                 random_state=None, batch_size=None, n_jobs=None):
+    def __init__(self, model: Any = None, *,
+                 objectives: Sequence[str] = ("max_distance", "n_changes", "mean_distance"),
+                 max_changes: int = 3, threshold: float = 0.5, desired_class: Any = "opposite",
+                 desired_range: tuple[float, float] | None = None,
+                 grid_percentiles: tuple[float, float] = (1, 99), grid_step: float = 0.05,
+                 categorical_features: Literal["auto"] | ArrayLike | None = "auto",
+                 immutable_features: Sequence[int | str] | None = None,
+                 features_to_vary: Literal["all"] | Sequence[int | str] = "all",
+                 feature_ranges: Mapping[Any, Any] | None = None,
+                 monotone: Mapping[Any, Any] | None = None, plausibility: bool = True,
+                 contamination: float = 0.05, n_estimators: int = 100,
+                 max_samples: int | float = 0.25,
+                 bound: Literal["auto", "exact", "shap", "none"] = "auto",
+                 time_limit: float | None = None, shap_samples: int = 100,
+                 random_state: RandomStateLike = None, batch_size: int | None = None,
+                 n_jobs: int | None = None) -> None:
         self.model = model
         self.objectives = objectives
         self.max_changes = max_changes
@@ -878,7 +899,7 @@ class P2CERecourse(RecourseExplainer):
                                valid=valid, costs=cost_frame, found=found,
                                desired=desired_arr, extras=extras, index=index)
 
-    def score(self, X, y=None):
+    def score(self, X: ArrayLike | pd.DataFrame, y: None = None) -> float:
         """Validity rate minus half the mean normalised cost of the best counterfactuals.
 
         For each row, the best counterfactual is the one :meth:`transform` returns (fewest

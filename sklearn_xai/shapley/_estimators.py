@@ -17,9 +17,17 @@ permutations (one unit per pair), or the jackknife pseudo-values of KernelSHAP o
 groups of complementary pairs; ``None`` when the estimate is exact.
 """
 
+from __future__ import annotations
+
 from math import ceil, comb, factorial
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sklearn_xai.shapley._game import Game
 
 __all__ = ["exact_shapley", "permutation_shapley", "kernel_shapley", "frontier_shapley",
            "all_masks",
@@ -111,7 +119,9 @@ def shapley_weights(n_players):
     return np.array([factorial(s) * factorial(P - s - 1) / factorial(P) for s in range(P)])
 
 
-def exact_shapley(game, n_evals=None, generators=None, *, return_units=False):
+def exact_shapley(game: Game, n_evals: int | None = None,
+                  generators: Sequence[np.random.Generator] | None = None, *,
+                  return_units: bool = False) -> tuple[np.ndarray | None, ...]:
     """Exact Shapley values by evaluating all ``2**P`` coalitions once.
 
     Every coalition value is shared by all players:
@@ -170,7 +180,9 @@ def _check_n_evals(n_evals):
     return int(n_evals)
 
 
-def permutation_shapley(game, n_evals, generators, antithetic=True, *, return_units=False):
+def permutation_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Generator],
+                        antithetic: bool = True, *,
+                        return_units: bool = False) -> tuple[np.ndarray | None, ...]:
     """Permutation sampling with a cached prefix walk, optionally antithetic.
 
     Each permutation walks its prefixes ``{}, {p1}, {p1, p2}, ..., all``; the empty and full
@@ -249,7 +261,8 @@ def _kernel_size_probs(P):
     return s, w / w.sum()
 
 
-def kernel_shapley(game, n_evals, generators, *, return_units=False):
+def kernel_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Generator], *,
+                   return_units: bool = False) -> tuple[np.ndarray | None, ...]:
     """KernelSHAP: paired coalition sampling and least squares with exact efficiency.
 
     Coalition sizes are drawn from the Shapley kernel distribution ``p(s) ~ (P-1)/(s(P-s))``

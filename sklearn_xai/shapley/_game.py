@@ -5,9 +5,17 @@ for many explained rows at once. :class:`Game` states the protocol; the estimato
 :mod:`sklearn_xai.shapley._estimators` and SHEAR work on any object that follows it.
 """
 
+from __future__ import annotations
+
 from abc import ABCMeta, abstractmethod
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from numpy.typing import ArrayLike
 
 __all__ = ["Game", "ImputationGame", "group_matrix"]
 
@@ -64,16 +72,16 @@ class Game(metaclass=ABCMeta):
 
     @property
     @abstractmethod
-    def n_players(self):
+    def n_players(self) -> int:
         """Number of players."""
 
     @property
     @abstractmethod
-    def n_rows(self):
+    def n_rows(self) -> int:
         """Number of explained rows."""
 
     @property
-    def n_outputs(self):
+    def n_outputs(self) -> int:
         """Number of values per coalition."""
         if getattr(self, "_n_outputs", None) is None:
             if self.n_rows == 0:
@@ -83,7 +91,8 @@ class Game(metaclass=ABCMeta):
         return self._n_outputs
 
     @abstractmethod
-    def value(self, masks, rows=None, count=True):
+    def value(self, masks: ArrayLike, rows: slice | ArrayLike | None = None,
+              count: bool = True) -> np.ndarray:
         """Evaluate coalitions.
 
         Parameters
@@ -154,8 +163,9 @@ class ImputationGame(Game):
         rows).
     """
 
-    def __init__(self, model_fn, X, imputation, groups=None, batch_size=65536,
-                 per_imputation=False):
+    def __init__(self, model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
+                 imputation: np.ndarray, groups: Sequence[ArrayLike] | None = None,
+                 batch_size: int = 65536, per_imputation: bool = False) -> None:
         self.model_fn = model_fn
         self.X = np.asarray(X)
         if self.X.ndim != 2:
@@ -183,26 +193,26 @@ class ImputationGame(Game):
         self._n_outputs = None
 
     @property
-    def n_rows(self):
+    def n_rows(self) -> int:
         """Number of explained rows."""
         return self.X.shape[0]
 
     @property
-    def n_features(self):
+    def n_features(self) -> int:
         """Number of columns of the explained rows."""
         return self.X.shape[1]
 
     @property
-    def n_players(self):
+    def n_players(self) -> int:
         """Number of players."""
         return len(self.groups)
 
     @property
-    def n_imputations(self):
+    def n_imputations(self) -> int:
         """Number of imputation rows per explained row."""
         return self.imputation.shape[1]
 
-    def active_players(self):
+    def active_players(self) -> np.ndarray:
         """Which players can change the game's value, per row.
 
         A player whose columns in ``x`` equal those of every imputation row is a dummy of
@@ -218,7 +228,8 @@ class ImputationGame(Game):
         same = np.all(self.X[:, None, :] == R, axis=1)            # (n, M)
         return ~((~same).astype(np.uint8) @ self._G.T.astype(np.uint8) == 0)
 
-    def value(self, masks, rows=None, count=True):
+    def value(self, masks: ArrayLike, rows: slice | ArrayLike | None = None,
+              count: bool = True) -> np.ndarray:
         """Evaluate coalitions: ``v(S) = mean_k f(x_S, R_k[~S])``.
 
         Parameters

@@ -6,7 +6,10 @@ the explained row, so every row the model is asked about is distributed like rea
 and a model that detects off-manifold queries cannot steer the explanation.
 """
 
+from __future__ import annotations
+
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import clone, is_classifier
@@ -37,6 +40,15 @@ from ._estimators import (
     unit_std,
 )
 from ._game import Game, ImputationGame
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    import pandas as pd
+    from numpy.random import RandomState
+    from numpy.typing import ArrayLike
+
+    from sklearn_xai._typing import FeatureGroups, ResponseMethod
 
 __all__ = ["KnockoffSHAP", "KnockoffSAGE"]
 
@@ -398,11 +410,15 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
     def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
         return {"n_knockoffs": 5, "random_state": seed}
 
-    def __init__(self, model=None, *, sampler=None, n_knockoffs=10, algorithm="auto",
-                 n_evals=None, tol=0.05, imputation="knockoff", background=None,
-                 feature_groups=None, response_method="auto", target=None,
-                 feature_space="input", batch_size=128, max_model_rows=8192, n_jobs=None,
-                 random_state=None):
+    def __init__(self, model: Any = None, *, sampler: Any = None, n_knockoffs: int = 10,
+                 algorithm: Literal["auto", "exact", "kernel", "permutation", "frontier"] = "auto",
+                 n_evals: int | None = None, tol: float = 0.05,
+                 imputation: Literal["knockoff", "marginal"] = "knockoff",
+                 background: ArrayLike | None = None, feature_groups: FeatureGroups = None,
+                 response_method: ResponseMethod = "auto", target: Any = None,
+                 feature_space: Literal["input", "model"] = "input", batch_size: int = 128,
+                 max_model_rows: int = 8192, n_jobs: int | None = None,
+                 random_state: int | RandomState | None = None) -> None:
         self.model = model
         self.sampler = sampler
         self.n_knockoffs = n_knockoffs
@@ -770,11 +786,16 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, model=None, *, sampler=None, n_knockoffs=10, imputation="knockoff",
-                 background=None, loss="auto", algorithm="permutation", n_permutations=None,
-                 tol=0.025, feature_groups=None, response_method="auto",
-                 target=None, feature_space="input", batch_size=1024, max_model_rows=8192,
-                 n_jobs=None, random_state=None):
+    def __init__(self, model: Any = None, *, sampler: Any = None, n_knockoffs: int = 10,
+                 imputation: Literal["knockoff", "marginal"] = "knockoff",
+                 background: ArrayLike | None = None,
+                 loss: Literal["auto", "mse", "cross_entropy"] = "auto",
+                 algorithm: Literal["permutation", "exact"] = "permutation",
+                 n_permutations: int | None = None, tol: float | None = 0.025,
+                 feature_groups: FeatureGroups = None, response_method: ResponseMethod = "auto",
+                 target: Any = None, feature_space: Literal["input", "model"] = "input",
+                 batch_size: int = 1024, max_model_rows: int = 8192, n_jobs: int | None = None,
+                 random_state: int | RandomState | None = None) -> None:
         self.model = model
         self.sampler = sampler
         self.n_knockoffs = n_knockoffs
@@ -853,7 +874,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
             raise ValueError("y contains NaN or infinity; drop those rows from X and y.")
         return y, None
 
-    def explain(self, X, y):
+    def explain(self, X: ArrayLike | pd.DataFrame, y: ArrayLike) -> GlobalImportance:
         """Global importances of the players on the rows ``(X, y)``.
 
         Parameters
@@ -937,7 +958,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
 
         return losses, keys
 
-    def score(self, X, y):
+    def score(self, X: ArrayLike | pd.DataFrame, y: ArrayLike) -> float:
         """Faithfulness correlation of the global importances on ``(X, y)``.
 
         Higher is better.

@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields, replace
 from functools import partial
 from math import factorial
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.stats import t as student_t
@@ -41,6 +42,15 @@ from ..base import (
 )
 from ._estimators import ALGORITHMS
 from ._game import Game, ImputationGame
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    import pandas as pd
+    from numpy.random import RandomState
+    from numpy.typing import ArrayLike
+
+    from sklearn_xai._typing import FeatureGroups, ResponseMethod
 
 # --------------------------------------------------------------------------- budget
 
@@ -960,11 +970,16 @@ class ShearExplainer(AttributionExplainer):
     def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
         return {"n_evals": 16, "random_state": seed}
 
-    def __init__(self, model=None, *, n_evals=16, n_rounds=1, tol=0.05, background="mean",
-                 cooperators="auto", antithetic=True, non_cooperators="shapley",
-                 efficiency="none", feature_groups=None, response_method="auto", target=None,
-                 feature_space="input", device=None, batch_size=128, max_model_rows=65536,
-                 n_jobs=None, random_state=None):
+    def __init__(self, model: Any = None, *, n_evals: int | Literal["auto"] = 16, n_rounds: int = 1,
+                 tol: float = 0.05, background: Literal["mean"] | ArrayLike = "mean",
+                 cooperators: Literal["auto", "hessian", "finite_difference", "random"] = "auto",
+                 antithetic: bool = True,
+                 non_cooperators: Literal["shapley", "uniform"] = "shapley",
+                 efficiency: Literal["none", "redistribute", "even"] = "none",
+                 feature_groups: FeatureGroups = None, response_method: ResponseMethod = "auto",
+                 target: Any = None, feature_space: Literal["input", "model"] = "input",
+                 device: str | None = None, batch_size: int = 128, max_model_rows: int = 65536,
+                 n_jobs: int | None = None, random_state: int | RandomState | None = None) -> None:
         self.model = model
         self.n_evals = n_evals
         self.n_rounds = n_rounds
@@ -1184,7 +1199,7 @@ class ShearExplainer(AttributionExplainer):
                     "std_dof": squeeze_single_output(dof)},
             std=std)
 
-    def explain(self, X):
+    def explain(self, X: ArrayLike | pd.DataFrame) -> Attribution:
         """SHEAR attributions of the rows of ``X``.
 
         Parameters

@@ -26,10 +26,16 @@ call). Parsers: ``_parse_sklearn.parse_sklearn``, ``_parse_xgboost.parse_xgboost
 ensemble's numeric columns (HistGradientBoosting's categorical encoding).
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit, prange
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 MODE_LE64 = 0
 MODE_LE32 = 1
@@ -173,7 +179,7 @@ class FlatEnsemble:
     n_players: int | None = None
 
     @property
-    def n_trees(self):
+    def n_trees(self) -> int:
         """Number of trees."""
         return len(self.tree_offsets) - 1
 
@@ -181,11 +187,11 @@ class FlatEnsemble:
         self.__dict__.update(writeable_state(state))
 
     @property
-    def n_nodes(self):
+    def n_nodes(self) -> int:
         """Total number of nodes over all trees."""
         return len(self.feature)
 
-    def validate(self):
+    def validate(self) -> FlatEnsemble:
         """Check shapes and index ranges; raise ValueError naming the problem.
 
         Returns
@@ -225,7 +231,7 @@ class FlatEnsemble:
                 raise ValueError("FlatEnsemble.player out of range")
         return self
 
-    def players(self):
+    def players(self) -> tuple[np.ndarray, int]:
         """The player of every node and the number of players.
 
         Returns
@@ -240,7 +246,7 @@ class FlatEnsemble:
             return self.feature, self.n_features
         return self.player, self.n_players
 
-    def arrays(self):
+    def arrays(self) -> tuple[np.ndarray, ...]:
         """The routing arrays in the order the numba helpers take them.
 
         Returns
@@ -252,7 +258,7 @@ class FlatEnsemble:
         return (self.children_left, self.children_right, self.feature, self.threshold,
                 self.mode, self.missing, self.default_left, self.cat_offsets, self.cat_values)
 
-    def prepare_X(self, X):
+    def prepare_X(self, X: ArrayLike) -> np.ndarray:
         """``X`` as C-contiguous float64 with ``missing_value`` entries set to NaN.
 
         Parameters
@@ -337,7 +343,7 @@ def _goes_left_many(nodes, xs, children_left, children_right, feature, threshold
     return out
 
 
-def goes_left(ens, node_indices, x_values):
+def goes_left(ens: FlatEnsemble, node_indices: ArrayLike, x_values: ArrayLike) -> np.ndarray:
     """Vectorised routing: does value ``x_values[i]`` go left at ``node_indices[i]``?
 
     Parameters
@@ -391,7 +397,7 @@ def apply(ens, X):
     return _predict_leaves(X, ens.tree_offsets, *ens.arrays())
 
 
-def predict_raw(ens, X):
+def predict_raw(ens: FlatEnsemble, X: ArrayLike) -> np.ndarray:
     """Margin-space prediction ``base_score + sum of leaf values``.
 
     Trees are summed in order in float64.

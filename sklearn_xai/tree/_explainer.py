@@ -1,9 +1,12 @@
 """TreeShapExplainer: exact TreeSHAP for scikit-learn, XGBoost, LightGBM and CatBoost trees."""
 
+from __future__ import annotations
+
 import contextlib
 import warnings
 from dataclasses import replace
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.frozen import FrozenEstimator
@@ -26,6 +29,16 @@ from ..base import (
 )
 from ..shapley._estimators import shapley_weights
 from ._ensemble import apply_link, predict_raw, subset_outputs, with_players, zero_fractions
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, Literal
+
+    import pandas as pd
+    from numpy.typing import ArrayLike
+
+    from sklearn_xai._typing import RandomStateLike
+    from sklearn_xai.tree._ensemble import FlatEnsemble
 
 __all__ = ["TreeShapExplainer", "parse_model"]
 
@@ -60,7 +73,7 @@ def _is_booster(model):
     return False
 
 
-def parse_model(model):
+def parse_model(model: Any) -> tuple[FlatEnsemble, Callable[[Any], np.ndarray] | None]:
     """Parse a fitted tree model into a FlatEnsemble.
 
     Parameters
@@ -404,10 +417,14 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
     def _report_params(cls, model, *, seed, immutable=None, time_limit=None):
         return {}
 
-    def __init__(self, model=None, *, imputation="tree_path_dependent",
-                 model_output="raw", index="shapley", target=None, feature_space="input",
-                 max_background=None, max_table_mib=1024, batch_size=1024, n_jobs=None,
-                 random_state=None):
+    def __init__(self, model: Any = None, *,
+                 imputation: Literal["tree_path_dependent", "marginal"] = "tree_path_dependent",
+                 model_output: Literal["raw", "probability", "log_loss"] = "raw",
+                 index: Literal["shapley", "banzhaf"] = "shapley", target: Any = None,
+                 feature_space: Literal["input", "model"] = "input",
+                 max_background: int | None = None, max_table_mib: float = 1024,
+                 batch_size: int = 1024, n_jobs: int | None = None,
+                 random_state: RandomStateLike = None) -> None:
         self.model = model
         self.imputation = imputation
         self.model_output = model_output
@@ -877,7 +894,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
             phi *= self._selection.sign
         return phi
 
-    def explain(self, X, y=None):
+    def explain(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | None = None) -> Attribution:
         """Attributions of the rows of ``X``.
 
         Parameters
@@ -945,7 +962,8 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
                                   "algorithm": self.algorithm_, "index": self.index})
         return (att, Z) if return_numeric else att
 
-    def explain_interactions(self, X, features=None):
+    def explain_interactions(self, X: ArrayLike | pd.DataFrame,
+                             features: Sequence[int | str] | None = None) -> Attribution:
         """SHAP interaction values (pairwise Shapley interaction index, halved).
 
         Path-dependent, or marginal with ``model_output="raw"`` (the interaction
@@ -1073,7 +1091,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
 
         return func
 
-    def score(self, X, y=None):
+    def score(self, X: ArrayLike | pd.DataFrame, y: None = None) -> float:
         """Faithfulness correlation in the explained space.
 
         As for every attribution explainer (see ``AttributionMixin.score`` and
