@@ -725,16 +725,10 @@ def linear_coefficients(model, Z_sample, to_input=None):
     prefix, final = split_pipeline(model)
     steps = [] if prefix is None else [s for _, s in prefix.steps
                                        if s is not None and s != "passthrough"]
-    coef = getattr(final, "coef_", None)
-    icpt = getattr(final, "intercept_", None)
-    if coef is None or icpt is None:
+    linear = final_linear(final)
+    if linear is None:
         return None
-    coef = np.asarray(coef, dtype=np.float64)
-    if coef.ndim == 2:
-        if coef.shape[0] != 1:
-            return None
-        coef = coef[0]
-    icpt = float(np.ravel(icpt)[0])
+    coef, icpt = linear
     d = Z_sample.shape[1]
 
     def pre(X):
