@@ -247,9 +247,8 @@ def faithfulness(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
         The mean correlation, in [-1, 1]; ``faithfulness(..., -phi, ...)`` is
         ``-faithfulness(..., phi, ...)``.
     """
-    values = _first_output(attribution, output)
-    fn = _single_output(model_fn, output)
-    order, curve = deletion_curve(fn, X, values, reference, groups)
+    values, order, curve = _deletion_run(model_fn, X, attribution, reference, groups,
+                                         output)
     drops = -np.diff(curve, axis=1)  # f(before) - f(after) of each removal
     sorted_values = np.take_along_axis(values, order, axis=1)
     return float(np.mean(pearson_over_axis1(sorted_values[:, :, None], drops[:, :, None])))
@@ -284,13 +283,19 @@ def monotonicity(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
     float
         The fraction in [0, 1]; 1.0 with fewer than two players.
     """
-    values = _first_output(attribution, output)
-    fn = _single_output(model_fn, output)
-    _, curve = deletion_curve(fn, X, values, reference, groups)
+    _, _, curve = _deletion_run(model_fn, X, attribution, reference, groups, output)
     delta = np.abs(np.diff(curve, axis=1))
     if delta.shape[1] < 2:
         return 1.0
     return float((delta[:, :-1] >= delta[:, 1:] - 1e-12).mean())
+
+
+def _deletion_run(model_fn, X, attribution, reference, groups, output):
+    """``(values, order, curve)``: the scored output's values and its deletion curve."""
+    values = _first_output(attribution, output)
+    fn = _single_output(model_fn, output)
+    order, curve = deletion_curve(fn, X, values, reference, groups)
+    return values, order, curve
 
 
 def _single_output(model_fn, output):
