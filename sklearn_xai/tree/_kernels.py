@@ -105,6 +105,28 @@ def _path_stats(order, depth, starts, children_left, feature, n_features):
     return U, D
 
 
+@njit(cache=True, inline="always")
+def _restore_z(Z, saved, slot, cur, d):
+    """Undo the factors of the path below depth ``d`` (a pre-order walk leaving depth
+    ``cur``): ``Z[slot[c]] = saved[c]`` from ``c = cur`` up; the new depth."""
+    while cur >= d and cur > 0:
+        Z[slot[cur]] = saved[cur]
+        cur -= 1
+    return cur
+
+
+@njit(cache=True, inline="always")
+def _scale_z(Z, saved, slot, d, j, factor):
+    """Multiply ``Z[j]`` by the edge's factor on entering depth ``d``, saving the old value
+    for :func:`_restore_z`; ``(old, new)``."""
+    slot[d] = j
+    zold = Z[j]
+    znew = zold * factor
+    saved[d] = zold
+    Z[j] = znew
+    return zold, znew
+
+
 @njit(cache=True)
 def _edge_tables(order, depth, starts, feature, zf, qt, Qt, n_features):
     """Per-node factor and return tables at each tree's quadrature nodes."""
@@ -124,16 +146,10 @@ def _edge_tables(order, depth, starts, feature, zf, qt, Qt, n_features):
         for idx in range(starts[t], starts[t + 1]):
             node = order[idx]
             d = depth[idx]
-            while cur >= d and cur > 0:
-                Zcur[featd[cur]] = savedZ[cur]
-                cur -= 1
+            cur = _restore_z(Zcur, savedZ, featd, cur, d)
             if d > 0:
                 f = feature[nodes_at[d - 1]]
-                featd[d] = f
-                zold = Zcur[f]
-                znew = zold * zf[node]
-                savedZ[d] = zold
-                Zcur[f] = znew
+                zold, znew = _scale_z(Zcur, savedZ, featd, d, f, zf[node])
                 for q in range(Qt[t]):
                     tq = qt[t, q]
                     fo = zold + (1.0 - zold) * tq
@@ -1017,14 +1033,9 @@ def _path_weights(t, order, depth, starts, pos, nu, children_left, zf, lc_off, l
     for idx in range(starts[t], starts[t + 1]):
         node = order[idx]
         d = depth[idx]
-        while cur >= d and cur > 0:
-            Zc[savepos[cur]] = saved[cur]
-            cur -= 1
+        cur = _restore_z(Zc, saved, savepos, cur, d)
         if d > 0:
-            q = pos[node_at[d - 1]]
-            savepos[d] = q
-            saved[d] = Zc[q]
-            Zc[q] *= zf[node]
+            _scale_z(Zc, saved, savepos, d, pos[node_at[d - 1]], zf[node])
         node_at[d] = node
         cur = d
         if children_left[node] >= 0:
