@@ -348,6 +348,12 @@ def _run(estimator, game):
     return np.asarray(phi, dtype=np.float64), np.asarray(base, dtype=np.float64)
 
 
+def _assert_gap(gap, atol, what):
+    """An AssertionError ``"<what> <gap> > <atol>."`` unless ``gap <= atol`` (NaN fails)."""
+    if not gap <= atol:
+        raise AssertionError(f"{what} {gap:.3g} > {atol:g}.")
+
+
 def check_efficiency(estimator: Callable[[Game], tuple[np.ndarray | None, ...]], game: Game,
                      atol: float = 1e-10) -> None:
     """Assert ``base + sum(phi) == v(all players)`` for every row and output.
@@ -371,9 +377,7 @@ def check_efficiency(estimator: Callable[[Game], tuple[np.ndarray | None, ...]],
     phi, base = _run(estimator, game)
     full = game.value(np.ones((1, game.n_players), dtype=bool), count=False)[:, 0]
     gap = np.max(np.abs(base + phi.sum(axis=1) - full))
-    if not gap <= atol:
-        raise AssertionError(f"Efficiency violated: |base + sum(phi) - v(N)| = {gap:.3g} > "
-                             f"{atol:g}.")
+    _assert_gap(gap, atol, "Efficiency violated: |base + sum(phi) - v(N)| =")
 
 
 def check_symmetry(estimator: Callable[[Game], tuple[np.ndarray | None, ...]], game: Game,
@@ -405,9 +409,7 @@ def check_symmetry(estimator: Callable[[Game], tuple[np.ndarray | None, ...]], g
     pairs = [(i, j)] if i is not None else list(getattr(game, "symmetric_pairs", []))
     for a, b in pairs:
         gap = np.max(np.abs(phi[:, a] - phi[:, b]))
-        if not gap <= atol:
-            raise AssertionError(f"Symmetry violated for players {a} and {b}: "
-                                 f"|phi_a - phi_b| = {gap:.3g} > {atol:g}.")
+        _assert_gap(gap, atol, f"Symmetry violated for players {a} and {b}: |phi_a - phi_b| =")
 
 
 def check_dummy(estimator: Callable[[Game], tuple[np.ndarray | None, ...]], game: Game,
@@ -437,8 +439,7 @@ def check_dummy(estimator: Callable[[Game], tuple[np.ndarray | None, ...]], game
     players = [i] if i is not None else list(getattr(game, "dummy_players", []))
     for p in players:
         gap = np.max(np.abs(phi[:, p]))
-        if not gap <= atol:
-            raise AssertionError(f"Dummy violated: player {p} has |phi| = {gap:.3g} > {atol:g}.")
+        _assert_gap(gap, atol, f"Dummy violated: player {p} has |phi| =")
 
 
 def check_linearity(estimator: Callable[[Game], tuple[np.ndarray | None, ...]],
@@ -468,9 +469,7 @@ def check_linearity(estimator: Callable[[Game], tuple[np.ndarray | None, ...]],
     pb, bb = _run(estimator, game_b)
     ps, bs = _run(estimator, sum_games(game_a, game_b))
     gap = max(np.max(np.abs(ps - pa - pb)), np.max(np.abs(bs - ba - bb)))
-    if not gap <= atol:
-        raise AssertionError(f"Linearity violated: |phi(a+b) - phi(a) - phi(b)| = {gap:.3g} > "
-                             f"{atol:g}.")
+    _assert_gap(gap, atol, "Linearity violated: |phi(a+b) - phi(a) - phi(b)| =")
 
 
 def check_matches_exact(estimator: Callable[[Game], tuple[np.ndarray | None, ...]],
@@ -497,9 +496,7 @@ def check_matches_exact(estimator: Callable[[Game], tuple[np.ndarray | None, ...
     phi, base = _run(estimator, game)
     ref_phi, ref_base = game.shapley_values()
     gap = max(np.max(np.abs(phi - ref_phi)), np.max(np.abs(base - ref_base)))
-    if not gap <= atol:
-        raise AssertionError(f"Estimate differs from the exact Shapley values by {gap:.3g} > "
-                             f"{atol:g}.")
+    _assert_gap(gap, atol, "Estimate differs from the exact Shapley values by")
 
 
 # =========================================================================== explainers
@@ -1305,7 +1302,7 @@ def _check_known_axioms(explainer, km, axioms, profile, atol, random_state, cach
 class CheckReport:
     """What :func:`check_explainer` checked, and what it skipped and why.
 
-    Attributes
+    Parameters
     ----------
     explainer : str
         The explainer as the table of :mod:`sklearn_xai.testing` names it (e.g.
