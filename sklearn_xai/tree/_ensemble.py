@@ -459,6 +459,17 @@ def zero_fractions(ens):
     return z
 
 
+def class_output_names(classes, n_outputs, single):
+    """Output names of a boosted model: its classes (the last one alone when it boosts one
+    margin, a binary classifier), else ``output0, output1, ...`` or ``[single]`` for one
+    output."""
+    if classes is not None and n_outputs > 1:
+        return [str(c) for c in classes]
+    if classes is not None:
+        return [str(classes[-1])]
+    return [f"output{k}" for k in range(n_outputs)] if n_outputs > 1 else [single]
+
+
 def make_ensemble(trees, *, n_features, n_outputs, base_score, link="identity",
                   output_names=None, feature_names=None, missing_value=float("nan"),
                   model_name="", raw_space="margin"):

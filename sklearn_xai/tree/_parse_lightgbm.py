@@ -17,6 +17,7 @@ from ._ensemble import (
     MISSING_ZERO,
     MODE_CAT,
     MODE_LE64,
+    class_output_names,
     make_ensemble,
 )
 
@@ -129,12 +130,7 @@ def parse_lightgbm(model):
             "threshold": thr, "mode": mode, "missing": miss, "default_left": dl,
             "cover": cover, "value": (value * scale)[:, None], "output": i % K, "cats": cats,
         })
-    if classes is not None and K > 1:
-        names = [str(c) for c in classes]
-    elif classes is not None:
-        names = [str(classes[-1])]
-    else:
-        names = [f"output{k}" for k in range(K)] if K > 1 else ["raw"]
+    names = class_output_names(classes, K, "raw")
     ens = make_ensemble(trees, n_features=int(dump["max_feature_idx"]) + 1, n_outputs=K,
                         base_score=np.zeros(K), link=_link(dump["objective"]),
                         output_names=names, feature_names=dump.get("feature_names"),

@@ -17,7 +17,13 @@ import math
 
 import numpy as np
 
-from ._ensemble import MISSING_NAN, MODE_CAT32, MODE_LT32, make_ensemble
+from ._ensemble import (
+    MISSING_NAN,
+    MODE_CAT32,
+    MODE_LT32,
+    class_output_names,
+    make_ensemble,
+)
 
 _LOGIT = {"binary:logistic", "reg:logistic"}
 _LOG = {"count:poisson", "reg:gamma", "reg:tweedie", "survival:cox", "survival:aft"}
@@ -86,12 +92,7 @@ def parse_xgboost(model):
             n_trees = int(indptr[best + 1])
     trees = [_parse_tree(trees_js[i], name, 1.0 if weights is None else weights[i],
                          int(info[i]) if K > 1 else 0) for i in range(n_trees)]
-    if classes is not None and K > 1:
-        names = [str(c) for c in classes]
-    elif classes is not None:
-        names = [str(classes[-1])]
-    else:
-        names = [f"output{k}" for k in range(K)] if K > 1 else ["margin"]
+    names = class_output_names(classes, K, "margin")
     fnames = learner.get("feature_names") or None
     return make_ensemble(trees, n_features=n_features, n_outputs=K, base_score=base,
                          link=_link(objective, K), output_names=names, feature_names=fnames,
