@@ -121,6 +121,7 @@ class Attribution:
         Returns
         -------
         ndarray of shape (n_samples, n_players, n_outputs)
+            ``values`` with the output axis kept (of length 1 for one explained output).
         """
         return self.values if self.values.ndim == 3 else self.values[:, :, None]
 

@@ -213,8 +213,7 @@ def _first_output(attribution_values, output=0):
 def faithfulness(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
                  attribution: Attribution | ArrayLike, reference: np.ndarray,
                  groups: Sequence[ArrayLike] | None = None, output: int = 0) -> float:
-    """Signed Pearson correlation of the values with the output drops along the deletion
-    order.
+    """Signed correlation of the values with the output drops along the deletion order.
 
     For each row, players are removed (set to the reference) one at a time in order of
     decreasing ``|value|``; the drop of the ``k``-th removal, ``Delta_k = f(before) -

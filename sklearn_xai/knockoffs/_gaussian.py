@@ -386,6 +386,7 @@ class GaussianKnockoffs(BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_knockoffs, n_features)
+            The knockoffs of each row; row ``i``'s depend only on ``X[i]`` and its key.
         """
         X = np.asarray(X, dtype=np.float64)
         n, p = X.shape

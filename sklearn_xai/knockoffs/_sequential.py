@@ -425,6 +425,7 @@ class SequentialKnockoffs(BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_knockoffs, n_features)
+            The knockoffs of each row; row ``i``'s depend only on ``X[i]`` and its key.
         """
         frame = _as_frame(X)
         n, p = frame.shape

@@ -388,6 +388,8 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
     Returns
     -------
     phi : ndarray of shape (n_rows, n_players, n_outputs)
+        The estimated Shapley values of each row's game; they add up to
+        ``v(all) - v(empty)``.
     base : ndarray of shape (n_rows, n_outputs)
         ``v(empty)``.
     units : ndarray of shape (n_rows, G, n_players, n_outputs) or None
