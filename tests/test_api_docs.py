@@ -9,7 +9,8 @@ import pytest
 API = Path(__file__).resolve().parents[1] / "doc" / "api.rst"
 MODULES = ["sklearn_xai", "sklearn_xai.base", "sklearn_xai.shapley", "sklearn_xai.knockoffs",
            "sklearn_xai.tree", "sklearn_xai.neighbors", "sklearn_xai.metrics",
-           "sklearn_xai.testing", "sklearn_xai.datasets", "sklearn_xai.recourse"]
+           "sklearn_xai.testing", "sklearn_xai.datasets", "sklearn_xai.recourse",
+           "sklearn_xai.model_selection"]
 
 
 def _documented():

@@ -26,6 +26,7 @@ PUBLIC_MODULES = [
     "sklearn_xai.testing",
     "sklearn_xai.datasets",
     "sklearn_xai.neighbors",
+    "sklearn_xai.model_selection",
 ]
 
 _DUNDERS = ("__init__", "__call__")

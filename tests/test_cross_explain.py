@@ -1,0 +1,116 @@
+"""cross_explain: explanations refitted across folds or bootstrap resamples."""
+
+import numpy as np
+import pytest
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LinearRegression
+from sklearn.tree import DecisionTreeRegressor
+
+from sklearn_xai import KnockoffSAGE, KnockoffSHAP, TreeShapExplainer
+from sklearn_xai.model_selection import CrossExplanation, cross_explain
+
+
+def _linear(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3)) * np.array([1.0, 2.0, 0.5])
+    y = X @ np.array([1.0, -0.5, 2.0]) + 0.3 + rng.normal(scale=1.0, size=n)
+    return X, y
+
+
+def _exact_shap(X):
+    return KnockoffSHAP(LinearRegression(), imputation="marginal", algorithm="exact",
+                        background=X[:30])
+
+
+def test_bootstrap_refit_variance_matches_coefficient_covariance():
+    X, y = _linear()
+    rows = X[:6]
+    R = 300
+    res = cross_explain(_exact_shap(X), X, y, explain_X=rows, n_resamples=R,
+                        random_state=0)
+    assert isinstance(res, CrossExplanation)
+    assert res.per_refit.shape == (R, 6, 3)
+    # linear model, fixed background: phi_ij = beta_j (x_ij - mean_bg_j)
+    Xc = X - X.mean(axis=0)
+    resid = y - LinearRegression().fit(X, y).predict(X)
+    sigma2 = resid @ resid / (len(y) - 4)                  # true sigma**2 is 1
+    var_beta = sigma2 * np.diag(np.linalg.inv(Xc.T @ Xc))
+    closed = var_beta * (rows - X[:30].mean(axis=0)) ** 2  # (6, 3)
+    refit_var = (res.std_refit * np.sqrt(R)) ** 2
+    np.testing.assert_allclose(refit_var, res.per_refit.var(axis=0, ddof=1))
+    ratio = refit_var.sum(axis=0) / closed.sum(axis=0)
+    assert np.all((ratio > 0.6) & (ratio < 1.6)), ratio
+    # the exact explainer has no sampling error
+    np.testing.assert_array_equal(res.std_sampling, 0.0)
+    # the mean attribution is near the true coefficients' attribution
+    true = np.array([1.0, -0.5, 2.0]) * (rows - X[:30].mean(axis=0))
+    assert np.all(np.abs(res.values - true) < 5 * res.std_refit * np.sqrt(R) + 1e-9)
+
+
+def test_same_result_for_any_n_jobs_and_stability_measures():
+    X, y = _linear(n=80)
+    kw = {"cv": 4, "explain_X": X[:5], "k": 2, "random_state": 1}
+    a = cross_explain(_exact_shap(X), X, y, n_jobs=1, **kw)
+    b = cross_explain(_exact_shap(X), X, y, n_jobs=2, **kw)
+    np.testing.assert_array_equal(a.per_refit, b.per_refit)
+    for name in ("values", "std_sampling", "std_refit", "top_k_share", "sign_agreement"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert a.n_refits == 4 and a.values.shape == (5, 3) and a.k == 2
+    # direct numpy computation from per_refit
+    R, n, P = a.per_refit.shape
+    top = np.zeros((n, P))
+    for r in range(R):
+        for i in range(n):
+            mag = np.abs(a.per_refit[r, i])
+            for j in range(P):
+                top[i, j] += np.sum(mag > mag[j]) < 2
+    np.testing.assert_allclose(a.top_k_share, top / R)
+    np.testing.assert_allclose(
+        a.sign_agreement, (np.sign(a.per_refit) == np.sign(a.values)).mean(axis=0))
+    for name in ("top_k_share", "sign_agreement"):
+        v = getattr(a, name)
+        assert np.all((v >= 0) & (v <= 1))
+    np.testing.assert_allclose(a.values, a.per_refit.mean(axis=0))
+    frame = a.to_frame()
+    assert len(frame) == 15
+    assert list(frame.columns) == ["row", "feature", "value", "std_sampling", "std_refit",
+                                   "top_k_share", "sign_agreement"]
+
+
+def test_tree_shap_with_a_splitter():
+    from sklearn.model_selection import KFold
+
+    X, y = _linear(n=90)
+    res = cross_explain(TreeShapExplainer(DecisionTreeRegressor(max_depth=3,
+                                                                random_state=0)),
+                        X, y, cv=KFold(3, shuffle=True, random_state=0), explain_X=X[:4])
+    assert res.per_refit.shape == (3, 4, 3)
+    assert res.feature_names == ["x0", "x1", "x2"] or len(res.feature_names) == 3
+    assert np.all(np.isfinite(res.std_refit))
+    np.testing.assert_array_equal(res.std_sampling, 0.0)
+
+
+def test_knockoff_sage_global():
+    X, y = _linear(n=60)
+    sage = KnockoffSAGE(LinearRegression(), imputation="marginal", background=X[:10],
+                        algorithm="exact")
+    res = cross_explain(sage, X, y, cv=3, k=1)
+    assert res.is_global and res.values.shape == (3,) and res.per_refit.shape == (3, 3)
+    assert res.output_names == []
+    assert np.all(res.std_sampling > 0)        # the spread over the explained rows
+    # feature 2 (coefficient 2, sd 0.5) vs feature 1 (coefficient -0.5, sd 2): both matter
+    assert np.all((res.top_k_share >= 0) & (res.top_k_share <= 1))
+    np.testing.assert_allclose(res.top_k_share.sum(), 1.0)   # no ties: one top-1 per refit
+    assert list(res.to_frame().columns)[:2] == ["feature", "value"]
+
+
+def test_frozen_model_refused_and_y_required():
+    X, y = _linear(n=40)
+    frozen = FrozenEstimator(LinearRegression().fit(X, y))
+    with pytest.raises(ValueError, match="nothing to refit"):
+        cross_explain(KnockoffSHAP(frozen, imputation="marginal", algorithm="exact",
+                                   background=X[:10]), X, y)
+    with pytest.raises(ValueError, match="needs y"):
+        cross_explain(_exact_shap(X), X, None)
+    with pytest.raises(ValueError, match="k must"):
+        cross_explain(_exact_shap(X), X, y, k=0)
