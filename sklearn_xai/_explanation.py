@@ -76,6 +76,14 @@ class Attribution:
     ----------
     n_outputs : int
         Number of explained outputs (1 when ``values`` is 2-D).
+
+    Notes
+    -----
+    ``attribution[rows]`` and ``attribution[rows, players]`` select rows (int, slice,
+    boolean mask, integer array) and players (name, list of names, position, slice,
+    mask) as a new :class:`Attribution`; :meth:`for_output` keeps one output and
+    :meth:`cohorts` splits the rows. :meth:`to_shap` and :meth:`from_shap` convert to and
+    from ``shap.Explanation``.
     """
 
     values: np.ndarray
@@ -235,6 +243,226 @@ class Attribution:
         if not 0 <= int(output) < self.n_outputs:
             raise ValueError(f"output index {output} out of range for {self.n_outputs} outputs.")
         return int(output)
+
+    # ---- slicing ------------------------------------------------------------------------
+
+    def __getitem__(self, key) -> Attribution:
+        """Rows and/or players of the attribution, as a new :class:`Attribution`.
+
+        ``attribution[rows]`` selects rows (an int, a slice, a boolean mask or an integer
+        array); ``attribution[rows, players]`` also selects players, by name (a str or a
+        list of str), by position (an int, a slice, an integer array) or by boolean mask,
+        e.g. ``attribution[:, "age"]`` or ``attribution[:, ["age", "sex"]]``. An int keeps
+        its axis (a one-row or one-player result: ``values`` stay 2-D or 3-D).
+
+        ``values``, ``base_values``, ``std`` and ``index`` follow the rows; ``data``
+        follows the rows, and the players too when its columns are the players (else all
+        its columns are kept). ``extras`` is a shallow copy in which every array whose
+        first axis has one entry per explained row is cut to the selected rows; all other
+        extras (and every extra on a player selection) are kept unchanged, so per-player
+        extras still describe all players.
+
+        Parameters
+        ----------
+        key : int, slice, array-like, or tuple (rows, players)
+            The rows, or the rows and the players, to keep.
+
+        Returns
+        -------
+        Attribution
+            The selected rows and players.
+        """
+        rows, players = (key if isinstance(key, tuple) else (key, slice(None)))
+        if isinstance(key, tuple) and len(key) != 2:
+            raise IndexError("index an Attribution with [rows] or [rows, players].")
+        r = _positions(rows, len(self), "row")
+        cols = _positions(players, self.values.shape[1], "player", list(self.feature_names))
+        data = self.data
+        if data is not None and np.ndim(data) == 2:
+            data = np.asarray(data)[r]
+            if data.shape[1] == self.values.shape[1]:
+                data = data[:, cols]
+        return Attribution(
+            values=self.values[r][:, cols], base_values=self.base_values[r], data=data,
+            feature_names=[self.feature_names[j] for j in cols],
+            output_names=list(self.output_names), extras=self._rows_extras(r),
+            std=None if self.std is None else self.std[r][:, cols],
+            index=None if self.index is None else _row_index(self.index, len(self))[r])
+
+    def _rows_extras(self, r):
+        n = len(self)
+        out = {}
+        for name, value in self.extras.items():
+            if isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == n:
+                value = value[r]
+            out[name] = value
+        return out
+
+    def for_output(self, output: int | str) -> Attribution:
+        """The attribution of one explained output, without an output axis.
+
+        Parameters
+        ----------
+        output : int or str
+            The output, by position or by name (one of ``output_names``).
+
+        Returns
+        -------
+        Attribution
+            ``values`` of shape (n_samples, n_players), ``base_values`` of shape
+            (n_samples,) and ``std`` cut alike; the same rows, players, ``data``,
+            ``index`` and ``extras`` (a shallow copy, unchanged: extras with an output axis
+            keep every output).
+        """
+        k = self._output_index(output)
+        errors = self._std3d()
+        return Attribution(
+            values=self._values3d()[:, :, k], base_values=self._base2d()[:, k],
+            data=self.data, feature_names=list(self.feature_names),
+            output_names=[self.output_names[k]], extras=dict(self.extras),
+            std=None if errors is None else errors[:, :, k], index=self.index)
+
+    def cohorts(self, by: ArrayLike | str | int) -> dict[str, Attribution]:
+        """Split the rows into cohorts, one :class:`Attribution` per distinct value.
+
+        Parameters
+        ----------
+        by : str, int or array-like of shape (n_samples,)
+            A feature name or position (the rows are grouped by that column of ``data``),
+            or one label (or boolean) per row.
+
+        Returns
+        -------
+        dict of str to Attribution
+            One entry per distinct value, named ``str(value)`` (``"True"``/``"False"``
+            for a boolean mask), in sorted order of the values; each holds those rows as
+            :meth:`__getitem__` selects them.
+        """
+        if isinstance(by, str | int | np.integer):
+            j = _positions(by, self.values.shape[1], "player", list(self.feature_names))[0]
+            if self.data is None or np.ndim(self.data) != 2:
+                raise ValueError("cohorts by a feature need data with one column per feature.")
+            labels = np.asarray(self.data)[:, j]
+        else:
+            labels = np.asarray(by)
+            if labels.shape != (len(self),):
+                raise ValueError(f"cohorts need one label per row ({len(self)}); "
+                                 f"got shape {labels.shape}.")
+        try:
+            keys = sorted(set(labels.tolist()))
+        except TypeError:  # mixed types: order by their text
+            keys = sorted(set(labels.tolist()), key=str)
+        return {str(k): self[np.flatnonzero(labels == k)] for k in keys}
+
+    # ---- shap interoperability -----------------------------------------------------------
+
+    def to_shap(self):
+        """The attribution as a ``shap.Explanation``, for shap's own plots.
+
+        ``values`` (n_samples, n_players) or (n_samples, n_players, n_outputs),
+        ``base_values`` (n_samples,) or (n_samples, n_outputs), ``data``,
+        ``feature_names`` and ``output_names`` (a str for one output) map to the fields of
+        the same name; the
+        standard errors ``std`` to ``error_std`` (shap's plots do not draw them), the row
+        labels ``index`` to ``instance_names``. ``extras`` are not carried. ``data`` is
+        passed only when it has one column per player (grouped players have no single
+        feature value).
+
+        Returns
+        -------
+        shap.Explanation
+            The same values, ready for ``shap.plots.waterfall(explanation[0])``,
+            ``shap.plots.beeswarm``, ``shap.plots.bar`` or ``shap.plots.scatter``.
+
+        Raises
+        ------
+        ImportError
+            If shap is not installed.
+        """
+        shap = _import_shap()
+        data = self.data
+        if data is None or np.ndim(data) != 2 or np.shape(data)[1] != self.values.shape[1]:
+            data = None
+        else:
+            data = np.asarray(data)
+            try:
+                data = data.astype(np.float64)
+            except (TypeError, ValueError):
+                pass
+        kwargs = {}
+        if self.index is not None:
+            kwargs["instance_names"] = list(_row_index(self.index, len(self)))
+        return shap.Explanation(
+            values=self.values.copy(), base_values=self.base_values.copy(), data=data,
+            feature_names=[str(n) for n in self.feature_names],
+            output_names=(list(self.output_names) if self.n_outputs > 1
+                          else str(self.output_names[0])),
+            error_std=None if self.std is None else self.std.copy(), **kwargs)
+
+    @classmethod
+    def from_shap(cls, explanation) -> Attribution:
+        """Wrap one of shap's results so that this package's plots, metrics and checks run.
+
+        Parameters
+        ----------
+        explanation : shap.Explanation
+            A result of shap (``TreeExplainer``, ``KernelExplainer``, ``Permutation``,
+            ...): ``values`` of shape (n_samples, n_features) or (n_samples, n_features,
+            n_outputs); a single row's explanation (1-D values) becomes one row.
+
+        Returns
+        -------
+        Attribution
+            ``values``, ``base_values`` (a scalar base value is repeated per row),
+            ``data``, ``feature_names`` (``x0``, ``x1``, ... when shap has none),
+            ``output_names`` (``output0``, ... when shap has none; ``"output"`` for one
+            output), ``std`` from ``error_std`` and ``index`` from ``instance_names``.
+
+        Raises
+        ------
+        ValueError
+            If the values are neither 1-, 2- nor 3-D.
+        """
+        values = np.asarray(explanation.values, dtype=np.float64)
+        data = explanation.data
+        error_std = getattr(explanation, "error_std", None)
+        if values.ndim == 1:  # one row
+            values = values[None, :]
+            data = None if data is None else np.asarray(data)[None, :]
+            error_std = None if error_std is None else np.asarray(error_std)[None, :]
+        if values.ndim not in (2, 3):
+            raise ValueError(f"shap values must be 1-, 2- or 3-D; got shape {values.shape}.")
+        n, p = values.shape[:2]
+        n_out = 1 if values.ndim == 2 else values.shape[2]
+        base = explanation.base_values
+        base = np.zeros(n) if base is None else np.asarray(base, dtype=np.float64)
+        if values.ndim == 2:
+            base = np.broadcast_to(base.reshape(-1), (n,)).copy() if base.size in (1, n) \
+                else base.reshape(n)
+        else:
+            base = np.broadcast_to(base.reshape(-1, n_out) if base.size != 1 else base,
+                                   (n, n_out)).copy()
+        names = explanation.feature_names
+        names = [f"x{j}" for j in range(p)] if names is None else [str(v) for v in names]
+        outputs = getattr(explanation, "output_names", None)
+        if outputs is None or isinstance(outputs, str):
+            outputs = ([outputs] if isinstance(outputs, str) and n_out == 1 else
+                       ["output"] if n_out == 1 else [f"output{k}" for k in range(n_out)])
+        outputs = [str(v) for v in outputs]
+        if data is not None:
+            data = np.asarray(data)
+            if data.ndim == 1:
+                data = data[None, :]
+        instances = getattr(explanation, "instance_names", None)
+        index = None
+        if instances is not None and len(instances) == n:
+            import pandas as pd
+
+            index = pd.Index(list(instances))
+        return cls(values=values, base_values=base, data=data, feature_names=names,
+                   output_names=outputs, extras={"source": "shap"},
+                   std=None if error_std is None else np.asarray(error_std, dtype=np.float64),
+                   index=index)
 
     # ---- plots (matplotlib) -------------------------------------------------------------
 
@@ -557,6 +785,52 @@ class Counterfactuals:
 
     def __str__(self):
         return self.summary()
+
+
+def _import_shap():
+    """shap, imported on demand: it is an optional dependency."""
+    try:
+        import shap
+    except ImportError as exc:  # pragma: no cover - exercised when shap is missing
+        raise ImportError("Attribution.to_shap needs shap: pip install shap (or "
+                          "pip install 'sklearn-xai[test]', the extra that includes it)."
+                          ) from exc
+    return shap
+
+
+def _positions(key, n, what, names=None):
+    """Integer positions selected by ``key`` along an axis of length ``n``."""
+    if isinstance(key, slice):
+        return np.arange(n)[key]
+    if isinstance(key, str):
+        key = [key]
+    elif np.isscalar(key) or isinstance(key, np.integer):
+        key = [key]
+    arr = np.asarray(key)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise IndexError(f"a boolean {what} mask needs {n} entries, got shape {arr.shape}.")
+        return np.flatnonzero(arr)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind in "US" or arr.dtype == object:
+        if names is None:
+            raise IndexError(f"{what}s cannot be selected by name.")
+        out = []
+        for v in arr.tolist():
+            if isinstance(v, str):
+                if v not in names:
+                    raise KeyError(f"Unknown {what} {v!r}; known: {names}.")
+                out.append(names.index(v))
+            else:
+                out.append(int(v))
+        arr = np.asarray(out, dtype=np.int64)
+    if arr.dtype.kind not in "iu":
+        raise IndexError(f"{what}s are selected by int, slice, boolean mask or integer array.")
+    arr = arr.astype(np.int64).reshape(-1)
+    if arr.size and (arr.max() >= n or arr.min() < -n):
+        raise IndexError(f"{what} index out of range for {n} {what}s.")
+    return np.where(arr < 0, arr + n, arr)
 
 
 def _row_index(index, n):
