@@ -55,7 +55,7 @@ class CrossExplanation:
         have a strictly larger ``|value|`` in that refit (ties are all counted in).
     sign_agreement : ndarray of the value shape
         Share of refits with ``sign(per_refit) == sign(values)``.
-    per_refit : ndarray of shape (R, *value shape)
+    per_refit : ndarray of shape (R,) + the value shape
         Each refit's values.
     feature_names : list of str, length n_players
         Names of the players.
