@@ -416,7 +416,9 @@ class Attribution:
             ``values``, ``base_values`` (a scalar base value is repeated per row),
             ``data``, ``feature_names`` (``x0``, ``x1``, ... when shap has none),
             ``output_names`` (``output0``, ... when shap has none; ``"output"`` for one
-            output), ``std`` from ``error_std`` and ``index`` from ``instance_names``.
+            output), ``std`` from ``error_std``, ``index`` from ``instance_names``, and
+            ``extras={"source": "shap"}``. Every other field of shap's result (clustering,
+            lower and upper bounds, display data, ...) is dropped.
 
         Raises
         ------
