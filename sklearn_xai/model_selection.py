@@ -68,7 +68,8 @@ class CrossExplanation:
     index : pandas.Index or None, default=None
         Row labels of the explained rows when they were a DataFrame.
     extras : dict, default={}
-        ``"splits"``: the training indices of each refit.
+        ``"splits"``: the training indices of each refit; ``"per_refit_std"``: each
+        refit's ``std`` (zeros where it had none), of the shape of ``per_refit``.
 
     Attributes
     ----------
@@ -278,4 +279,4 @@ def cross_explain(explainer: Any, X: ArrayLike | pd.DataFrame, y: ArrayLike, *,
         feature_names=first["feature_names"],
         output_names=[] if is_global else first["output_names"], k=k,
         is_global=is_global, index=None if is_global else first["index"],
-        extras={"splits": trains})
+        extras={"splits": trains, "per_refit_std": stds})

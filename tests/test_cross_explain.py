@@ -114,3 +114,26 @@ def test_frozen_model_refused_and_y_required():
         cross_explain(_exact_shap(X), X, None)
     with pytest.raises(ValueError, match="k must"):
         cross_explain(_exact_shap(X), X, y, k=0)
+
+
+def test_sampled_explainer_dataframe_and_several_outputs():
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(90, 3)), columns=["a", "b", "c"],
+                     index=np.arange(100, 190))
+    y = np.digitize(X["a"] + 0.5 * rng.normal(size=90), [-0.5, 0.5])   # 3 classes
+    est = KnockoffSHAP(LogisticRegression(), imputation="marginal",
+                       algorithm="permutation", background=X.iloc[:10], n_evals=8)
+    res = cross_explain(est, X, y, cv=3, explain_X=X.iloc[:4], k=1, random_state=0)
+    assert res.values.shape == (4, 3, 3) and res.per_refit.shape == (3, 4, 3, 3)
+    assert res.feature_names == ["a", "b", "c"] and len(res.output_names) == 3
+    stds = res.extras["per_refit_std"]
+    assert stds.shape == res.per_refit.shape and np.nanmax(stds) > 0
+    np.testing.assert_allclose(res.std_sampling, np.sqrt((stds ** 2).mean(axis=0) / 3))
+    # top-1 per row and output: ties aside, exactly one player per refit
+    assert np.all(res.top_k_share.sum(axis=1) >= 1 - 1e-12)
+    frame = res.to_frame()
+    assert len(frame) == 36 and list(frame["row"].unique()) == [100, 101, 102, 103]
+    assert "output" in frame.columns
