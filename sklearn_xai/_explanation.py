@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -356,7 +356,7 @@ class Attribution:
 
     # ---- shap interoperability -----------------------------------------------------------
 
-    def to_shap(self):
+    def to_shap(self) -> Any:
         """The attribution as a ``shap.Explanation``, for shap's own plots.
 
         ``values`` (n_samples, n_players) or (n_samples, n_players, n_outputs),
@@ -400,7 +400,7 @@ class Attribution:
             error_std=None if self.std is None else self.std.copy(), **kwargs)
 
     @classmethod
-    def from_shap(cls, explanation) -> Attribution:
+    def from_shap(cls, explanation: Any) -> Attribution:
         """Wrap one of shap's results so that this package's plots, metrics and checks run.
 
         Parameters
