@@ -1077,7 +1077,10 @@ class RecourseMixin(TransformerMixin):
         return keep_index(self._explain(X), index)
 
     def transform(self, X: ArrayLike | pd.DataFrame) -> np.ndarray | pd.DataFrame:
-        """The best counterfactual per row, NaN where none was found.
+        """The best counterfactual per row, missing where none was found.
+
+        The best counterfactual of a row is its first valid one in :meth:`explain`'s order
+        (best first).
 
         Parameters
         ----------
@@ -1086,23 +1089,43 @@ class RecourseMixin(TransformerMixin):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features)
-            float64 when every column is numeric, else object.
+        ndarray or DataFrame of shape (n_samples, n_features)
+            By default an array: float64 when every column is numeric, else object (as
+            scikit-learn's transformers return mixed columns), NaN in the rows without a
+            counterfactual. With ``set_output(transform="pandas")`` a DataFrame in the
+            columns and dtypes of the counterfactuals (those seen in ``fit``: a numeric
+            column stays numeric, a categorical one keeps its dtype), indexed like ``X``
+            when it is a DataFrame; a row without a counterfactual is missing in every
+            column, which turns an integer column into float64 and a boolean one into
+            object.
         """
+        from sklearn.utils._set_output import _get_output_config
+
         result = self.explain(X)
         n = result.n_queries
-        queries = as_array(result.queries)
-        out = np.full(queries.shape, np.nan, dtype=queries.dtype if queries.dtype != object
-                      else object)
         cfs = result.counterfactuals
-        qcol = np.asarray(cfs["query"])
-        feats = as_array(cfs.drop(columns="query"))
-        valid = np.asarray(result.valid, dtype=bool)
-        for i in range(n):
-            rows = np.flatnonzero((qcol == i) & valid)
-            if rows.size:
-                out[i] = feats[rows[0]]
-        return out
+        query = np.asarray(cfs["query"], dtype=np.int64)
+        best = {}  # query -> its first valid counterfactual's row
+        for r in np.flatnonzero(np.asarray(result.valid, dtype=bool)):
+            best.setdefault(int(query[r]), int(r))
+        features = cfs.drop(columns="query")
+        if _get_output_config("transform", self)["dense"] == "default":
+            queries = as_array(result.queries)
+            out = np.full(queries.shape, np.nan,
+                          dtype=queries.dtype if queries.dtype != object else object)
+            rows = as_array(features)
+            for i, r in best.items():
+                out[i] = rows[r]
+            return out
+        import pandas as pd
+
+        order = sorted(best)
+        frame = features.iloc[[best[i] for i in order]]
+        frame.index = pd.Index(order)
+        frame = frame.reindex(pd.RangeIndex(n))
+        if is_frame(X) and len(X.index) == n:
+            frame.index = X.index
+        return frame
 
     def get_feature_names_out(self, input_features: ArrayLike | None = None) -> np.ndarray:
         """The input feature names (a counterfactual has the query's columns).

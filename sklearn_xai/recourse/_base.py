@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils._param_validation import StrOptions
 
 from .._model import model_name
-from .._utils import is_frame
 from ..base import BaseExplainer, RecourseMixin
 from ._constraints import resolve_constraints
-
-if TYPE_CHECKING:
-    import pandas as pd
-    from numpy.typing import ArrayLike
 
 __all__ = ["RecourseExplainer"]
 
@@ -109,53 +102,6 @@ class RecourseExplainer(RecourseMixin, BaseExplainer):
             return [[c for c in range(n_classes) if c != p] for p in pred]
         t = self.classes_.tolist().index(self.desired_class)
         return [[t] if (p != t or not skip_predicted) else [] for p in pred]
-
-    # -- transform --------------------------------------------------------------------------
-
-    def transform(self, X: ArrayLike | pd.DataFrame) -> np.ndarray | pd.DataFrame:
-        """The best counterfactual per row, missing where none was found.
-
-        The best counterfactual of a row is its first valid one in
-        :meth:`explain`'s order (best first).
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-            Queries, with the columns given to ``fit``.
-
-        Returns
-        -------
-        ndarray or DataFrame of shape (n_samples, n_features)
-            By default an array: float64 when every column is numeric, else object (as
-            scikit-learn's transformers return mixed columns), NaN in the rows without a
-            counterfactual. With ``set_output(transform="pandas")`` a DataFrame in the
-            columns and dtypes of the counterfactuals (those seen in ``fit``: a numeric
-            column stays numeric, a categorical one keeps its dtype), indexed like ``X``
-            when it is a DataFrame; a row without a counterfactual is missing in every
-            column, which turns an integer column into float64 and a boolean one into
-            object.
-        """
-        from sklearn.utils._set_output import _get_output_config
-
-        if _get_output_config("transform", self)["dense"] == "default":
-            return super().transform(X)
-        import pandas as pd
-
-        result = self.explain(X)
-        n = result.n_queries
-        cfs = result.counterfactuals
-        query = np.asarray(cfs["query"], dtype=np.int64)
-        valid = np.flatnonzero(np.asarray(result.valid, dtype=bool))
-        first = {}
-        for r in valid:
-            first.setdefault(int(query[r]), int(r))
-        rows = [first[i] for i in sorted(first)]
-        best = cfs.drop(columns="query").iloc[rows]
-        best.index = pd.Index(sorted(first))
-        best = best.reindex(pd.RangeIndex(n))
-        if is_frame(X) and len(X.index) == n:
-            best.index = X.index
-        return best
 
     # -- constraints ------------------------------------------------------------------------
 
