@@ -46,3 +46,25 @@ def values_from_game(v, M, index="shapley"):
     for i in range(M):
         inter[i, i] = phi[i] - inter[i].sum(axis=0)
     return phi, inter
+
+
+def baseline_shapley(f, X, r):
+    """phi[n, i] of the single-reference game ``v(S) = f(x_S, r_rest)`` of every row of ``X``,
+    by enumerating every coalition (``f`` maps rows to one output per row)."""
+    import itertools
+    from math import factorial
+
+    X, r = np.asarray(X, float), np.asarray(r, float).reshape(-1)
+    P = X.shape[1]
+    phi = np.zeros((len(X), P))
+    for i in range(P):
+        others = [j for j in range(P) if j != i]
+        for s in range(P):
+            w = factorial(s) * factorial(P - s - 1) / factorial(P)
+            for T in itertools.combinations(others, s):
+                z0 = np.tile(r, (len(X), 1))
+                z0[:, list(T)] = X[:, list(T)]
+                z1 = z0.copy()
+                z1[:, i] = X[:, i]
+                phi[:, i] += w * (np.asarray(f(z1)) - np.asarray(f(z0))).reshape(len(X))
+    return phi

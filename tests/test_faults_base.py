@@ -26,6 +26,7 @@ from sklearn_xai import (
 )
 
 from ._broken_models import BrokenClassifier
+from ._oracles import baseline_shapley
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -181,27 +182,6 @@ def test_n_jobs_zero_is_refused_in_fit(n_jobs):
 
 
 # ---------------------------------------------- issue #24: the NaN rule and passthrough
-def _baseline_shapley(f, X, r):
-    """phi[n, i] of the single-reference game of ``f`` by enumerating every coalition."""
-    import itertools
-    from math import factorial
-
-    X, r = np.asarray(X, float), np.asarray(r, float).reshape(-1)
-    P = X.shape[1]
-    phi = np.zeros((len(X), P))
-    for i in range(P):
-        others = [j for j in range(P) if j != i]
-        for s in range(P):
-            w = factorial(s) * factorial(P - s - 1) / factorial(P)
-            for T in itertools.combinations(others, s):
-                z0 = np.tile(r, (len(X), 1))
-                z0[:, list(T)] = X[:, list(T)]
-                z1 = z0.copy()
-                z1[:, i] = X[:, i]
-                phi[:, i] += w * (f(z1) - f(z0))
-    return phi
-
-
 def test_passthrough_branch_hands_nan_to_the_step_that_decides():
     # a passthrough branch or remainder made the whole pipeline "cannot take NaN": SHEAR
     # refused a pipeline that imputes the NaN column (or ends in a NaN-native model),
@@ -224,7 +204,7 @@ def test_passthrough_branch_hands_nan_to_the_step_that_decides():
         exp = ShearExplainer(FrozenEstimator(pipe), n_evals=8, random_state=0).fit(X)
         att = exp.explain(rows)
         assert att.std is None  # 8 evaluations of 3 players: every coalition
-        truth = _baseline_shapley(lambda Z, p=pipe: p.predict_proba(Z)[:, 1], rows,
+        truth = baseline_shapley(lambda Z, p=pipe: p.predict_proba(Z)[:, 1], rows,
                                   exp.reference_)
         np.testing.assert_allclose(att.values, truth, rtol=0, atol=1e-12)
         np.testing.assert_allclose(att.values.sum(axis=1) + att.base_values,

@@ -8,7 +8,6 @@ user's module had before it was explained.
 import copy
 import itertools
 import pickle
-from math import factorial
 
 import numpy as np
 import pytest
@@ -17,6 +16,8 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LinearRegression
 
 from sklearn_xai import ShearExplainer
+
+from ._oracles import baseline_shapley
 
 torch = pytest.importorskip("torch")
 
@@ -42,24 +43,6 @@ def _f(module):
             return module(torch.as_tensor(np.asarray(Z, float), dtype=torch.float64)).numpy()
 
     return f
-
-
-def _brute_force_shapley(f, X, r):
-    """phi[n, i] of the single-reference game of f, by enumerating every coalition."""
-    X, r = np.asarray(X, float), np.asarray(r, float).reshape(-1)
-    P = X.shape[1]
-    phi = np.zeros((len(X), P))
-    for i in range(P):
-        others = [j for j in range(P) if j != i]
-        for s in range(P):
-            w = factorial(s) * factorial(P - s - 1) / factorial(P)
-            for T in itertools.combinations(others, s):
-                z0 = np.tile(r, (len(X), 1))
-                z0[:, list(T)] = X[:, list(T)]
-                z1 = z0.copy()
-                z1[:, i] = X[:, i]
-                phi[:, i] += w * (f(z1) - f(z0)).reshape(len(X))
-    return phi
 
 
 def _flags(module):
@@ -103,7 +86,7 @@ def test_user_module_flags_buffers_and_device_unchanged_by_fit_and_explain():
         _assert_same_state(module, state)  # batch-norm statistics not updated
         if n_evals == 16:  # exact regime: the eval-mode module's Shapley values
             np.testing.assert_allclose(
-                a.values, _brute_force_shapley(oracle, X[:3], e.reference_), atol=1e-10)
+                a.values, baseline_shapley(oracle, X[:3], e.reference_), atol=1e-10)
     # concurrent forwards from worker threads restore the flags once, at the end
     with parallel_config("threading", n_jobs=2):
         ShearExplainer(module, n_evals=4, batch_size=1, n_jobs=2,
@@ -279,7 +262,7 @@ def test_nan_reference_allowed_for_a_model_that_takes_nan():
     e = ShearExplainer(model, n_evals=16, background=ref).fit(X)
     a = e.explain(X[:3])
     np.testing.assert_allclose(
-        a.values, _brute_force_shapley(model.predict, X[:3], ref), atol=1e-10)
+        a.values, baseline_shapley(model.predict, X[:3], ref), atol=1e-10)
 
 
 @pytest.mark.parametrize("shape", [(5,), (2, 4), (1, 4, 1)])
