@@ -41,20 +41,6 @@ __all__ = ["BaseExplainer", "SpaceExplainer", "OutputExplainer", "AttributionExp
            "groups_from_transformer", "split_pipeline"]
 
 
-#: renamed parameters of explainers defined outside this module, by (module, class name):
-#: old name -> new name. Listed in CHANGELOG.md; merged into each class's
-#: ``_renamed_parameters`` (which a subclass inherits) by ``BaseExplainer.__init_subclass__``.
-_RENAMED_PARAMETERS = {
-    ("sklearn_xai.shapley._knockoff", "KnockoffSHAP"): {"estimator": "algorithm"},
-    ("sklearn_xai.shapley._knockoff", "KnockoffSAGE"): {"estimator": "algorithm",
-                                                        "convergence_tol": "tol"},
-    ("sklearn_xai.shapley._shear", "ShearExplainer"): {"reference": "background"},
-    ("sklearn_xai.tree._explainer", "TreeShapExplainer"): {
-        "feature_perturbation": "imputation"},
-    ("sklearn_xai.recourse._mace", "MaceRecourse"): {"sparsify": "posthoc_sparsity"},
-}
-
-
 def _renamed_message(cls, name, what):
     new = cls._renamed_parameters[name]
     return (f"{cls.__name__} got an unexpected {what} {name!r}; it was renamed to "
@@ -479,8 +465,9 @@ class BaseExplainer(BaseEstimator):
         (which scikit-learn's ``get_params`` and ``clone`` read) is the original's.
         """
         super().__init_subclass__(**kwargs)
-        renamed = {**getattr(cls, "_renamed_parameters", {}),
-                   **_RENAMED_PARAMETERS.get((cls.__module__, cls.__qualname__), {})}
+        renamed = {}  # the renames declared by the class and its bases, nearest last
+        for klass in reversed(cls.__mro__):
+            renamed.update(klass.__dict__.get("_renamed_parameters", {}))
         cls._renamed_parameters = renamed
         init = cls.__dict__.get("__init__")
         if init is None or getattr(init, "_checks_renamed_parameters", False):

@@ -276,6 +276,8 @@ class MaceRecourse(RecourseExplainer):
         "random_state": ["random_state"],
     }
 
+    #: old parameter name -> new name (passing the old one is an error naming the new one)
+    _renamed_parameters = {"sparsify": "posthoc_sparsity"}
     _cli_name = "mace"
     _label = "MACE"
     _in_default_report = True

@@ -398,6 +398,8 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         "random_state": ["random_state"],
     }
 
+    #: old parameter name -> new name (passing the old one is an error naming the new one)
+    _renamed_parameters = {"estimator": "algorithm"}
     _cli_name = "knockoff"
     _label = "Knockoff SHAP"
     # fitting a sequential knockoff sampler on mixed data and evaluating K knockoffs per
@@ -785,6 +787,9 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         "feature_groups": "no_validation",
         "random_state": ["random_state"],
     }
+
+    #: old parameter name -> new name (passing the old one is an error naming the new one)
+    _renamed_parameters = {"estimator": "algorithm", "convergence_tol": "tol"}
 
     def __init__(self, model: Any = None, *, sampler: Any = None, n_knockoffs: int = 10,
                  imputation: Literal["knockoff", "marginal"] = "knockoff",

@@ -957,6 +957,8 @@ class ShearExplainer(AttributionExplainer):
         "random_state": ["random_state"],
     }
 
+    #: old parameter name -> new name (passing the old one is an error naming the new one)
+    _renamed_parameters = {"reference": "background"}
     _cli_name = "shear"
     _label = "SHEAR"
     _in_default_report = True

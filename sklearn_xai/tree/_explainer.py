@@ -404,6 +404,8 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         "random_state": ["random_state"],
     }
 
+    #: old parameter name -> new name (passing the old one is an error naming the new one)
+    _renamed_parameters = {"feature_perturbation": "imputation"}
     _cli_name = "tree"
     _label = "TreeSHAP"
     _in_default_report = True
