@@ -507,6 +507,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
             raise ValueError(f"The model takes {ens.n_features} features but X has "
                              f"{Z.shape[1]} columns after preprocessing.")
         self.player_names_ = self._player_names(Xt if codes is not None else None, ens)
+        self._fit_tree_inputs = Z  # the fit rows as tree inputs, for _fit (which pops them)
 
     def _player_names(self, frame, ens):
         """The explained columns' names: the input columns' (a Pipeline explained in them,
@@ -550,7 +551,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
 
     def _fit(self, X, y):
         """Precompute the tables (and the background) of the chosen game."""
-        Z = self._tree_input(X)
+        Z = self.__dict__.pop("_fit_tree_inputs")  # converted once, in _parse
         if self.imputation == "tree_path_dependent":
             self._fit_path_dependent()
         else:
