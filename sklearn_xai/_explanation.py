@@ -466,10 +466,10 @@ class Attribution:
                    std=None if error_std is None else np.asarray(error_std, dtype=np.float64),
                    index=index)
 
-    # ---- plots (matplotlib) -------------------------------------------------------------
+    # ---- plots (matplotlib; drawn by sklearn_xai._plots) ---------------------------------
 
     def plot_waterfall(self, row: int = 0, output: int | str | None = None, max_display: int = 10,
-                       ax: Axes | None = None) -> Axes:
+                       ax: Axes | None = None, label_width: int | None = 30) -> Axes:
         """Waterfall of one row: from the base value to the output, largest players first.
 
         With standard errors (``std``), each bar has a +-1.96 standard-error whisker at
@@ -485,54 +485,61 @@ class Attribution:
             Number of players shown (the largest first); the others are summed into one bar.
         ax : matplotlib Axes or None, default=None
             The axes to draw on; ``None`` creates a new figure.
+        label_width : int or None, default=30
+            Tick labels (``"feature = value"``) longer than this many characters are
+            wrapped onto two lines of at most ``label_width`` characters, the second one
+            ellipsized when text remains, so that long category values do not squeeze the
+            plot; ``None`` keeps them whole. The full labels are ``"{name} = {value}"`` of
+            ``feature_names`` and ``data``.
 
         Returns
         -------
         matplotlib.axes.Axes
             The axes drawn on.
         """
-        import matplotlib.pyplot as plt
+        from . import _plots
 
-        k = self._output_index(output)
-        vals = self._values3d()[row, :, k]
-        errors = self._std3d()
-        errs = None if errors is None else np.nan_to_num(errors[row, :, k])
-        base = float(self._base2d()[row, k])
-        order = np.argsort(-np.abs(vals))
-        shown = order[:max_display]
-        rest = vals[order[max_display:]].sum()
-        labels = [self._label(j, row) for j in shown]
-        contrib = list(vals[shown])
-        bars = None if errs is None else list(errs[shown])
-        if len(order) > max_display:
-            labels.append(f"{len(order) - max_display} other features")
-            contrib.append(rest)
-            if bars is not None:  # independent errors add in quadrature
-                bars.append(float(np.sqrt(np.sum(errs[order[max_display:]] ** 2))))
-        if ax is None:
-            _, ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.5))
-        start = base
-        for i, (lab, c) in enumerate(zip(labels, contrib)):
-            y = len(labels) - 1 - i
-            ax.barh(y, c, left=start, color="#d62728" if c > 0 else "#1f77b4")
-            if bars is not None and bars[i] > 0:
-                ax.errorbar(start + c, y, xerr=1.96 * bars[i], color="black", capsize=3,
-                            lw=1)
-            ax.text(start + c, y, f" {c:+.3g}", va="center", fontsize=8)
-            start += c
-        ax.set_yticks(range(len(labels)))
-        ax.set_yticklabels(labels[::-1])
-        ends = np.cumsum([base] + contrib)
-        lo, hi = float(ends.min()), float(ends.max())
-        pad = 0.25 * (hi - lo) if hi > lo else 1.0
-        ax.set_xlim(lo - pad, hi + pad)  # room for the value labels
-        ax.axvline(base, color="grey", lw=0.8, ls="--")
-        ax.set_xlabel(f"{self.output_names[k]} (base {base:.3g} -> {start:.3g})")
-        ax.set_title(f"Row {row}")
-        return ax
+        return _plots.waterfall(self, row, output, max_display, ax, label_width)
+
+    def plot_force(self, row: int = 0, output: int | str | None = None, max_display: int = 10,
+                   ax: Axes | None = None, label_width: int | None = 22) -> Axes:
+        """Static force plot of one row: the players pushing the output up and down.
+
+        One horizontal band that ends at the row's output ``f(x)``: the positive
+        attributions (red) are stacked to its left, the largest nearest ``f(x)``, the
+        negative ones (blue) to its right, so the red part pushes the output up from the
+        base value (dashed line) and the blue part pushes it down. The ``max_display``
+        largest players are drawn and labelled (``"feature = value"`` and the value,
+        below the band on up to four staggered label rows); the others are summed into
+        one paler segment per sign. Players with a zero attribution are not drawn. With
+        standard errors (``std``), each segment has a +-1.96 standard-error whisker at its
+        far end.
+
+        Parameters
+        ----------
+        row : int, default=0
+            Position of the explained row in ``values``.
+        output : int or str or None, default=None
+            The output to plot, by index or name; ``None`` only with one output.
+        max_display : int, default=10
+            Number of players drawn on their own.
+        ax : matplotlib Axes or None, default=None
+            The axes to draw on; ``None`` creates a new figure.
+        label_width : int or None, default=22
+            Labels (``"feature = value"``) longer than this many characters are cut to
+            one line ending in an ellipsis; ``None`` keeps them whole.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
+        """
+        from . import _plots
+
+        return _plots.force(self, row, output, max_display, ax, label_width)
 
     def plot_bar(self, output: int | str | None = None, max_display: int = 10,
-                 ax: Axes | None = None) -> Axes:
+                 ax: Axes | None = None, label_width: int | None = 30) -> Axes:
         """Bar chart of the mean ``|value|`` per player over the explained rows.
 
         With standard errors (``std``), each bar has a +-1.96 standard-error whisker, the
@@ -547,34 +554,23 @@ class Attribution:
             Number of players shown (the largest first).
         ax : matplotlib Axes or None, default=None
             The axes to draw on; ``None`` creates a new figure.
+        label_width : int or None, default=30
+            Player names longer than this are wrapped onto two lines and ellipsized (see
+            :meth:`plot_waterfall`); ``None`` keeps them whole.
 
         Returns
         -------
         matplotlib.axes.Axes
             The axes drawn on.
         """
-        import matplotlib.pyplot as plt
+        from . import _plots
 
-        k = self._output_index(output)
-        imp = np.abs(self._values3d()[:, :, k]).mean(axis=0)
-        order = np.argsort(-imp)[:max_display]
-        errors = self._std3d()
-        xerr = None
-        if errors is not None:
-            se = np.sqrt(np.sum(np.nan_to_num(errors[:, :, k]) ** 2, axis=0)) / len(self)
-            xerr = 1.96 * se[order]
-        if ax is None:
-            _, ax = plt.subplots(figsize=(7, 0.4 * len(order) + 1.5))
-        ax.barh(range(len(order))[::-1], imp[order], color="#1f77b4", xerr=xerr,
-                capsize=3 if xerr is not None else 0)
-        ax.set_yticks(range(len(order))[::-1])
-        ax.set_yticklabels([str(self.feature_names[j]) for j in order])
-        ax.set_xlabel(f"mean |attribution| ({self.output_names[k]})")
-        return ax
+        return _plots.bar(self, output, max_display, ax, label_width)
 
     def plot_beeswarm(self, output: int | str | None = None, max_display: int = 10,
                       ax: Axes | None = None,
-                      random_state: int | np.random.Generator | None = 0) -> Axes:
+                      random_state: int | np.random.Generator | None = 0,
+                      label_width: int | None = 30) -> Axes:
         """One row of points per player: attribution on x, coloured by the feature value.
 
         Parameters
@@ -587,56 +583,203 @@ class Attribution:
             The axes to draw on; ``None`` creates a new figure.
         random_state : int, numpy.random.Generator or None, default=0
             Seeds the vertical jitter of the points.
+        label_width : int or None, default=30
+            Player names longer than this are wrapped onto two lines and ellipsized (see
+            :meth:`plot_waterfall`); ``None`` keeps them whole.
 
         Returns
         -------
         matplotlib.axes.Axes
             The axes drawn on.
         """
-        import matplotlib.pyplot as plt
+        from . import _plots
 
-        k = self._output_index(output)
-        vals = self._values3d()[:, :, k]
-        order = np.argsort(-np.abs(vals).mean(axis=0))[:max_display]
-        rng = np.random.default_rng(random_state)
-        if ax is None:
-            _, ax = plt.subplots(figsize=(7, 0.45 * len(order) + 1.5))
-        scatter = None
-        for pos, j in enumerate(order):
-            y = len(order) - 1 - pos
-            colour = self._colour_values(j)
-            jitter = rng.uniform(-0.3, 0.3, size=vals.shape[0])
-            scatter = ax.scatter(vals[:, j], y + jitter, c=colour, cmap="coolwarm", s=8,
-                                 vmin=0.0, vmax=1.0)
-        ax.set_yticks(range(len(order))[::-1])
-        ax.set_yticklabels([str(self.feature_names[j]) for j in order])
-        ax.axvline(0, color="grey", lw=0.8)
-        ax.set_xlabel(f"attribution ({self.output_names[k]})")
-        if scatter is not None:
-            plt.colorbar(scatter, ax=ax, label="feature value (low -> high)")
-        return ax
+        return _plots.beeswarm(self, output, max_display, ax, random_state, label_width)
 
-    def _label(self, j, row):
-        name = str(self.feature_names[j])
-        if self.data is not None and self.data.ndim == 2 and self.data.shape[1] == len(
-                self.feature_names):
-            return f"{name} = {self.data[row, j]}"
-        return name
+    def plot_dependence(self, feature: int | str, output: int | str | None = None,
+                        color: int | str | None = "auto",
+                        interactions: Attribution | ArrayLike | None = None,
+                        ax: Axes | None = None,
+                        random_state: int | np.random.Generator | None = 0,
+                        label_width: int | None = 30) -> Axes:
+        """Dependence (scatter) plot: a feature's value against its attribution.
 
-    def _colour_values(self, j):
-        n = self.values.shape[0]
-        if self.data is None or self.data.ndim != 2 or self.data.shape[1] != len(
-                self.feature_names):
-            return np.full(n, 0.5)
-        col = self.data[:, j]
-        try:
-            col = col.astype(np.float64)
-        except (TypeError, ValueError):
-            return np.full(n, 0.5)
-        lo, hi = np.nanpercentile(col, [5, 95]) if np.isfinite(col).any() else (0.0, 1.0)
-        if hi <= lo:
-            return np.full(n, 0.5)
-        return np.clip((col - lo) / (hi - lo), 0.0, 1.0)
+        One point per explained row: the feature's value on x (a non-numeric feature:
+        one column per category, in sorted order, with a horizontal jitter of +-0.2),
+        its attribution on y, coloured by the value of a second feature. With standard
+        errors (``std``), each point has a vertical +-1.96 standard-error bar.
+
+        With ``color="auto"`` the second feature is the one that interacts most:
+
+        * with interaction values (``interactions``, or this attribution's own
+          ``extras["interactions"]`` when it comes from
+          :meth:`~sklearn_xai.TreeShapExplainer.explain_interactions`), the feature
+          with the largest mean ``|interaction value|`` with this one over the rows;
+        * otherwise a heuristic, the **residual heuristic**: the attribution minus its
+          mean per bin of the feature's own value (its distinct values when it has at
+          most 10, else 10 quantile bins; categories as they are) is the spread the
+          feature's value does not explain, and the chosen feature is the one whose
+          values (binned alike) explain the largest share of that spread (one-way
+          analysis of variance, adjusted for the number of bins: ``1 - within-bin mean
+          square / total mean square``). It is cheap (one pass per feature) and needs no
+          interaction values, but it is a correlation, not an interaction effect.
+
+        The colour bar names the chosen feature and how it was chosen
+        (``"strongest interaction"``, ``"residual heuristic"`` or ``"colour"`` when
+        given).
+
+        Parameters
+        ----------
+        feature : int or str
+            The player to plot, by position or name.
+        output : int or str or None, default=None
+            The output to plot, by index or name; ``None`` only with one output.
+        color : "auto", int, str or None, default="auto"
+            The colouring feature: ``"auto"`` (see above), a player's position or name,
+            or ``None`` (one colour).
+        interactions : Attribution or array-like or None, default=None
+            Interaction values to choose the colouring feature with: the result of
+            ``explain_interactions`` on the same rows, or an array of shape
+            (n_samples, n_players, n_players) or (n_samples, n_players, n_players,
+            n_outputs); ``None`` uses ``extras["interactions"]`` when present.
+        ax : matplotlib Axes or None, default=None
+            The axes to draw on; ``None`` creates a new figure.
+        random_state : int, numpy.random.Generator or None, default=0
+            Seeds the horizontal jitter of a non-numeric feature.
+        label_width : int or None, default=30
+            Longer names are ellipsized (see :meth:`plot_waterfall`).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
+
+        Raises
+        ------
+        ValueError
+            If ``data`` does not hold one column per player (no values to plot), or the
+            interaction values do not match the rows, players or outputs.
+        """
+        from . import _plots
+
+        return _plots.dependence(self, feature, output, color, interactions, ax,
+                                 random_state, label_width)
+
+    def plot_heatmap(self, output: int | str | None = None, max_display: int = 10,
+                     ax: Axes | None = None, label_width: int | None = 30) -> Axes:
+        """Heatmap of rows x players, the rows ordered by clustering their attributions.
+
+        One column per explained row and one line per player (the ``max_display`` with
+        the largest mean ``|value|``, most important at the top; the others summed into
+        a last line), coloured by the attribution (red positive, blue negative, on a
+        symmetric scale). The rows are in the leaf order of the dendrogram of Ward's
+        hierarchical clustering (``scipy.cluster.hierarchy.linkage(values,
+        method="ward")``, then ``leaves_list``) of the attributions of every player, so
+        rows explained alike sit together; clustering all rows costs memory quadratic in
+        their number (slice the attribution to plot fewer). Above: the output the
+        attributions add up to (:meth:`predicted`), row by row; right: the mean
+        ``|value|`` per line. With standard errors (``std``), the right-hand bars have
+        +-1.96 standard-error whiskers (as in :meth:`plot_bar`) and cells whose
+        +-1.96 standard-error interval contains zero are marked with a black dot.
+
+        Parameters
+        ----------
+        output : int or str or None, default=None
+            The output to plot, by index or name; ``None`` only with one output.
+        max_display : int, default=10
+            Number of players shown on their own.
+        ax : matplotlib Axes or None, default=None
+            The axes of the heatmap; the output line, bars and colour bar are drawn in
+            inset axes around it. ``None`` creates a new figure.
+        label_width : int or None, default=30
+            Longer names are wrapped and ellipsized (see :meth:`plot_waterfall`).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes of the heatmap.
+        """
+        from . import _plots
+
+        return _plots.heatmap(self, output, max_display, ax, label_width)
+
+    def plot_decision(self, rows: ArrayLike | slice | None = None,
+                      output: int | str | None = None, max_display: int = 20,
+                      ax: Axes | None = None, label_width: int | None = 30) -> Axes:
+        """Decision plot: each row's path from its base value to its output.
+
+        One line per row, from its base value at the bottom to its output at the top,
+        moving right or left by each player's attribution; the players are on the
+        y-axis, the one with the largest mean ``|value|`` over the plotted rows at the
+        top (the last step), the players beyond ``max_display`` summed into the first
+        step. Lines are coloured by their output; with more than 20 rows they are drawn
+        translucent. With standard errors (``std``), each step has a horizontal
+        +-1.96 standard-error bar (of that step's value) at its end.
+
+        Parameters
+        ----------
+        rows : int, slice, array-like or None, default=None
+            The rows to plot (as in ``attribution[rows]``); ``None``: every row.
+        output : int or str or None, default=None
+            The output to plot, by index or name; ``None`` only with one output.
+        max_display : int, default=20
+            Number of players shown on their own.
+        ax : matplotlib Axes or None, default=None
+            The axes to draw on; ``None`` creates a new figure.
+        label_width : int or None, default=30
+            Longer names are wrapped and ellipsized (see :meth:`plot_waterfall`).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on; each row's line has ``gid`` ``"row <position>"``.
+        """
+        from . import _plots
+
+        return _plots.decision(self, rows, output, max_display, ax, label_width)
+
+    def plot_interactions(self, output: int | str | None = None, max_display: int = 10,
+                          interactions: Attribution | ArrayLike | None = None,
+                          ax: Axes | None = None, label_width: int | None = 30) -> Axes:
+        """Matrix of the mean ``|interaction value|`` of each pair of players.
+
+        Cell ``(a, b)`` is the mean over the explained rows of ``|Phi_ab|``, the SHAP
+        interaction value as :meth:`~sklearn_xai.TreeShapExplainer.explain_interactions`
+        stores it (halved: the pair's whole interaction effect is ``Phi_ab + Phi_ba``),
+        and the diagonal holds the main effects ``|Phi_aa|``. The players are those whose
+        interaction rows were computed (``extras["interaction_features"]``), the
+        ``max_display`` with the largest mean ``|value|`` first. TreeSHAP's interaction
+        values are exact, so the matrix has no error bars.
+
+        Parameters
+        ----------
+        output : int or str or None, default=None
+            The output to plot, by index or name; ``None`` only with one output.
+        max_display : int, default=10
+            Number of players shown (cells are annotated with their value up to 12).
+        interactions : Attribution or array-like or None, default=None
+            The interaction values (see :meth:`plot_dependence`); ``None`` uses
+            ``extras["interactions"]``.
+        ax : matplotlib Axes or None, default=None
+            The axes to draw on; ``None`` creates a new figure.
+        label_width : int or None, default=30
+            Longer names are wrapped and ellipsized (see :meth:`plot_waterfall`).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
+
+        Raises
+        ------
+        ValueError
+            If there are no interaction values, or they do not match the rows, players
+            or outputs.
+        """
+        from . import _plots
+
+        return _plots.interaction_matrix(self, output, max_display, interactions, ax,
+                                         label_width)
 
 
 @dataclass
@@ -784,6 +927,77 @@ class Counterfactuals:
             for j, changes in enumerate(self.diff(i)):
                 lines.append(f"  cf {j}: " + ("; ".join(changes) if changes else "(no change)"))
         return "\n".join(lines)
+
+    def plot_diff(self, query: int = 0, costs: list[str] | None = None,
+                  ax: Axes | None = None, label_width: int | None = 30) -> Axes:
+        """Table of one query's counterfactuals: what each one changes.
+
+        One column for the query and one per counterfactual (best first, ``cf 0``,
+        ``cf 1``, ...); one line per feature that at least one counterfactual changes (in
+        the columns' order), showing the new value where it changes (green: a numeric
+        increase, red: a decrease, yellow: another value of a non-numeric feature) and a
+        blank where it does not; then the lines ``prediction`` (the largest output for
+        several outputs), ``valid`` and the costs. A query without counterfactuals draws
+        a one-line note instead.
+
+        Parameters
+        ----------
+        query : int, default=0
+            Position of the query in ``queries``.
+        costs : list of str or None, default=None
+            Columns of ``costs`` shown; ``None``: the optimised objectives
+            (``extras["objectives"]``, P2CE) when present, else every numeric column.
+        ax : matplotlib Axes or None, default=None
+            The axes to draw on (its frame is hidden); ``None`` creates a new figure.
+        label_width : int or None, default=30
+            Feature names longer than this are ellipsized (one line); ``None`` keeps
+            them whole.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on; ``ax.tables[0]`` is the table.
+        """
+        from . import _plots
+
+        return _plots.counterfactual_diff(self, query, costs, ax, label_width)
+
+    def plot_parallel_coordinates(self, query: int = 0, features: list[str] | None = None,
+                                  costs: list[str] | None = None, ax: Axes | None = None,
+                                  label_width: int | None = 30) -> Axes:
+        """Parallel coordinates of one query's counterfactuals (e.g. a P2CE front).
+
+        One vertical axis per feature, then one per cost (on a shaded background); each
+        counterfactual is a line through its values (coloured in its order, best
+        first), the query a dashed black line through its feature values (it has no
+        costs). Each axis runs from the smallest value on it (bottom) to the largest
+        (top), both written beside it; a non-numeric feature's values are spread evenly
+        in the order they first appear (the query's first). Counterfactuals carry no
+        standard errors, so there are no error bars.
+
+        Parameters
+        ----------
+        query : int, default=0
+            Position of the query in ``queries``.
+        features : list of str or None, default=None
+            The feature axes; ``None``: the features some counterfactual of the query
+            changes (all features when none does).
+        costs : list of str or None, default=None
+            The cost axes (see :meth:`plot_diff`); ``[]`` for none.
+        ax : matplotlib Axes or None, default=None
+            The axes to draw on; ``None`` creates a new figure.
+        label_width : int or None, default=30
+            Axis names longer than this are wrapped and ellipsized; ``None`` keeps them
+            whole.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on; the lines have ``gid`` ``"query"`` and ``"cf <k>"``.
+        """
+        from . import _plots
+
+        return _plots.counterfactual_parallel(self, query, features, costs, ax, label_width)
 
     def __str__(self):
         return self.summary()
