@@ -154,7 +154,8 @@ def waterfall(att, row, output, max_display, ax, label_width):
         ax.barh(y, c, left=start, color=POSITIVE if c > 0 else NEGATIVE)
         if bars is not None and bars[i] > 0:
             ax.errorbar(start + c, y, xerr=Z95 * bars[i], color="black", capsize=3, lw=1)
-        ax.text(start + c, y, f" {c:+.3g}", va="center", fontsize=8)
+        ax.text(start + c, y, f" {c:+.3g} ", va="center", fontsize=8,
+                ha="left" if c >= 0 else "right")  # beyond the bar's end
         start += c
     ax.set_yticks(range(len(labels)))
     ax.set_yticklabels([shorten(lab, label_width) for lab in labels[::-1]], fontsize=9)

@@ -921,8 +921,9 @@ def _spreadsheet_safe(frame):
 # ------------------------------------------------------------------------------------------
 
 
-def _png(fig):
-    """A matplotlib figure as an inline ``<img>`` (base64 PNG); the figure is closed."""
+def _png(fig, title=None):
+    """A matplotlib figure as an inline ``<img>`` (base64 PNG); the figure is closed.
+    ``title``: the image's tooltip (e.g. labels the figure had to shorten)."""
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
@@ -930,7 +931,8 @@ def _png(fig):
     fig.savefig(buf, format="png", dpi=90)
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img alt="figure" src="data:image/png;base64,{data}">'
+    tip = f' title="{_esc(title)}"' if title else ""
+    return f'<img alt="figure"{tip} src="data:image/png;base64,{data}">'
 
 
 def _esc(value):
@@ -961,35 +963,77 @@ def _note(text):
 def _global_section(att, n_rows, label):
     import matplotlib.pyplot as plt
 
+    from sklearn_xai._plots import player_data
+
     out = [f"<p>{_esc(label)} values of {_esc(att.output_names[0])} for {n_rows} rows; "
            "bars are the mean absolute value per feature, the beeswarm shows every row "
            "(colour: the feature's value, low to high; grey-blue where not numeric).</p>"]
     fig, ax = plt.subplots(figsize=(7, 5))
     att.plot_bar(ax=ax, max_display=12)
     ax.set_title(f"mean |{label}|")
-    out.append(_png(fig))
+    figs = [_png(fig)]
     fig, ax = plt.subplots(figsize=(8, 5))
     att.plot_beeswarm(ax=ax, max_display=12)
     ax.set_title(f"{label} per row")
-    out.append(_png(fig))
-    return _section("treeshap-global", '<div class="figs">' + "".join(out) + "</div>")
+    figs.append(_png(fig))
+    if player_data(att) is not None and len(att.feature_names) > 1:
+        top = str(att.feature_names[int(np.argmax(np.abs(att.values).mean(axis=0)))])
+        fig, ax = plt.subplots(figsize=(7, 4.6))
+        att.plot_dependence(top, ax=ax)
+        ax.set_title(f"{label} of {top}, the most important feature")
+        figs.append(_png(fig))
+        out.append(f"<p>The dependence plot shows how the value of {_esc(top)} moves its "
+                   "attribution; the colour is the feature whose values best explain the "
+                   "spread left at equal values of it (a heuristic, named on the colour "
+                   "bar, not an interaction effect).</p>")
+    return _section("treeshap-global", "".join(out) + '<div class="figs">' + "".join(figs)
+                    + "</div>")
+
+
+def _cut_labels(att, row, max_display):
+    """The full ``"feature = value"`` labels of the waterfall bars of ``row`` that the
+    figure had to cut short (wrapped onto two lines, then ellipsized)."""
+    from sklearn_xai._explanation import _fmt as fmt_value
+    from sklearn_xai._plots import LABEL_WIDTH, player_data, shorten
+
+    data = player_data(att)
+    if data is None:
+        return []
+    out = []
+    for j in np.argsort(-np.abs(att.values[row]))[:max_display]:
+        full = f"{att.feature_names[j]} = {fmt_value(data[row, j])}"
+        if shorten(full, LABEL_WIDTH).endswith("\u2026") and not full.endswith("\u2026"):
+            out.append(full)
+    return out
 
 
 def _waterfall_section(att, positions, label):
     import matplotlib.pyplot as plt
 
-    figs = []
+    figs, long_labels = [], []
     for i, pos in enumerate(positions):
         fig, ax = plt.subplots(figsize=(5.8, 4.2))
         att.plot_waterfall(row=i, ax=ax, max_display=8)
         ax.set_title(f"row {pos}")
-        figs.append(_png(fig))
+        cut = _cut_labels(att, i, 8)
+        figs.append(_png(fig, title="; ".join(cut) or None))
+        long_labels += [[pos, text] for text in cut]
     where = _esc(", ".join(map(str, positions)))
     intro = (f"<p>{_esc(label)}, {len(positions)} rows (positions {where} of "
              "the explained data): each bar moves the output from the base value to the "
              "model's output.</p>")
+    table = ""
+    if long_labels:
+        table = ("<p>Labels longer than two lines are cut short in the figures "
+                 "(ending in \u2026); in full:</p>" + _table(["row", "label"], long_labels))
+    decision = ""
+    if len(positions) > 1:
+        fig, ax = plt.subplots(figsize=(7.5, 5))
+        att.plot_decision(ax=ax, max_display=12)
+        ax.set_title(f"rows {where}: from the base value (bottom) to the output (top)")
+        decision = _png(fig)
     return _section("treeshap-waterfalls", intro + '<div class="figs">' + "".join(figs) +
-                    "</div>")
+                    decision + "</div>" + table)
 
 
 def _notes(names):
@@ -1160,6 +1204,7 @@ def _locate(parts, k):
 
 def _pareto_section(results, X, positions):
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     if not results:
         return _section("pareto-scatter", _note("No counterfactual explainer was run."))
@@ -1190,6 +1235,7 @@ def _pareto_section(results, X, positions):
                                                                             k)[1]])
                             for k in range(len(positions)))])
     ax.set_xlabel("number of changed features")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # a count: whole numbers only
     ax.set_ylabel("distance (numeric change / training std; 1 per categorical change)")
     ax.set_title("Counterfactual costs (lower-left is better)")
     from matplotlib.lines import Line2D

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -122,9 +123,32 @@ def user_report(files, tmp_path_factory):
     from contextlib import redirect_stderr, redirect_stdout
 
     err, std = io.StringIO(), io.StringIO()
-    with redirect_stderr(err), redirect_stdout(std):
+    with redirect_stderr(err), redirect_stdout(std), _recorded_figures() as figures:
         code = main([str(a) for a in argv])
-    return {"code": code, "out": out, "stdout": std.getvalue(), "stderr": err.getvalue()}
+    return {"code": code, "out": out, "stdout": std.getvalue(), "stderr": err.getvalue(),
+            "figures": figures}
+
+
+@contextmanager
+def _recorded_figures():
+    """What each figure of the report shows, per axes, read just before it is saved:
+    dicts with the title, x label, x ticks, y tick labels and the colour bar's label."""
+    from sklearn_xai import _report
+
+    figures, real = [], _report._png
+
+    def record(fig, title=None):
+        figures.append([{"title": ax.get_title(), "xlabel": ax.get_xlabel(),
+                         "ylabel": ax.get_ylabel(), "xticks": list(ax.get_xticks()),
+                         "yticklabels": [t.get_text() for t in ax.get_yticklabels()]}
+                        for ax in fig.axes])
+        return real(fig, title)
+
+    _report._png = record
+    try:
+        yield figures
+    finally:
+        _report._png = real
 
 
 # ------------------------------------------------------------------------------------------
@@ -138,8 +162,9 @@ def test_report_on_user_model(files, user_report):
     assert f"wrote {out.resolve()}" in user_report["stdout"]
     text = out.read_text(encoding="utf-8")
     parser = _check_html(text)
-    # bar + beeswarm, two waterfalls, one Pareto scatter
-    assert len(parser.srcs) == 5
+    # bar, beeswarm and dependence plot; two waterfalls and a decision plot; one Pareto
+    # scatter
+    assert len(parser.srcs) == 7
     err = user_report["stderr"]
     for step in ("fit TreeSHAP", "TreeSHAP on 60 rows", "SHEAR on 2 rows", "MACE on",
                  "P2CE on", "draw figures and write HTML"):
@@ -147,6 +172,57 @@ def test_report_on_user_model(files, user_report):
     assert re.search(r"\[#+\] 60/60 rows", err)  # the progress bar, finished
     # the row counts are stated in the report
     assert "the first 60 of 300 rows" in text and "the first 2" in text
+
+
+def test_report_figures_read_well(user_report):
+    """Whole-number ticks on the Pareto plot's count axis; the new plots are drawn."""
+    figures = user_report["figures"]
+    titles = [fig[0]["title"] for fig in figures]
+    assert titles == ["mean |TreeSHAP|", "TreeSHAP per row",
+                      "TreeSHAP of income, the most important feature", "row 0", "row 1",
+                      "rows 0, 1: from the base value (bottom) to the output (top)",
+                      "Counterfactual costs (lower-left is better)"]
+    pareto = figures[-1][0]
+    assert pareto["xlabel"] == "number of changed features"
+    assert pareto["xticks"] and all(float(t).is_integer() for t in pareto["xticks"])
+    dependence = figures[2]
+    assert dependence[0]["xlabel"] == "income"
+    assert dependence[1]["ylabel"].endswith("(residual heuristic)")  # the colour bar
+    decision = figures[5][0]
+    assert decision["yticklabels"][0] == "base value" and len(decision["yticklabels"]) == 6
+
+
+def test_report_cuts_long_category_labels_and_keeps_them_in_full(files, tmp_path, capsys):
+    """A category label of 77 characters (German credit's) is wrapped and ellipsized in the
+    waterfall's ticks and given in full in a table and in the figure's tooltip."""
+    long = "critical account / other credits existing (not at this bank)"
+    frame = files["frame"].copy()
+    frame["colour"] = frame["colour"].replace({"green": long})
+    data = tmp_path / "long.csv"
+    frame.to_csv(data, index=False)
+    out = tmp_path / "r.html"
+    with _recorded_figures() as figures:
+        code, _, err = _run(["report", "--data", data, "--target", "approved",
+                             "--explainer", "tree", "--rows", "3", "--global-rows", "30",
+                             "--out", out], capsys)
+    assert code == 0, err
+    text = out.read_text(encoding="utf-8")
+    _check_html(text)
+    rows = [k for k in range(3) if frame["colour"].iloc[k] == long]
+    assert rows, "the first rows hold the long label"
+    full = f"colour = {long}"
+    table = text[text.index("Labels longer than two lines"):text.index("</table>",
+                                                                       text.index("Labels"))]
+    for k in rows:
+        assert f"<tr><td>{k}</td><td>{html.escape(full)}</td></tr>" in table
+    assert f'title="{html.escape(full)}' in text
+    for fig in figures:
+        if fig[0]["title"].startswith("row "):
+            labels = fig[0]["yticklabels"]
+            assert all(len(line) <= 30 for lab in labels for line in lab.split("\n"))
+            if int(fig[0]["title"][4:]) in rows:
+                assert "colour = critical account /\nother credits existing (not a\u2026" \
+                    in labels
 
 
 def test_report_treeshap_adds_up_to_the_model_margin(files, user_report):
@@ -464,7 +540,8 @@ def test_default_report_on_adult(tmp_path):
     assert f"wrote {out.resolve()}" in proc.stdout
     text = out.read_text(encoding="utf-8")
     parser = _check_html(text)
-    assert len(parser.srcs) == 2 + 3 + 1
+    # bar, beeswarm, dependence; three waterfalls and a decision plot; Pareto
+    assert len(parser.srcs) == 3 + 4 + 1
     assert "HistGradientBoostingClassifier" in text and "HistGradientBoostingClassifier" in \
         proc.stderr
     assert "the first 500 of" in text and "30162 of 32561 rows kept" in text
@@ -529,7 +606,7 @@ def test_report_in_headless_chromium(user_report):
     dom = proc.stdout
     # the DOM as the browser built it: every section, every image inline and non-empty
     parser = _check_html(dom)
-    assert len(parser.srcs) == 5
+    assert len(parser.srcs) == 7
     assert "<h1>sklearn-xai report</h1>" in dom
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report_chromium.png"
