@@ -9,6 +9,8 @@ An explainer is an ordinary scikit-learn estimator: ``__init__`` stores paramete
 from __future__ import annotations
 
 import functools
+import os
+import time
 from numbers import Integral
 from typing import TYPE_CHECKING
 
@@ -23,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._model import RESPONSE_METHODS, frame_like, make_model_function
 from ._pipeline import is_known_step
+from ._progress import Progress, blas_limited, limited_threads
 from ._utils import batch_slices, is_frame, take_rows, unwrap_frozen
 
 if TYPE_CHECKING:
@@ -434,6 +437,7 @@ class BaseExplainer(BaseEstimator):
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [None, Interval(Integral, None, -1, closed="right"),
                    Interval(Integral, 1, None, closed="left")],
+        "verbose": ["verbose"],
     }
 
     # -- declarations read through the registry (sklearn_xai/_registry.py) -----------------
@@ -805,12 +809,53 @@ class BaseExplainer(BaseEstimator):
     def _map_batches(self, func, n_rows, *args):
         """Run ``func(rows_slice, *args)`` over row batches with ``n_jobs`` workers.
 
-        Returns the list of batch results in row order.
+        Returns the list of batch results in row order. See :meth:`_map_tasks`.
         """
         slices = batch_slices(n_rows, getattr(self, "batch_size", None) or n_rows)
-        if len(slices) == 1 or self.n_jobs in (None, 1):
-            return [func(s, *args) for s in slices]
-        return Parallel(n_jobs=self.n_jobs)(delayed(func)(s, *args) for s in slices)
+        return self._map_tasks(func, slices, args)
+
+    def _progress(self, total, unit="rows"):
+        """A progress bar of ``total`` units on stderr, as ``verbose`` says (silent at 0,
+        and inside another open bar); see :class:`sklearn_xai._progress.Progress`."""
+        return Progress(total, verbose=getattr(self, "verbose", 0),
+                        desc=type(self).__name__, unit=unit)
+
+    def _map_tasks(self, func, items, args=(), *, sizes=None, **parallel_params):
+        """``[func(item, *args) for item in items]``, with ``n_jobs`` workers when there
+        are several items.
+
+        ``items`` are row slices unless ``sizes`` gives the rows of each. Progress (with
+        ``verbose``) counts the rows of the finished items. With workers (``n_jobs`` not
+        None or 1), each item runs with OpenMP and BLAS limited to one thread
+        (threadpoolctl), so that the model's own threads do not multiply the workers;
+        with ``n_jobs=None`` the user's thread settings are left as they are.
+        ``parallel_params`` go to :class:`sklearn.utils.parallel.Parallel` (``prefer``,
+        ``max_nbytes``).
+        """
+        items = list(items)
+        if sizes is None:
+            sizes = [s.stop - s.start for s in items]
+        what = [_rows_text(s) for s in items]
+        results = [None] * len(items)
+        with self._progress(sum(sizes)) as progress:
+            if len(items) <= 1 or self.n_jobs in (None, 1):
+                for i, item in enumerate(items):
+                    t0 = time.perf_counter()
+                    results[i] = func(item, *args)
+                    progress.update(sizes[i], seconds=time.perf_counter() - t0, what=what[i])
+                return results
+            calls = (delayed(_limited_call)(os.getpid(), i, func, item, args)
+                     for i, item in enumerate(items))
+            try:  # results as they finish, for the progress
+                parallel = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered",
+                                    **parallel_params)
+            except ValueError:  # a joblib backend that can only return the whole list
+                parallel = Parallel(n_jobs=self.n_jobs, **parallel_params)
+            with blas_limited():
+                for i, seconds, result in parallel(calls):
+                    results[i] = result
+                    progress.update(sizes[i], seconds=seconds, what=what[i])
+        return results
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -818,6 +863,24 @@ class BaseExplainer(BaseEstimator):
             self._allow_nan() if self.model is not None else False)
         tags.non_deterministic = False
         return tags
+
+
+def _rows_text(item):
+    """``"rows 0-127"`` (``"row 5"``) for a slice of rows, else None."""
+    if not isinstance(item, slice) or item.stop is None or item.stop <= item.start:
+        return None
+    if item.stop - item.start == 1:
+        return f"row {item.start}"
+    return f"rows {item.start}-{item.stop - 1}"
+
+
+def _limited_call(parent_pid, index, func, item, args):
+    """One task of :meth:`BaseExplainer._map_tasks` in a worker: ``(index, seconds,
+    func(item, *args))``, run with one OpenMP/BLAS thread."""
+    with limited_threads(parent_pid):
+        t0 = time.perf_counter()
+        result = func(item, *args)
+    return index, time.perf_counter() - t0, result
 
 
 class AttributionMixin(TransformerMixin):

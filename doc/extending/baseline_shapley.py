@@ -21,7 +21,7 @@ class BaselineShapley(AttributionExplainer):
         The model to explain (a ``FrozenEstimator`` is explained as it is).
     reference : {"mean"}, default="mean"
         The reference row: column means (modes for categorical columns).
-    response_method, target, feature_space, batch_size, n_jobs
+    response_method, target, feature_space, batch_size, n_jobs, verbose
         As in every attribution explainer of sklearn-xai.
     """
 
@@ -29,7 +29,7 @@ class BaselineShapley(AttributionExplainer):
                               "reference": [StrOptions({"mean"})]}
 
     def __init__(self, model=None, *, reference="mean", response_method="auto", target=None,
-                 feature_space="input", batch_size=256, n_jobs=None):
+                 feature_space="input", batch_size=256, n_jobs=None, verbose=0):
         self.model = model
         self.reference = reference
         self.response_method = response_method
@@ -37,6 +37,7 @@ class BaselineShapley(AttributionExplainer):
         self.feature_space = feature_space
         self.batch_size = batch_size
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def _fit(self, X, y):
         # the base has validated X, fitted or kept the model, put X in the explained
@@ -50,7 +51,8 @@ class BaselineShapley(AttributionExplainer):
         def run(rows):  # one batch of rows: (rows, P, outputs), (rows, outputs)
             return exact_shapley(ImputationGame(self.model_fn_, data[rows], self.reference_))
 
-        # batch_size rows at a time, on n_jobs joblib workers (a Dask cluster too)
+        # batch_size rows at a time, on n_jobs joblib workers (a Dask cluster too), with
+        # the progress bar of verbose
         parts = self._map_batches(run, data.shape[0])
         values = np.concatenate([p[0] for p in parts])
         base = np.concatenate([p[1] for p in parts])

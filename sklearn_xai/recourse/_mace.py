@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Counterfactuals
@@ -220,6 +219,11 @@ class MaceRecourse(RecourseExplainer):
         gets a generator seeded from that integer and the query's content
         (:func:`sklearn_xai._random.row_keys`), so a query's counterfactuals do not depend
         on the other rows of the call, and equal rows get equal counterfactuals.
+    verbose : int, default=0
+        Progress on stderr: ``0`` nothing; ``1`` a progress bar (queries done, rate, time
+        left; tqdm's when it is installed) for calls that run longer than about 2 s; ``2``
+        also the time of each batch of ``batch_size`` queries. The results do not depend
+        on it.
 
     Attributes
     ----------
@@ -321,6 +325,7 @@ class MaceRecourse(RecourseExplainer):
         batch_size: int = 256,
         n_jobs: int | None = None,
         random_state: RandomStateLike = None,
+        verbose: int = 0,
     ) -> None:
         self.model = model
         self.method = method
@@ -351,6 +356,7 @@ class MaceRecourse(RecourseExplainer):
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
 
     # ----------------------------------------------------------------------- fit
     def _fit(self, X, y):
@@ -536,12 +542,9 @@ class MaceRecourse(RecourseExplainer):
         for j in jobs:  # jobs are in query order; one pass, not one scan per chunk
             by_chunk.setdefault(j[0] // bs, []).append(j)
         job_chunks = [by_chunk[c] for c in sorted(by_chunk)]
-        if self.n_jobs in (None, 1) or len(job_chunks) <= 1:
-            outs = [self._explain_chunk(Zq, Pq, c, seeds) for c in job_chunks]
-        else:
-            outs = Parallel(n_jobs=self.n_jobs, prefer="threads")(
-                delayed(self._explain_chunk)(Zq, Pq, c, seeds) for c in job_chunks
-            )
+        outs = self._map_tasks(
+            lambda c: self._explain_chunk(Zq, Pq, c, seeds), job_chunks,
+            sizes=[len({j[0] for j in c}) for c in job_chunks], prefer="threads")
         n_calls = 1 + sum(o[2] for o in outs)
         n_rows = len(Zq) + sum(o[3] for o in outs)
         d = Zq.shape[1]

@@ -11,7 +11,6 @@ import numpy as np
 from joblib import effective_n_jobs
 from sklearn.ensemble import IsolationForest
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from .._explanation import Counterfactuals
@@ -203,6 +202,11 @@ class P2CERecourse(RecourseExplainer):
         depend on it.
     n_jobs : int or None, default=None
         Workers over queries (the results do not depend on it).
+    verbose : int, default=0
+        Progress on stderr: ``0`` nothing; ``1`` a progress bar (queries done, rate, time
+        left; tqdm's when it is installed) for calls that run longer than about 2 s; ``2``
+        also the time of each query's search (of each task under ``n_jobs``). The
+        results do not depend on it.
 
     Attributes
     ----------
@@ -301,7 +305,7 @@ class P2CERecourse(RecourseExplainer):
                  bound: Literal["auto", "exact", "shap", "none"] = "auto",
                  time_limit: float | None = None, shap_samples: int = 100,
                  random_state: RandomStateLike = None, batch_size: int | None = None,
-                 n_jobs: int | None = None) -> None:
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
         self.model = model
         self.objectives = objectives
         self.max_changes = max_changes
@@ -325,6 +329,7 @@ class P2CERecourse(RecourseExplainer):
         self.random_state = random_state
         self.batch_size = batch_size
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     # ------------------------------------------------------------------ encoding
     def _encode(self, X):
@@ -832,13 +837,11 @@ class P2CERecourse(RecourseExplainer):
         else:  # one task per worker
             bounds = np.linspace(0, n, min(n, n_workers) + 1).astype(int)
             slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
-        if n_workers > 1 and len(slices) > 1:
-            # max_nbytes=None: no read-only memory-mapped arrays in the workers, whose
-            # kernels would be compiled for them during the search (see warm_up)
-            parts = Parallel(n_jobs=self.n_jobs, max_nbytes=None)(
-                delayed(self._explain_rows)(sl, Z, keys) for sl in slices)
-        else:
-            parts = [self._explain_rows(slice(0, n), Z, keys)]
+        if n_workers <= 1:  # the queries one by one (the progress moves per query)
+            slices = [slice(i, i + 1) for i in range(n)]
+        # max_nbytes=None: no read-only memory-mapped arrays in the workers, whose
+        # kernels would be compiled for them during the search (see warm_up)
+        parts = self._map_tasks(self._explain_rows, slices, (Z, keys), max_nbytes=None)
         results = [r for p in parts for r in p]
         rows, qidx, cost_rows = [], [], []
         for i, res in enumerate(results):

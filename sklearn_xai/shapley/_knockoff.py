@@ -8,6 +8,7 @@ and a model that detects off-manifold queries cannot steer the explanation.
 
 from __future__ import annotations
 
+import time
 from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
@@ -78,9 +79,10 @@ def _has_categorical(X):
     return np.asarray(X).dtype == object
 
 
-def _fit_sampler(sampler, X, random_state):
+def _fit_sampler(sampler, X, random_state, verbose=0):
     if sampler is None:
-        sampler = SequentialKnockoffs(random_state=draw_base_seed(random_state)) \
+        sampler = SequentialKnockoffs(random_state=draw_base_seed(random_state),
+                                      verbose=verbose) \
             if _has_categorical(X) else GaussianKnockoffs()
     return clone(sampler).fit(X)
 
@@ -164,7 +166,8 @@ class _KnockoffMixin:
     def _fit_imputation(self, X):
         """Fit the knockoff sampler, or check the background, on the explained rows."""
         if self.imputation == "knockoff":
-            self.sampler_ = _fit_sampler(self.sampler, X, self.random_state)
+            self.sampler_ = _fit_sampler(self.sampler, X, self.random_state,
+                                         getattr(self, "verbose", 0))
         else:
             self.background_ = _check_background(
                 self.background, X, self._feature_names(),
@@ -337,6 +340,12 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         seeded by one draw from ``random_state`` and a hash of the row's values, so a
         row's explanation does not depend on ``batch_size``, ``n_jobs``, the row order or
         the other rows explained with it (identical rows get identical draws).
+    verbose : int, default=0
+        Progress on stderr: ``0`` nothing; ``1`` a progress bar (rows done, rate, time
+        left; tqdm's when it is installed) for calls that run longer than about 2 s, and
+        for the fit of the default sampler (``sampler=None``), that of
+        :class:`~sklearn_xai.knockoffs.SequentialKnockoffs` over the columns; ``2`` also
+        the time of each batch of ``batch_size`` rows. The results do not depend on it.
 
     Attributes
     ----------
@@ -420,7 +429,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                  response_method: ResponseMethod = "auto", target: Any = None,
                  feature_space: Literal["input", "model"] = "input", batch_size: int = 128,
                  max_model_rows: int = 8192, n_jobs: int | None = None,
-                 random_state: int | RandomState | None = None) -> None:
+                 random_state: int | RandomState | None = None, verbose: int = 0) -> None:
         self.model = model
         self.sampler = sampler
         self.n_knockoffs = n_knockoffs
@@ -437,6 +446,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         self.max_model_rows = max_model_rows
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
 
     def _fit(self, X, y):
         """Resolve the algorithm, fit the sampler (or check the background) on ``X``."""
@@ -750,6 +760,13 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         or ``1``: no parallelism; ``-1``: all processors. Results do not depend on it.
     random_state : int, RandomState instance or None, default=None
         Seeds knockoffs and permutations, per row.
+    verbose : int, default=0
+        Progress on stderr: ``0`` nothing; ``1`` a progress bar for calls that run longer
+        than about 2 s (tqdm's when it is installed): the permutation rounds (at most
+        ``n_permutations``, fewer when ``tol`` stops them), or the rows of
+        ``algorithm="exact"``; and the fit of the default sampler (``sampler=None``),
+        that of :class:`~sklearn_xai.knockoffs.SequentialKnockoffs` over the columns;
+        ``2`` also the time of each round or batch. The results do not depend on it.
 
     Attributes
     ----------
@@ -800,7 +817,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
                  feature_groups: FeatureGroups = None, response_method: ResponseMethod = "auto",
                  target: Any = None, feature_space: Literal["input", "model"] = "input",
                  batch_size: int = 1024, max_model_rows: int = 8192, n_jobs: int | None = None,
-                 random_state: int | RandomState | None = None) -> None:
+                 random_state: int | RandomState | None = None, verbose: int = 0) -> None:
         self.model = model
         self.sampler = sampler
         self.n_knockoffs = n_knockoffs
@@ -818,6 +835,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         self.max_model_rows = max_model_rows
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
 
     def _fit(self, X, y):
         """Resolve the loss, fit the sampler (or check the background) on ``X``."""
@@ -1015,44 +1033,48 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         converged = False
         values = np.zeros(P)
         std = np.full(P, np.inf)
-        while rounds < cap:
-            pos = np.argsort(np.array([g.permutation(P) for g in gens]), axis=1)  # (n, P)
-            inner = np.concatenate(self._map_batches(
-                lambda rows: losses(rows, lambda r: pos[r][:, None, :] < steps), n))
-            L = np.concatenate([ends[:, :1], inner, ends[:, 1:]], axis=1)  # (n, P+1)
-            loss_scale = max(loss_scale, float(np.max(np.abs(inner))))
-            credit = np.take_along_axis(L, pos, axis=1) - np.take_along_axis(L, pos + 1, axis=1)
-            if shift is None:
-                shift = credit.mean(axis=0)
-                total, total_sq = np.zeros(P), np.zeros(P)
-                row_total, row_sq = np.zeros((n, P)), np.zeros((n, P))
-            credit -= shift
-            total += credit.sum(axis=0)
-            total_sq += (credit**2).sum(axis=0)
-            row_total += credit
-            row_sq += credit**2
-            count += n
-            rounds += 1
-            mean = total / count
-            values = shift + mean
-            if rounds > 1:
-                # the error against the exact SAGE values of these rows (and knockoffs): a
-                # row's permutations are its independent units
-                var_rows = np.maximum(row_sq - row_total**2 / rounds, 0.0) / (rounds - 1)
-                std = np.sqrt(var_rows.mean(axis=0) / (rounds * n))
-            elif count > 1:
-                # one round: the spread over rows also counts the rows' differences (an
-                # upper bound)
-                var = np.maximum(total_sq / count - mean**2, 0.0) * count / (count - 1)
-                std = np.sqrt(var / count)
-            if self.tol is not None and count > 1:
-                # below the floor the standard error is round-off: equal importances (a
-                # spread of 0) would otherwise never stop the rounds
-                floor = _SE_FLOOR * loss_scale
-                target = max(self.tol * (values.max() - values.min()), floor)
-                if np.max(std) <= target:
-                    converged = True
-                    break
+        progress = self._progress(cap, unit="rounds")
+        with progress:  # one bar over the rounds (their batches show none)
+            while rounds < cap:
+                t0 = time.perf_counter()
+                pos = np.argsort(np.array([g.permutation(P) for g in gens]), axis=1)  # (n, P)
+                inner = np.concatenate(self._map_batches(
+                    lambda rows: losses(rows, lambda r: pos[r][:, None, :] < steps), n))
+                L = np.concatenate([ends[:, :1], inner, ends[:, 1:]], axis=1)  # (n, P+1)
+                loss_scale = max(loss_scale, float(np.max(np.abs(inner))))
+                credit = np.take_along_axis(L, pos, axis=1) - np.take_along_axis(L, pos + 1, axis=1)
+                if shift is None:
+                    shift = credit.mean(axis=0)
+                    total, total_sq = np.zeros(P), np.zeros(P)
+                    row_total, row_sq = np.zeros((n, P)), np.zeros((n, P))
+                credit -= shift
+                total += credit.sum(axis=0)
+                total_sq += (credit**2).sum(axis=0)
+                row_total += credit
+                row_sq += credit**2
+                count += n
+                rounds += 1
+                progress.update(1, seconds=time.perf_counter() - t0, what=f"round {rounds}")
+                mean = total / count
+                values = shift + mean
+                if rounds > 1:
+                    # the error against the exact SAGE values of these rows (and knockoffs): a
+                    # row's permutations are its independent units
+                    var_rows = np.maximum(row_sq - row_total**2 / rounds, 0.0) / (rounds - 1)
+                    std = np.sqrt(var_rows.mean(axis=0) / (rounds * n))
+                elif count > 1:
+                    # one round: the spread over rows also counts the rows' differences (an
+                    # upper bound)
+                    var = np.maximum(total_sq / count - mean**2, 0.0) * count / (count - 1)
+                    std = np.sqrt(var / count)
+                if self.tol is not None and count > 1:
+                    # below the floor the standard error is round-off: equal importances (a
+                    # spread of 0) would otherwise never stop the rounds
+                    floor = _SE_FLOOR * loss_scale
+                    target = max(self.tol * (values.max() - values.min()), floor)
+                    if np.max(std) <= target:
+                        converged = True
+                        break
         if not converged and self.n_permutations is None:  # once per fitted explainer
             self._warn_once(
                 f"KnockoffSAGE stopped after MAX_PERMUTATION_ROUNDS = {cap} permutation "

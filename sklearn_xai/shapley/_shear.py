@@ -856,6 +856,10 @@ class ShearExplainer(AttributionExplainer):
         (see :mod:`sklearn_xai._random`). An int gives the same values at every call; a
         ``RandomState`` a reproducible sequence of calls; ``None`` fresh values. A
         ``numpy.random.Generator`` is not accepted.
+    verbose : int, default=0
+        Progress on stderr: ``0`` nothing; ``1`` a progress bar (rows done, rate, time
+        left; tqdm's when it is installed) for calls that run longer than about 2 s; ``2``
+        also the time of each batch of ``batch_size`` rows. The results do not depend on it.
 
     Attributes
     ----------
@@ -981,7 +985,8 @@ class ShearExplainer(AttributionExplainer):
                  feature_groups: FeatureGroups = None, response_method: ResponseMethod = "auto",
                  target: Any = None, feature_space: Literal["input", "model"] = "input",
                  device: str | None = None, batch_size: int = 128, max_model_rows: int = 65536,
-                 n_jobs: int | None = None, random_state: int | RandomState | None = None) -> None:
+                 n_jobs: int | None = None, random_state: int | RandomState | None = None,
+                 verbose: int = 0) -> None:
         self.model = model
         self.n_evals = n_evals
         self.n_rounds = n_rounds
@@ -1000,6 +1005,7 @@ class ShearExplainer(AttributionExplainer):
         self.max_model_rows = max_model_rows
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
 
     def _fit_model(self, X, y=None, **fit_params):
         # a plain torch module has no fit: it is explained as it is (frozen or not)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
 from dataclasses import replace
 from numbers import Integral, Real
@@ -361,6 +362,10 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         ``batch_size`` run on ``k`` joblib workers (threads by default; any joblib
         backend set with ``joblib.parallel_config``, e.g. Dask), each kernel call on one
         numba thread. Results do not depend on it.
+    verbose : int, default=0
+        Progress on stderr: ``0`` nothing; ``1`` a progress bar (rows done, rate, time
+        left; tqdm's when it is installed) for calls that run longer than about 2 s; ``2``
+        also the time of each batch. The results do not depend on it.
     random_state : int, RandomState or None
         Seeds the background subsample only.
 
@@ -426,7 +431,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
                  feature_space: Literal["input", "model"] = "input",
                  max_background: int | None = None, max_table_mib: float = 1024,
                  batch_size: int = 1024, n_jobs: int | None = None,
-                 random_state: RandomStateLike = None) -> None:
+                 random_state: RandomStateLike = None, verbose: int = 0) -> None:
         self.model = model
         self.imputation = imputation
         self.model_output = model_output
@@ -438,6 +443,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         self.batch_size = batch_size
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
 
     # -- fit: the family's steps (SpaceExplainer), extended -------------------------------
 
@@ -815,35 +821,41 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         import numba
 
         slices = batch_slices(Z.shape[0], self.batch_size)
-        if self.n_jobs in (None, 1) or len(slices) == 1:
-            with self._numba_threads():
-                if out is None:
-                    return [func(Z[s]) for s in slices]
-                for s in slices:
-                    if callable(out):
-                        out(s, func(Z[s]))
-                    else:
-                        out[s] = func(Z[s])
-                return out
+        parts = []
 
-        def one_batch(rows):
-            old = numba.get_num_threads()
-            numba.set_num_threads(1)  # thread-local in numba
-            try:
-                return rows, func(Z[rows])
-            finally:
-                numba.set_num_threads(old)
-
-        results = Parallel(n_jobs=self.n_jobs, prefer="threads", return_as="generator")(
-            delayed(one_batch)(s) for s in slices)
-        if out is None:
-            return [part for _, part in results]
-        for rows, part in results:
-            if callable(out):
+        def keep(rows, part, seconds, progress):
+            if out is None:
+                parts.append(part)
+            elif callable(out):
                 out(rows, part)
             else:
                 out[rows] = part
-        return out
+            progress.update(rows.stop - rows.start, seconds=seconds,
+                            what=f"rows {rows.start}-{rows.stop - 1}")
+
+        with self._progress(Z.shape[0]) as progress:
+            if self.n_jobs in (None, 1) or len(slices) == 1:
+                with self._numba_threads():
+                    for s in slices:
+                        t0 = time.perf_counter()
+                        part = func(Z[s])
+                        keep(s, part, time.perf_counter() - t0, progress)
+                return parts if out is None else out
+
+            def one_batch(rows):
+                old = numba.get_num_threads()
+                numba.set_num_threads(1)  # thread-local in numba
+                t0 = time.perf_counter()
+                try:
+                    return rows, func(Z[rows]), time.perf_counter() - t0
+                finally:
+                    numba.set_num_threads(old)
+
+            results = Parallel(n_jobs=self.n_jobs, prefer="threads", return_as="generator")(
+                delayed(one_batch)(s) for s in slices)
+            for rows, part, seconds in results:
+                keep(rows, part, seconds, progress)
+        return parts if out is None else out
 
     def _phi(self, Z):
         sub = self._sub
