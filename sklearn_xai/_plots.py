@@ -648,8 +648,8 @@ def counterfactual_diff(cf, query, costs, ax, label_width):
     extra += [(c, np.asarray(cf.costs[c])[mask]) for c in _cost_columns(cf, costs)]
     for name, column in extra:
         text.append([""] + [str(bool(v)) if isinstance(v, np.bool_ | bool) else
-                            f"{v:.4g}" if isinstance(v, float | np.floating) else _fmt(v)
-                            for v in column])
+                            _short_number(v) if isinstance(v, float | np.floating) else
+                            _fmt(v) for v in column])
         colours.append([DIFF_COLOURS["query"]] + [DIFF_COLOURS["outcome"]] * len(column))
         labels.append(name)
     header = ["query"] + [f"cf {j}" for j in range(len(rows))]
@@ -679,8 +679,13 @@ def _scaled(column):
         return np.full(len(x), np.nan), [], []
     lo, hi = float(finite.min()), float(finite.max())
     if hi <= lo:
-        return np.where(np.isfinite(x), 0.5, np.nan), [0.5], [f"{lo:.4g}"]
-    return (x - lo) / (hi - lo), [0.0, 1.0], [f"{lo:.4g}", f"{hi:.4g}"]
+        return np.where(np.isfinite(x), 0.5, np.nan), [0.5], [_short_number(lo)]
+    return (x - lo) / (hi - lo), [0.0, 1.0], [_short_number(lo), _short_number(hi)]
+
+
+def _short_number(v):
+    """A whole number as it is, any other with four significant digits."""
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else f"{v:.4g}"
 
 
 def counterfactual_parallel(cf, query, features, costs, ax, label_width):
@@ -709,7 +714,9 @@ def counterfactual_parallel(cf, query, features, costs, ax, label_width):
         ys[:, a], ticks, tick_labels = _scaled(np.asarray(column, dtype=object))
         ax.plot([a, a], [0, 1], color="0.7", lw=1, zorder=1, gid="parallel-axis")
         for t, lab in zip(ticks, tick_labels):
-            ax.text(a + 0.07, t, shorten(lab, 14, 1), fontsize=7, va="center", color="0.35")
+            ax.text(a + 0.07, t, shorten(lab, 14, 1), fontsize=7, va="center", color="0.25",
+                    zorder=4, bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.75,
+                                    "pad": 0.5})
     cmap = plt.get_cmap("viridis")
     for i in range(n_cf):
         ax.plot(range(n_axes), ys[i + 1], marker="o", ms=4, lw=1.4, zorder=2,

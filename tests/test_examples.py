@@ -30,6 +30,8 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 #   plot_shear_skorch.py      wall  28 s, CPU  9 s
 #   plot_p2ce_front.py        wall  15 s, CPU  5 s
 #   quickstart_demo.py        wall 139 s, CPU 41 s   (43 s wall when the machine was quieter)
+# Measured 2026-12-02, warm numba cache:
+#   plot_attribution_plots.py wall  10 s, CPU  4 s
 SLOW = {"plot_mace_adult.py"}
 
 TIMEOUT = 900  # seconds per script; generous for shared CI machines
