@@ -104,6 +104,11 @@ def _add_common(p, *, report):
     p.add_argument("--seed", type=_seed, default=0, metavar="N",
                    help="random_state of the default model and every seeded explainer: an "
                         f"integer from 0 to {_MAX_SEED} (default: 0)")
+    p.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1, metavar="{0,1,2}",
+                   help="the explainers' own progress on stderr, besides the command's "
+                        "step timings and row bars: 0 none; 1 (default) a progress bar "
+                        "inside a fit that runs longer than about 2 s (e.g. the knockoff "
+                        "sampler's columns); 2 also the time of each batch")
     p.add_argument("--traceback", action="store_true",
                    help="show the full traceback of an error instead of one line")
 
@@ -212,7 +217,7 @@ def _run(args):
     )
 
     t0 = time.perf_counter()
-    progress = Progress(sys.stderr)
+    progress = Progress(sys.stderr, verbose=args.verbose)
     if args.command == "report":
         explicit = args.explainer is not None
         names = args.explainer or []

@@ -138,13 +138,17 @@ class ReportError(Exception):
 class Progress:
     """Step timings and a text progress bar on a stream (stderr by default).
 
-    On a terminal the bar is redrawn in place; otherwise only the finished bar is written,
-    so that logs stay readable.
+    On a terminal a step's name is shown while it runs and the bar is redrawn in place;
+    otherwise only the finished steps and bars are written, so that logs stay readable.
+    ``verbose`` is the explainers' own (``--verbose``): with 1 or more a fit shows its
+    progress bar once it runs longer than about 2 s; with 2 the explain steps also show
+    each batch's time.
     """
 
-    def __init__(self, stream=None, width=24):
+    def __init__(self, stream=None, width=24, verbose=0):
         self.stream = sys.stderr if stream is None else stream
         self.width = width
+        self.verbose = int(verbose)
         self.timings = []  # (step, seconds)
         self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
 
@@ -171,9 +175,13 @@ class _Step:
 
     def __enter__(self):
         self.t0 = time.perf_counter()
+        if self.progress._tty:  # what runs now, replaced by its timing when it ends
+            self.progress._write(f"  {self.name} ...\r")
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        if self.progress._tty:
+            self.progress._write("\r\033[K")
         if exc_type is None:
             self.progress.record(self.name, time.perf_counter() - self.t0)
         return False
@@ -413,9 +421,53 @@ def load_model(path, *, trust_model=False, trusted_types=(), max_size=MAX_MODEL_
     return model
 
 
-def _load_skops(path, trust_model, trusted_types, max_size=None, max_ratio=None):
+class _RefuseModules:
+    """An import hook that refuses the modules ``names`` (an ImportError), as if they
+    were not installed."""
+
+    def __init__(self, names):
+        self.names = frozenset(names)
+
+    def find_spec(self, name, path=None, target=None):
+        if name in self.names:
+            raise ImportError(f"{name} is not loaded while skops.io is imported")
+        return None
+
+
+#: scikit-learn's adapters of array libraries that ``import skops.io`` would load
+_ARRAY_API_BACKENDS = tuple(f"sklearn.externals.array_api_compat.{lib}"
+                            for lib in ("torch", "dask", "cupy"))
+
+
+def import_skops_io():
+    """``skops.io``, imported without loading torch, Dask or CuPy.
+
+    On import, skops lists scikit-learn's estimators (``sklearn.utils.all_estimators``),
+    whose walk over scikit-learn's packages imports each of them, the array-API adapters
+    of torch, Dask and CuPy included, and so those libraries (torch alone took 2-3 s of
+    a 6 s import). The list leaves the adapters out anyway; they are refused while
+    skops.io is imported (the walk skips a package that fails to import), and import as
+    usual afterwards. When skops.io is already imported it is returned as it is.
+
+    Raises
+    ------
+    ImportError
+        When skops is not installed.
+    """
+    if sys.modules.get("skops.io") is not None:
+        return sys.modules["skops.io"]
+    hook = _RefuseModules(m for m in _ARRAY_API_BACKENDS if m not in sys.modules)
+    sys.meta_path.insert(0, hook)
     try:
         import skops.io as sio
+    finally:
+        sys.meta_path.remove(hook)
+    return sio
+
+
+def _load_skops(path, trust_model, trusted_types, max_size=None, max_ratio=None):
+    try:
+        sio = import_skops_io()
     except ImportError as exc:
         raise ReportError(f"reading {path.name} needs skops: pip install skops "
                           "(or the sklearn-xai[cli] extra)") from exc
@@ -657,10 +709,14 @@ def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb",
                       f"rows of {Path(data_path).name} to predict {target!r}")
     else:
         t0 = time.perf_counter()
+        # the first .skops file also imports skops.io (about 1 s), which the step says
+        imports = Path(model_path).suffix.lower() == ".skops" and \
+            sys.modules.get("skops.io") is None
         model = load_model(model_path, trust_model=trust_model,
                            trusted_types=trusted_types, max_size=max_model_size,
                            max_ratio=max_model_ratio)
-        timings.append((f"load {model_path}", time.perf_counter() - t0))
+        timings.append((f"{'import skops + ' if imports else ''}load {model_path}",
+                        time.perf_counter() - t0))
         frame = _match_columns(model, frame, model_path, data_path, notes)
         model_desc = f"{_model_name(model)} loaded from {Path(model_path).name}"
     _check_predicts(model, frame, model_path, data_path)
@@ -749,11 +805,11 @@ def _is_classifier(model):
     return hasattr(model, "predict_proba") and hasattr(model, "classes_")
 
 
-def make_explainer(name, model, X, *, seed, immutable=None, time_limit=None):
+def make_explainer(name, model, X, *, seed, immutable=None, time_limit=None, verbose=0):
     """A fitted explainer ``name`` for the frozen ``model`` (ReportError if it cannot).
 
     ``immutable`` (column names) is passed to MACE and P2CE; ``time_limit`` (seconds per
-    query) to P2CE.
+    query) to P2CE; ``verbose`` to every explainer that has it (the progress of its fit).
     """
     immutable = [c for c in (immutable or []) if c in X.columns] or None
     from sklearn.frozen import FrozenEstimator
@@ -769,6 +825,8 @@ def make_explainer(name, model, X, *, seed, immutable=None, time_limit=None):
             warnings.simplefilter("ignore")
             params = cls._report_params(model, seed=seed, immutable=immutable,
                                         time_limit=time_limit)
+            if "verbose" in cls._get_param_names():
+                params["verbose"] = verbose
             return cls(frozen, **params).fit(X)
     except ReportError:
         raise
@@ -817,7 +875,9 @@ def explain_rows(name, model, X, rows, progress, *, seed, immutable=None, time_l
     """Fit explainer ``name`` on ``X`` and explain ``rows``; Attribution or list of parts."""
     with progress.step(f"fit {_LABELS[name]} on {len(X)} rows"):
         explainer = make_explainer(name, model, X, seed=seed, immutable=immutable,
-                                   time_limit=time_limit)
+                                   time_limit=time_limit, verbose=progress.verbose)
+    if progress.verbose < 2 and "verbose" in explainer.get_params():
+        explainer.set_params(verbose=0)  # the command's own bar counts the explained rows
     parts = _run_chunks(name, explainer, rows, progress,
                         f"{_LABELS[name]} on {len(rows)} rows")
     if name not in ATTRIBUTION_EXPLAINERS:
