@@ -370,3 +370,32 @@ def test_counterfactual_parallel_coordinates(counterfactuals, tmp_path):
         counterfactuals.plot_parallel_coordinates(0, features=["height"])
     with pytest.raises(ValueError, match="unknown cost columns"):
         counterfactuals.plot_parallel_coordinates(0, costs=["price"])
+
+
+def test_interactions_of_a_multi_output_result():
+    rng = np.random.default_rng(4)
+    values = rng.normal(size=(10, 3, 2))
+    inter = rng.normal(size=(10, 3, 3, 2))
+    att = Attribution(values, np.zeros((10, 2)), rng.normal(size=(10, 3)), ["a", "b", "c"],
+                      ["p0", "p1"], extras={"interactions": inter,
+                                            "interaction_features": ["a", "b", "c"]})
+    ax = att.plot_interactions(output="p1")
+    keep = np.argsort(-np.abs(values[:, :, 1]).mean(axis=0))
+    np.testing.assert_allclose(np.asarray(ax.images[0].get_array()),
+                               np.abs(inter[..., 1]).mean(axis=0)[np.ix_(keep, keep)])
+    strength = np.abs(inter[:, 0, :, 0]).mean(axis=0)
+    partner = ["b", "c"][int(np.argmax(strength[1:]))]
+    assert att.plot_dependence("a", output="p0").figure.axes[-1].get_ylabel() == \
+        f"{partner} (strongest interaction)"
+    with pytest.raises(ValueError, match="2 outputs, this attribution 1"):
+        att.for_output("p1").plot_interactions()
+
+
+def test_one_row_heatmap_and_decision(tmp_path):
+    att = make_att(n=1, p=3)
+    ax = att.plot_heatmap()
+    render(ax, tmp_path / "one.png")
+    np.testing.assert_allclose(np.asarray(ax.images[0].get_array()),
+                               att.values[:, np.argsort(-np.abs(att.values[0]))].T)
+    line = att.plot_decision().lines[-1]
+    assert line.get_xdata()[-1] == pytest.approx(att.predicted()[0])
