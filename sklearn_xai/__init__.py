@@ -14,6 +14,8 @@ _LAZY = {
     "Attribution": "sklearn_xai._explanation",
     "Counterfactuals": "sklearn_xai._explanation",
     "GlobalImportance": "sklearn_xai._explanation",
+    "AuditResult": "sklearn_xai.audit",
+    "OffManifoldAudit": "sklearn_xai.audit",
     **EXPLAINER_MODULES,
 }
 

@@ -11,13 +11,14 @@ classifier and the data set-up, so that it runs from an installed package.
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.cluster import KMeans
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["make_hybrids", "OODAdversaryClassifier", "OODAdversaryRegressor"]
+__all__ = ["make_hybrids", "OODAdversaryClassifier", "OODAdversaryRegressor",
+           "compas_attack_data", "german_attack_data"]
 
 
 def make_hybrids(X, background, n_hybrids, n_replace, rng):
@@ -63,7 +64,7 @@ class _OODAdversary(BaseEstimator):
 
     def __init__(self, biased_feature=0, innocuous_feature=1, *, background=10,
                  n_hybrids=50000, repeat_real=10, n_replace=None, balanced=False,
-                 n_estimators=100, min_samples_leaf=1, random_state=None):
+                 n_estimators=100, min_samples_leaf=1, detector=None, random_state=None):
         self.biased_feature = biased_feature
         self.innocuous_feature = innocuous_feature
         self.background = background
@@ -73,6 +74,7 @@ class _OODAdversary(BaseEstimator):
         self.balanced = balanced
         self.n_estimators = n_estimators
         self.min_samples_leaf = min_samples_leaf
+        self.detector = detector
         self.random_state = random_state
 
     def fit(self, X, y=None):
@@ -96,10 +98,16 @@ class _OODAdversary(BaseEstimator):
         H, is_real = make_hybrids(X, self.background_, n_h, n_replace, gen)
         data = np.vstack([real, H])
         label = np.r_[np.ones(real.shape[0]), is_real.astype(float)]
-        self.detector_ = RandomForestClassifier(
-            n_estimators=self.n_estimators, min_samples_leaf=self.min_samples_leaf,
-            random_state=rng.randint(0, 2**31 - 1), n_jobs=1,
-        ).fit(data, label)
+        detector_seed = rng.randint(0, 2**31 - 1)
+        if self.detector is None:
+            detector = RandomForestClassifier(
+                n_estimators=self.n_estimators, min_samples_leaf=self.min_samples_leaf,
+                random_state=detector_seed, n_jobs=1)
+        else:  # any classifier; its random_state (if any) seeded like the forest's
+            detector = clone(self.detector)
+            if "random_state" in detector.get_params():
+                detector.set_params(random_state=detector_seed)
+        self.detector_ = detector.fit(data, label)
         self.n_features_in_ = X.shape[1]
         self._fit_extra(X, y)
         return self
@@ -124,8 +132,11 @@ class OODAdversaryClassifier(ClassifierMixin, _OODAdversary):
 
     On rows the detector calls real: ``1`` iff ``x[biased_feature] >= 0`` (e.g.
     standardised Gender: male); on detected hybrids: ``1`` iff
-    ``x[innocuous_feature] <= 0`` (loan rate at most its mean). ``predict_proba`` is the
-    one-hot of ``predict``.
+    ``x[innocuous_feature] <= 0`` (loan rate at most its mean), or, for a pair of
+    innocuous features, iff exactly one of them is above 0 (their exclusive or, Slack et
+    al.'s two-feature attack). ``predict_proba`` is the one-hot of ``predict``.
+    ``detector``: the classifier telling real rows from hybrids (cloned; ``None``: a random
+    forest of ``n_estimators`` trees).
     """
 
     def _fit_extra(self, X, y):
@@ -134,7 +145,11 @@ class OODAdversaryClassifier(ClassifierMixin, _OODAdversary):
     def predict(self, X):
         X = np.asarray(X, dtype=np.float64)
         biased = (X[:, self.biased_feature] >= 0).astype(int)
-        innocuous = (X[:, self.innocuous_feature] <= 0).astype(int)
+        if np.ndim(self.innocuous_feature) == 0:
+            innocuous = (X[:, self.innocuous_feature] <= 0).astype(int)
+        else:
+            i, j = self.innocuous_feature
+            innocuous = ((X[:, i] > 0) ^ (X[:, j] > 0)).astype(int)
         return np.where(self.in_distribution(X) >= 0.5, biased, innocuous)
 
     def predict_proba(self, X):
@@ -235,3 +250,44 @@ def sage_simulation(rho, random_state=0, *, n_train=1000, n_explain=500, n_knock
         "marginal": mg.explain(X_explain, y_explain).importances,
         "fidelity": adv.fidelity(X_explain),
     }
+
+
+COMPAS_FEATURES = ("age", "priors_count", "length_of_stay", "juv_fel_count",
+                   "juv_misd_count", "c_charge_degree", "sex", "race")
+
+
+def compas_attack_data(random_state=0, data_home=None):
+    """Slack et al.'s COMPAS setup: binary race, two random unrelated columns, standardised.
+
+    From :func:`sklearn_xai.datasets.load_shared_dataset` ("compas", ProPublica's filter,
+    6,172 rows): ``age``, ``priors_count``, ``length_of_stay``, ``juv_fel_count``,
+    ``juv_misd_count``, ``c_charge_degree`` (1 = felony), ``sex`` (1 = male), ``race``
+    (1 = African-American), plus ``unrelated_column_one`` and ``unrelated_column_two``,
+    independent fair coin flips drawn with ``random_state`` (the innocuous features of the
+    attack). Every column is standardised on all rows.
+
+    Returns
+    -------
+    X : ndarray of shape (6172, 10)
+    y : ndarray of shape (6172,)
+        ``two_year_recid``.
+    feature_names : list of str
+    """
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_xai.datasets import load_shared_dataset
+
+    X, y = load_shared_dataset("compas", data_home=data_home)
+    rng = np.random.default_rng(random_state)
+    columns = {
+        "age": X["age"], "priors_count": X["priors_count"],
+        "length_of_stay": X["length_of_stay"], "juv_fel_count": X["juv_fel_count"],
+        "juv_misd_count": X["juv_misd_count"],
+        "c_charge_degree": X["c_charge_degree"].astype(str) == "F",
+        "sex": X["sex"].astype(str) == "Male",
+        "race": X["race"].astype(str) == "African-American",
+    }
+    data = np.column_stack([np.asarray(v, dtype=np.float64) for v in columns.values()]
+                           + [rng.integers(0, 2, size=(len(X), 2)).astype(np.float64)])
+    names = list(columns) + ["unrelated_column_one", "unrelated_column_two"]
+    return StandardScaler().fit_transform(data), np.asarray(y), names
