@@ -1,8 +1,9 @@
-"""Command line: ``python -m sklearn_xai report`` and ``python -m sklearn_xai explain``.
+"""Command line: ``python -m sklearn_xai report``, ``explain`` and ``audit``.
 
 ``report`` without arguments trains a gradient-boosting model on the bundled Adult data and
 writes one self-contained HTML report; with ``--model`` and ``--data`` it explains the
 user's own model. ``explain`` writes one explainer's attribution matrix as CSV or parquet.
+``audit`` runs :class:`~sklearn_xai.OffManifoldAudit` on a fitted model and prints its verdict.
 A ``.skops`` model file is loaded with skops (its untrusted types accepted one by one with
 ``--trust-type``), after its decompressed size is checked (``--max-model-size``,
 ``--max-model-ratio``); any other model file is unpickled, which runs code from the file, so it
@@ -26,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{_PROG}: error: {message} (see {self.prog} --help)\n")
 
 
-def _add_common(p, *, report):
+def _add_common(p, *, report, audit=False):
     # the explainers offered are the registry's (sklearn_xai/_registry.py), by _cli_name
     from ._report import ATTRIBUTION_EXPLAINERS, DEFAULT_EXPLAINERS, EXPLAINERS
 
@@ -56,7 +57,16 @@ def _add_common(p, *, report):
     p.add_argument("--target", metavar="COLUMN",
                    help="the label column of --data, removed before explaining (needed to "
                         "train the default model on --data when no --model is given)")
-    if report:
+    if audit:
+        p.add_argument("--rows", type=_positive_int, default=1000, metavar="N",
+                       help="audit the first N rows of --data (default: 1000)")
+        p.add_argument("--alpha", type=_probability, default=0.05, metavar="A",
+                       help="family-wise level of the flag (default: 0.05)")
+        p.add_argument("--out", default=None, metavar="FEATURES.csv",
+                       help="also write the per-feature evidence table as CSV")
+        p.add_argument("--fail-on-flag", action="store_true",
+                       help="exit with status 3 when the model is flagged (for scripts)")
+    elif report:
         others = [n for n in EXPLAINERS if n not in DEFAULT_EXPLAINERS]
         p.add_argument("--explainer", action="append", metavar="NAME",
                        help=f"one of {', '.join(EXPLAINERS)}; repeat for several "
@@ -79,6 +89,10 @@ def _add_common(p, *, report):
                        help="P2CE search seconds per rejected row, 0 for no limit (the "
                             "default: results then do not depend on the machine's speed); "
                             "a front cut short by a limit is marked partial")
+        p.add_argument("--audit", action="store_true",
+                       help="add the off-manifold audit section (OffManifoldAudit fitted on "
+                            "the background rows, auditing the --global-rows rows; it runs "
+                            "two SHAP computations, so it is left out unless asked for)")
     else:
         default = next((n for n in DEFAULT_EXPLAINERS if n in ATTRIBUTION_EXPLAINERS),
                        ATTRIBUTION_EXPLAINERS[0] if ATTRIBUTION_EXPLAINERS else None)
@@ -150,6 +164,16 @@ def _positive_float(text):
     return value
 
 
+def _probability(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
+    return value
+
+
 _MAX_SEED = 2**32 - 1  # the range scikit-learn accepts for an integer random_state
 
 
@@ -166,7 +190,7 @@ def _seed(text):
 
 def build_parser():
     parser = _Parser(prog=_PROG, description="Explain a model with sklearn-xai.")
-    sub = parser.add_subparsers(dest="command", metavar="{report,explain}",
+    sub = parser.add_subparsers(dest="command", metavar="{report,explain,audit}",
                                 parser_class=_Parser)
     sub.required = True
     rep = sub.add_parser("report", help="write a self-contained HTML report",
@@ -178,12 +202,23 @@ def build_parser():
                          description="Write one explainer's attribution matrix as CSV or "
                                      "parquet (chosen by the --out extension).")
     _add_common(exp, report=False)
+    aud = sub.add_parser("audit", help="test whether a model behaves differently on and off "
+                                       "the data manifold",
+                         description="Audit a fitted model with OffManifoldAudit (fitted on "
+                                     "the first --background rows, auditing the first --rows "
+                                     "rows): marginal versus knockoff SHAP importances and "
+                                     "the model's behaviour on the hybrid rows a marginal "
+                                     "explainer queries. Prints the verdict and the "
+                                     "evidence.")
+    _add_common(aud, report=False, audit=True)
     return parser
 
 
 def _workload(args, progress):
     from ._report import ReportError, default_workload, user_workload
 
+    if args.command == "audit" and (args.model is None or args.data is None):
+        raise ReportError("audit needs --model (a fitted model) and --data (its rows)")
     if args.model is not None and args.data is None:
         raise ReportError("--model needs --data (the rows to explain)")
     if args.model is None and (args.trust_model or args.trust_type):
@@ -233,11 +268,13 @@ def _run(args):
         out = build_report(workload, args.out, progress, n_rows=args.rows,
                            n_global=args.global_rows, n_background=args.background,
                            time_limit=args.time_limit if args.time_limit > 0 else None,
-                           seed=args.seed, explicit=explicit,
+                           seed=args.seed, explicit=explicit, audit=args.audit,
                            t_start=t0, **kwargs)
         sys.stderr.write(f"total {time.perf_counter() - t0:.1f} s\n")
         print(f"wrote {out.resolve()}")
         return 0
+    if args.command == "audit":
+        return _run_audit(args, progress, t0)
     check_explain_args(args.explainer, args.out)
     workload = _workload(args, progress)
     _describe(workload, progress)
@@ -247,6 +284,25 @@ def _run(args):
     sys.stderr.write(f"total {time.perf_counter() - t0:.1f} s\n")
     print(f"wrote {out.resolve()} ({frame.shape[0]} rows x {frame.shape[1]} columns)")
     return 0
+
+
+def _run_audit(args, progress, t0):
+    from ._report import audit_workload, check_audit_out, write_audit_table
+
+    if args.out is not None:
+        check_audit_out(args.out)
+    workload = _workload(args, progress)
+    _describe(workload, progress)
+    result, n_fit = audit_workload(workload, progress, n_rows=args.rows,
+                                   n_background=args.background, seed=args.seed,
+                                   alpha=args.alpha)
+    print(f"audit fitted on the first {n_fit} rows of the data; {result.n_rows} rows "
+          "audited")
+    print(result.summary())
+    if args.out is not None:
+        print(f"wrote {write_audit_table(result, args.out).resolve()}")
+    sys.stderr.write(f"total {time.perf_counter() - t0:.1f} s\n")
+    return 3 if args.fail_on_flag and result.flagged else 0
 
 
 def _describe(workload, progress):

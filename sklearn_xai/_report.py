@@ -42,6 +42,9 @@ __all__ = [
     "explain_matrix",
     "report_kind",
     "user_workload",
+    "audit_workload",
+    "check_audit_out",
+    "write_audit_table",
 ]
 
 def report_kind(cls):
@@ -92,6 +95,7 @@ SECTION_IDS = {
     "attribution-comparison": "Attribution methods side by side",
     "counterfactuals": "Counterfactuals for rejected rows",
     "pareto-scatter": "Counterfactual costs: Pareto scatter",
+    "offmanifold-audit": "Off-manifold audit",
     "timings": "Timings",
 }
 
@@ -950,6 +954,49 @@ def explain_matrix(workload, explainer, out, progress, *, n_rows=None, n_backgro
     return out, frame
 
 
+def audit_workload(workload, progress, *, n_rows=1000, n_background=None, seed=0,
+                   alpha=0.05):
+    """Fit :class:`~sklearn_xai.OffManifoldAudit` on the first ``n_background`` rows of
+    ``workload.X`` (``None``: all) and audit the first ``n_rows`` rows of
+    ``workload.rows``; returns ``(AuditResult, number of rows fitted on)``.
+
+    A ValueError or TypeError of the audit (missing values a knockoff sampler cannot
+    take, a model that cannot be called on the rows) is a ReportError.
+    """
+    from .audit import OffManifoldAudit
+
+    X = workload.X if n_background is None else workload.X.iloc[:n_background]
+    rows = workload.rows.iloc[:n_rows]
+    try:
+        with progress.step(f"fit the off-manifold audit on {len(X)} rows"):
+            audit = OffManifoldAudit(alpha=alpha, random_state=seed).fit(X)
+        with progress.step(f"audit {len(rows)} rows"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = audit.audit(workload.model, rows)
+    except (ValueError, TypeError) as exc:
+        raise ReportError(f"cannot audit the model: {_one_line(exc)}") from exc
+    return result, len(X)
+
+
+def check_audit_out(out):
+    """The ``--out`` of ``audit``: a .csv file name (checked before any work is done)."""
+    out = Path(out)
+    if out.suffix.lower() != ".csv":
+        raise ReportError(f"--out {out}: expected a .csv file name")
+    return out
+
+
+def write_audit_table(result, out):
+    """Write the per-feature table of an :class:`~sklearn_xai.AuditResult` as CSV."""
+    out = check_audit_out(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        _spreadsheet_safe(result.features).to_csv(out, quoting=csv.QUOTE_NONNUMERIC)
+    except OSError as exc:
+        raise ReportError(f"cannot write {out}: {_one_line(exc)}") from exc
+    return out
+
+
 # Text a spreadsheet reads as a formula (OWASP, CSV injection).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -1094,6 +1141,44 @@ def _waterfall_section(att, positions, label):
         decision = _png(fig)
     return _section("treeshap-waterfalls", intro + '<div class="figs">' + "".join(figs) +
                     decision + "</div>" + table)
+
+
+def _audit_section(result, n_fit, why_not=None):
+    """The off-manifold audit: verdict, importances with error bars, the evidence table."""
+    if result is None:
+        return _section("offmanifold-audit", _note(why_not))
+    import matplotlib.pyplot as plt
+
+    f = result.features
+    top = f.loc[f[["marginal_importance", "knockoff_importance"]].max(axis=1)
+                .sort_values(ascending=False, kind="stable").index[:12]]
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(top) + 1.4))
+    pos = np.arange(len(top))[::-1]
+    for k, (kind, colour) in enumerate((("marginal", "#1f77b4"), ("knockoff", "#d62728"))):
+        ax.barh(pos + (0.2 if k == 0 else -0.2), top[f"{kind}_importance"], height=0.38,
+                xerr=1.96 * top[f"{kind}_se"], color=colour,
+                label=f"{kind} imputation")
+    ax.set_yticks(pos, [str(n) for n in top.index])
+    ax.set_xlabel(f"mean |SHAP| of {', '.join(result.output_names)} (bars: 95 % intervals)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("marginal vs knockoff importance")
+    text = "".join(f"<p>{_esc(line)}</p>" for line in result.summary().splitlines())
+    intro = (f"<p>OffManifoldAudit fitted on the first {n_fit} background rows (knockoff "
+             "sampler, k-means background, detector), auditing the first "
+             f"{result.n_rows} rows. A flag is evidence that the marginal explanation "
+             "understates a feature because the model behaves differently on the rows a "
+             "marginal explainer queries, not proof; a model that behaves the same on and "
+             "off the data manifold passes whatever it does.</p>")
+    rows = [[name, f"{r.marginal_importance:.4g} ± {r.marginal_se:.2g}",
+             f"{r.knockoff_importance:.4g} ± {r.knockoff_se:.2g}", int(r.marginal_rank),
+             int(r.knockoff_rank), f"{r.real_effect:.4g}", f"{r.hybrid_effect:.4g}",
+             f"{r.p_adjusted:.3g}", "yes" if r.flagged else "no"]
+            for name, r in f.head(12).iterrows()]
+    table = _table(["feature", "marginal", "knockoff", "marginal rank", "knockoff rank",
+                    "effect on real rows", "effect on detected hybrids", "p (Holm)",
+                    "flagged"], rows, "num")
+    return _section("offmanifold-audit", intro + text + '<div class="figs">' + _png(fig)
+                    + "</div>" + table)
 
 
 def _notes(names):
@@ -1343,7 +1428,7 @@ def _page(title, sections):
 
 def build_report(workload, out, progress, *, explainers=DEFAULT_EXPLAINERS, n_rows=3,
                  n_global=500, n_background=None, time_limit=None, seed=0, explicit=False,
-                 t_start=None):
+                 audit=False, t_start=None):
     """Explain ``workload`` and write the HTML report to ``out``.
 
     Parameters
@@ -1371,6 +1456,10 @@ def build_report(workload, out, progress, *, explainers=DEFAULT_EXPLAINERS, n_ro
     explicit : bool
         Whether the user named the explainers: then one that cannot explain the model is
         an error; otherwise it is skipped with a note in the report.
+    audit : bool
+        Whether to run :class:`~sklearn_xai.OffManifoldAudit` (fitted on the background
+        rows, auditing the ``n_global`` rows) for its section; otherwise the section says
+        it was not run.
     t_start : float or None
         ``time.perf_counter()`` at the start of the run (for the total); ``None``: now.
 
@@ -1393,6 +1482,10 @@ def build_report(workload, out, progress, *, explainers=DEFAULT_EXPLAINERS, n_ro
                time_limit=time_limit)
     atts, global_name, global_att = _run_attributions(run, explainers)
     recourse, rejected, desired = _run_recourse(run, explainers)
+    audit_result = None
+    if audit:
+        audit_result, _ = audit_workload(workload, progress, n_rows=run.n_global,
+                                         n_background=len(X), seed=seed)
     for name in EXPLAINERS:
         if name not in explainers:
             run.skipped.setdefault(name, "not requested (--explainer)")
@@ -1405,6 +1498,9 @@ def build_report(workload, out, progress, *, explainers=DEFAULT_EXPLAINERS, n_ro
         sections.append(_recourse_section(recourse, X, rejected, desired, rej_skipped,
                                           workload.immutable, time_limit))
         sections.append(_pareto_section(recourse, X, rejected))
+        sections.append(_audit_section(
+            audit_result, len(X), "Not run: pass --audit to add it (it fits a knockoff "
+            "sampler and a detector and runs two SHAP computations)."))
         total = time.perf_counter() - t_start
         sections.append(_timings_section(list(progress.timings), total))
         page = _page("sklearn-xai report", sections)
