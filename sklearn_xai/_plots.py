@@ -67,6 +67,14 @@ def _axes(ax, size):
     return ax
 
 
+def _tidy(ax, own):
+    """``ax``, its figure laid out tightly (labels, colour bars and inset axes inside the
+    figure) when this module created it; a caller's axes are left as they were given."""
+    if own:
+        ax.figure.tight_layout()
+    return ax
+
+
 def _output(att, output):
     """(k, values (n, P), std (n, P) or None, base (n,)) of one output."""
     k = att._output_index(output)
@@ -147,7 +155,7 @@ def waterfall(att, row, output, max_display, ax, label_width):
         contrib.append(rest)
         if bars is not None:  # independent errors add in quadrature
             bars.append(float(np.sqrt(np.sum(errs[order[max_display:]] ** 2))))
-    ax = _axes(ax, (7, 0.45 * len(labels) + 1.5))
+    own, ax = ax is None, _axes(ax, (7, 0.45 * len(labels) + 1.5))
     start = base
     for i, c in enumerate(contrib):
         y = len(labels) - 1 - i
@@ -166,7 +174,7 @@ def waterfall(att, row, output, max_display, ax, label_width):
     ax.axvline(base, color="grey", lw=0.8, ls="--")
     ax.set_xlabel(f"{att.output_names[k]} (base {base:.3g} -> {start:.3g})")
     ax.set_title(f"Row {row}")
-    return ax
+    return _tidy(ax, own)
 
 
 def force(att, row, output, max_display, ax, label_width):
@@ -187,7 +195,7 @@ def force(att, row, output, max_display, ax, label_width):
         if others:
             segments[sign].append((f"{len(others)} other features", float(vals[others].sum()),
                                    float(np.sqrt(np.sum(errs[others] ** 2))), True))
-    ax = _axes(ax, (10, 3.6))
+    own, ax = ax is None, _axes(ax, (10, 3.6))
     placed = []  # (centre, label, value)
     ends = [base, out]
     for sign, colour in ((1, POSITIVE), (-1, NEGATIVE)):
@@ -224,7 +232,7 @@ def force(att, row, output, max_display, ax, label_width):
         ax.spines[side].set_visible(False)
     ax.set_xlabel(f"{att.output_names[k]}: red pushes up, blue pushes down")
     ax.set_title(f"Row {row}")
-    return ax
+    return _tidy(ax, own)
 
 
 def _label_levels(ax, labels, n_levels=4):
@@ -257,13 +265,13 @@ def bar(att, output, max_display, ax, label_width):
     if errors is not None:
         se = np.sqrt(np.sum(np.nan_to_num(errors) ** 2, axis=0)) / len(att)
         xerr = Z95 * se[order]
-    ax = _axes(ax, (7, 0.4 * len(order) + 1.5))
+    own, ax = ax is None, _axes(ax, (7, 0.4 * len(order) + 1.5))
     ax.barh(range(len(order))[::-1], imp[order], color=NEGATIVE, xerr=xerr,
             capsize=3 if xerr is not None else 0)
     ax.set_yticks(range(len(order))[::-1])
     ax.set_yticklabels([shorten(att.feature_names[j], label_width) for j in order])
     ax.set_xlabel(f"mean |attribution| ({att.output_names[k]})")
-    return ax
+    return _tidy(ax, own)
 
 
 def beeswarm(att, output, max_display, ax, random_state, label_width):
@@ -272,7 +280,7 @@ def beeswarm(att, output, max_display, ax, random_state, label_width):
     k, vals, _, _ = _output(att, output)
     order = np.argsort(-np.abs(vals).mean(axis=0))[:max_display]
     rng = np.random.default_rng(random_state)
-    ax = _axes(ax, (7, 0.45 * len(order) + 1.5))
+    own, ax = ax is None, _axes(ax, (7, 0.45 * len(order) + 1.5))
     scatter = None
     for pos, j in enumerate(order):
         y = len(order) - 1 - pos
@@ -285,7 +293,7 @@ def beeswarm(att, output, max_display, ax, random_state, label_width):
     ax.set_xlabel(f"attribution ({att.output_names[k]})")
     if scatter is not None:
         plt.colorbar(scatter, ax=ax, label="feature value (low -> high)")
-    return ax
+    return _tidy(ax, own)
 
 
 def _bins(col, n_bins=N_BINS):
@@ -407,7 +415,7 @@ def dependence(att, feature, output, color, interactions, ax, random_state, labe
             partner, how = residual_partner(att, j, k), "residual heuristic"
     elif color is not None:
         partner, how = _player(att, color), "colour"
-    ax = _axes(ax, (6.5, 4.5))
+    own, ax = ax is None, _axes(ax, (6.5, 4.5))
     if errors is not None:
         ax.errorbar(x, y, yerr=Z95 * np.nan_to_num(errors[:, j]), fmt="none", ecolor="0.65",
                     elinewidth=0.8, zorder=1)
@@ -444,7 +452,7 @@ def dependence(att, feature, output, color, interactions, ax, random_state, labe
     ax.set_xlabel(shorten(att.feature_names[j], label_width, 1))
     ax.set_ylabel(f"attribution of {shorten(att.feature_names[j], label_width, 1)}\n"
                   f"({att.output_names[k]})")
-    return ax
+    return _tidy(ax, own)
 
 
 def cluster_order(values):
@@ -482,7 +490,7 @@ def heatmap(att, output, max_display, ax, label_width):
     matrix, errs, labels = _top_players(vals[rows], None if errors is None else errors[rows],
                                         max_display, att.feature_names, label_width)
     m = matrix.shape[1]
-    ax = _axes(ax, (10, 0.4 * m + 2.5))
+    own, ax = ax is None, _axes(ax, (10, 0.4 * m + 2.5))
     lim = float(np.max(np.abs(matrix))) or 1.0
     image = ax.imshow(matrix.T, aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim,
                       interpolation="nearest")
@@ -507,7 +515,7 @@ def heatmap(att, output, max_display, ax, label_width):
     side.set_xlabel("mean |value|", fontsize=8)
     cax = ax.inset_axes([1.19, 0.0, 0.02, 1.0])
     ax.figure.colorbar(image, cax=cax, label=f"attribution ({att.output_names[k]})")
-    return ax
+    return _tidy(ax, own)
 
 
 def decision(att, rows, output, max_display, ax, label_width):
@@ -530,7 +538,7 @@ def decision(att, rows, output, max_display, ax, label_width):
                      else float(outputs.min()) + 1.0)
     cmap = plt.get_cmap("coolwarm")
     alpha = 1.0 if len(sel) <= 20 else max(0.15, 20.0 / len(sel))
-    ax = _axes(ax, (7, 0.4 * len(ys) + 2))
+    own, ax = ax is None, _axes(ax, (7, 0.4 * len(ys) + 2))
     ax.axvline(float(np.mean(base[sel])), color="grey", lw=0.8, ls="--")
     for i, pos in enumerate(sel):
         colour = cmap(norm(outputs[i]))
@@ -547,7 +555,7 @@ def decision(att, rows, output, max_display, ax, label_width):
         from matplotlib.cm import ScalarMappable
 
         ax.figure.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="output")
-    return ax
+    return _tidy(ax, own)
 
 
 def interaction_matrix(att, output, max_display, interactions, ax, label_width):
@@ -562,7 +570,7 @@ def interaction_matrix(att, output, max_display, interactions, ax, label_width):
     matrix = strength[np.ix_(keep, keep)]
     names = [shorten(att.feature_names[players[s]], label_width) for s in keep]
     m = len(keep)
-    ax = _axes(ax, (0.55 * m + 3, 0.5 * m + 2))
+    own, ax = ax is None, _axes(ax, (0.55 * m + 3, 0.5 * m + 2))
     image = ax.imshow(matrix, cmap="Reds", vmin=0.0, interpolation="nearest")
     top = float(matrix.max()) if matrix.size else 0.0
     if m <= 12:
@@ -577,7 +585,7 @@ def interaction_matrix(att, output, max_display, interactions, ax, label_width):
     ax.figure.colorbar(image, ax=ax, label="mean |interaction value|")
     ax.set_title(f"SHAP interaction values ({att.output_names[k]}); main effects on the "
                  "diagonal", fontsize=9)
-    return ax
+    return _tidy(ax, own)
 
 
 # ---- counterfactuals ----------------------------------------------------------------------
@@ -653,7 +661,7 @@ def counterfactual_diff(cf, query, costs, ax, label_width):
         colours.append([DIFF_COLOURS["query"]] + [DIFF_COLOURS["outcome"]] * len(column))
         labels.append(name)
     header = ["query"] + [f"cf {j}" for j in range(len(rows))]
-    ax = _axes(ax, (1.2 * len(header) + 2.5, 0.3 * len(text) + 1.2))
+    own, ax = ax is None, _axes(ax, (1.2 * len(header) + 2.5, 0.3 * len(text) + 1.2))
     ax.axis("off")
     table = ax.table(cellText=text, cellColours=colours, rowLabels=labels,
                      colLabels=header, loc="center", cellLoc="center")
@@ -662,7 +670,7 @@ def counterfactual_diff(cf, query, costs, ax, label_width):
     table.scale(1.0, 1.3)
     ax.set_title(f"query {query}: changed features (blank: unchanged), then outcome and "
                  "costs", fontsize=9)
-    return ax
+    return _tidy(ax, own)
 
 
 def _scaled(column):
@@ -709,7 +717,7 @@ def counterfactual_parallel(cf, query, features, costs, ax, label_width):
              for c in cost_names]
     n_axes, n_cf = len(axes), len(rows)
     ys = np.empty((n_cf + 1, n_axes))
-    ax = _axes(ax, (1.3 * n_axes + 2.5, 4.5))
+    own, ax = ax is None, _axes(ax, (1.3 * n_axes + 2.5, 4.5))
     for a, (name, column) in enumerate(axes):
         ys[:, a], ticks, tick_labels = _scaled(np.asarray(column, dtype=object))
         ax.plot([a, a], [0, 1], color="0.7", lw=1, zorder=1, gid="parallel-axis")
@@ -737,4 +745,4 @@ def counterfactual_parallel(cf, query, features, costs, ax, label_width):
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title(f"query {query}: features (each axis min to max), then costs (shaded)",
                  fontsize=9)
-    return ax
+    return _tidy(ax, own)

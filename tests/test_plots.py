@@ -204,6 +204,13 @@ def test_heatmap_orders_rows_by_ward_clustering(tmp_path):
                                np.sort(Z95 * np.sqrt((errs ** 2).sum(axis=0)) / 25))
     dots = next(c for c in ax.collections if c.get_gid() == "heatmap-not-significant")
     assert len(dots.get_offsets()) == int(np.sum(np.abs(expected) < Z95 * errs.T))
+    # a figure the method made itself holds the heatmap, its insets and labels whole
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    for part in [ax, *ax.child_axes]:
+        box = part.get_tightbbox(renderer)
+        assert box.x0 >= -1 and box.y0 >= -1, part
+        assert box.x1 <= fig.bbox.x1 + 1 and box.y1 <= fig.bbox.y1 + 1, part
 
 
 def test_decision_lines_climb_from_base_to_output(tmp_path):
