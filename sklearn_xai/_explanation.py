@@ -712,7 +712,8 @@ class Attribution:
         moving right or left by each player's attribution; the players are on the
         y-axis, the one with the largest mean ``|value|`` over the plotted rows at the
         top (the last step), the players beyond ``max_display`` summed into the first
-        step. Lines are coloured by their output; with more than 20 rows they are drawn
+        step. Lines are coloured by their output (a legend names the rows and their
+        outputs when there are at most 10); with more than 20 rows they are drawn
         translucent. With standard errors (``std``), each step has a horizontal
         +-1.96 standard-error bar (of that step's value) at its end.
 

@@ -542,7 +542,8 @@ def decision(att, rows, output, max_display, ax, label_width):
     ax.axvline(float(np.mean(base[sel])), color="grey", lw=0.8, ls="--")
     for i, pos in enumerate(sel):
         colour = cmap(norm(outputs[i]))
-        ax.plot(xs[i], ys, color=colour, lw=1.2, alpha=alpha, gid=f"row {pos}")
+        ax.plot(xs[i], ys, color=colour, lw=1.2, alpha=alpha, gid=f"row {pos}",
+                label=f"row {pos}: {outputs[i]:.3g}")
         if errs is not None and np.any(errs[i] > 0):
             ax.errorbar(xs[i, 1:], ys[1:], xerr=Z95 * errs[i], fmt="none", ecolor=colour,
                         elinewidth=0.7, capsize=2, alpha=alpha)
@@ -551,6 +552,8 @@ def decision(att, rows, output, max_display, ax, label_width):
     ax.set_ylim(-0.3, ys[-1] + 0.3)
     ax.grid(axis="y", color="0.9", lw=0.6)
     ax.set_xlabel(f"{att.output_names[k]}: base value -> output (each line a row)")
+    if len(sel) <= 10:
+        ax.legend(fontsize=7, loc="best", title="output", title_fontsize=7)
     if len(sel) > 1:
         from matplotlib.cm import ScalarMappable
 

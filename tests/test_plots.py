@@ -228,6 +228,8 @@ def test_decision_lines_climb_from_base_to_output(tmp_path):
                                        steps)]))
         assert line.get_xdata()[-1] == pytest.approx(att.predicted()[pos])
     assert len([line for line in ax.lines if line.get_gid()]) == 3
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == \
+        [f"row {pos}: {att.predicted()[pos]:.3g}" for pos in (0, 3, 7)]
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels == ["base value", "2 other features"] + [f"x{j}" for j in order[:3][::-1]]
     assert len(whiskers(ax)) == 3 * 4  # one per row and step
