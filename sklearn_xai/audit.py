@@ -209,7 +209,7 @@ class AuditResult:
     marginal, knockoff : Attribution
         The marginal and knockoff SHAP values of the audited rows.
     min_ratio : float
-        The ratio both tests are against.
+        The ratio of the behaviour test.
     n_rows : int
         Rows audited.
     """
@@ -297,9 +297,9 @@ class OffManifoldAudit(BaseEstimator):
     1. **The explanations.** Mean ``|SHAP|`` per feature with marginal imputation
        (:class:`~sklearn_xai.shapley.KnockoffSHAP` with ``imputation="marginal"`` and the
        background rows) and with knockoff imputation, on the same rows, with standard
-       errors. Test: the knockoff importance is more than ``min_ratio`` times the
-       marginal one (a one-sided paired t-test over rows of
-       ``|phi_knockoff| - min_ratio |phi_marginal|``).
+       errors. Test: the marginal explanation understates the feature, i.e. its
+       knockoff importance is larger (a one-sided paired t-test over rows of
+       ``|phi_knockoff| - |phi_marginal|``).
     2. **The model's behaviour off the manifold.** For each row and feature, the
        change of the model's output when the feature is replaced by its knockoff value,
        on the real row and on ``n_hybrids`` hybrid rows of it (the feature kept, a random
@@ -344,10 +344,13 @@ class OffManifoldAudit(BaseEstimator):
     n_hybrids : int, default=4
         Hybrid rows per audited row and feature in the behaviour test.
     min_ratio : float >= 1, default=2.0
-        The ratio both per-feature tests are against (see above). Knockoff and marginal
-        importances of an honest model differ when features are correlated (knockoffs
-        shrink correlated features' attributions) or the background is unusual, so the
-        tests ask for more than a difference.
+        The ratio of the behaviour test (see above): the effect on real rows must exceed
+        ``min_ratio`` times the effect on detected hybrid rows. An honest model's effects
+        differ somewhat between the two kinds of rows (its interactions meet other
+        values there), so the test asks for more than a difference. Knockoff and marginal
+        importances of an honest model differ too (knockoffs shrink correlated features'
+        attributions; a k-means background puts binary columns at fractional values),
+        which is why neither test alone decides.
     alpha : float in (0, 1), default=0.05
         Family-wise level of the flag.
     response_method : {"auto", "predict_proba", "decision_function", "predict"}, \
