@@ -41,12 +41,25 @@ HERE = Path(__file__).resolve().parent
 class TableGame(Game):
     """A game given by each row's full table of coalition values (one output)."""
 
-    def __init__(self, tables, active=None):
+    def __init__(self, tables, active=None, components=None, comp_active=None):
         self.tables = np.asarray(tables, dtype=np.float64)       # (n, 2**P)
         self._P = int(round(np.log2(self.tables.shape[1])))
         self._active = active
+        # (n, 2**P, K): the table of each imputation row, whose mean over K is the game
+        self._components, self._comp_active = components, comp_active
         self.n_evaluations = 0
         self._n_outputs = 1
+
+    def imputation_components(self):
+        if self._components is None:
+            return None
+        if getattr(self, "_split", None) is None:  # built once: its tables are large
+            n, C, K = self._components.shape
+            tables = np.ascontiguousarray(self._components.transpose(0, 2, 1)).reshape(n * K, C)
+            self._split = TableGame(tables, self._comp_active.reshape(n * K, -1)), K
+        game, K = self._split
+        game.n_evaluations = 0
+        return game, K
 
     @property
     def n_players(self):
@@ -63,9 +76,9 @@ class TableGame(Game):
         masks, row_ids = self._check_masks(masks, rows)
         codes = masks.astype(np.int64) @ (np.int64(1) << np.arange(self._P, dtype=np.int64))
         if codes.ndim == 1:
-            out = self.tables[row_ids][:, codes]
+            out = self.tables[row_ids[:, None], codes[None, :]]
         else:
-            out = np.take_along_axis(self.tables[row_ids], codes, axis=1)
+            out = self.tables[row_ids[:, None], codes]
         self._count(row_ids.size, masks.shape[-2], count)
         return out[:, :, None]
 
@@ -137,16 +150,17 @@ def _mlp(A, y, seed=0):
 
 
 def _tables(f, X, R, P, chunk_rows=2**20):
-    """Full tables (n, 2**P): v(S) = mean_k f(x_S, R_k[~S])."""
+    """Full tables of every imputation row, (n, 2**P, K) float32 (the models' own precision):
+    ``f(x_S, R_k[~S])``; the game is their mean over ``k``."""
     masks = all_masks(P)
     K = R.shape[0]
-    out = np.empty((X.shape[0], masks.shape[0]))
+    out = np.empty((X.shape[0], masks.shape[0], K), dtype=np.float32)
     step = max(1, chunk_rows // K)
     for r, x in enumerate(X):
         for c0 in range(0, masks.shape[0], step):
             m = masks[c0:c0 + step]
             hyb = np.where(m[:, None, :], x[None, None, :], R[None, :, :])
-            out[r, c0:c0 + step] = f(hyb.reshape(-1, P)).reshape(m.shape[0], K).mean(axis=1)
+            out[r, c0:c0 + step] = f(hyb.reshape(-1, P)).reshape(m.shape[0], K)
     return out
 
 
@@ -181,8 +195,10 @@ def build(out, quick):
     for name in need:
         f, rows, R = specs[name]
         t0 = time.perf_counter()
-        tab = _tables(f, rows, R, rows.shape[1])
-        np.savez(out / f"{name}.npz", tables=tab, active=_active(rows, R))
+        comp = _tables(f, rows, R, rows.shape[1])
+        np.savez(out / f"{name}.npz", tables=comp.astype(np.float64).mean(axis=2),
+                 components=comp, active=_active(rows, R), references=R, rows=rows)
+        tab = comp
         print(f"built {name}: {tab.shape} in {time.perf_counter() - t0:.1f} s", flush=True)
     if not (out / "dividend32.npz").exists():
         P, n = 32, (4 if quick else 8)
@@ -201,9 +217,21 @@ def build(out, quick):
 
 
 def load_game(out, name):
+    """The game (its components built, so that no timing includes them) and its truth."""
+    game, truth = _load_game(out, name)
+    game.imputation_components()
+    return game, truth
+
+
+def _load_game(out, name):
     z = np.load(out / f"{name}.npz")
     if "tables" in z:
-        game = TableGame(z["tables"], z["active"])
+        comp = comp_active = None
+        if "components" in z and z["components"].shape[2] > 1:
+            comp = z["components"]
+            X, R = z["rows"], z["references"]
+            comp_active = X[:, None, :] != R[None, :, :]          # (n, K, P)
+        game = TableGame(z["tables"], z["active"], comp, comp_active)
         return game, exact_shapley(game)[0][:, :, 0]
     P = int(z["n_players"])
     sets, div = z["sets"], z["dividends"]
@@ -253,6 +281,52 @@ def run_ours(out, seeds, games=GAMES, methods=None, max_units_budget=16):
     return res
 
 
+# --------------------------------------------------------------------------- shap
+
+def run_shap(out, seeds, games=GAMES):
+    """shap's PermutationExplainer and KernelExplainer on the same games, at the same
+    number of coalition evaluations per row (``max_evals`` / ``nsamples`` =
+    ``n_evals * P + 2``). The game is handed to shap as a model of binary inputs: the
+    explained row is all ones, the one background row all zeros, so shap's masked rows
+    are the coalitions' indicator vectors and the model returns ``v(S)``."""
+    import warnings
+
+    import shap
+    res = {}
+    for name in games:
+        game, truth = load_game(out, name)
+        P, n = game.n_players, game.n_rows
+        ones, zeros = np.ones((1, P)), np.zeros((1, P))
+        for b in BUDGETS:
+            errs = {"shap_permutation": [], "shap_kernel": []}
+            secs = dict.fromkeys(errs, 0.0)
+            for seed in seeds:
+                est = {k: np.empty((n, P)) for k in errs}
+                for r in range(n):
+                    def f(Z, r=r):
+                        return game.value(np.asarray(Z) > 0.5, rows=slice(r, r + 1),
+                                          count=False)[0, :, 0]
+                    np.random.seed(seed)  # noqa: NPY002 (shap draws from the global state)
+                    t0 = time.perf_counter()
+                    ex = shap.PermutationExplainer(f, shap.maskers.Independent(zeros))
+                    est["shap_permutation"][r] = ex(ones, max_evals=b * P + 2).values[0]
+                    secs["shap_permutation"] += time.perf_counter() - t0
+                    np.random.seed(seed)  # noqa: NPY002 (shap draws from the global state)
+                    t0 = time.perf_counter()
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        kx = shap.KernelExplainer(f, zeros)
+                        est["shap_kernel"][r] = np.ravel(kx.shap_values(
+                            ones, nsamples=b * P + 2, silent=True))[:P]
+                    secs["shap_kernel"] += time.perf_counter() - t0
+                for k in errs:
+                    errs[k].append(np.abs(est[k] - truth).mean())
+            for k in errs:
+                res[(name, k, b)] = {"mae": float(np.mean(errs[k])),
+                                     "sec_per_row": secs[k] / (len(seeds) * n)}
+    return res
+
+
 # --------------------------------------------------------------------------- shapiq
 
 def run_shapiq(out, python, seeds, quick, games):
@@ -274,7 +348,7 @@ def load_shapiq(out, games):
 
 
 def shapiq_mae(out, sq, name):
-    _, truth = load_game(out, name)
+    _, truth = _load_game(out, name)
     res = {}
     for key, info in sq.get(name, {}).items():
         est = np.load(out / info["file"])                        # (seeds, n, P)
@@ -283,6 +357,13 @@ def shapiq_mae(out, sq, name):
         res[key] = {"mae": float(np.abs(est - truth[None]).mean()),
                     "sec_per_row": info["sec_per_row"] or float("nan"), "budget": info["budget"]}
     return res
+
+
+def _ratio(ours, theirs, tiny=1e-12):
+    """ours / theirs, or "exact" when both are exact (round-off)."""
+    if ours <= tiny and theirs <= tiny:
+        return "exact"
+    return f"{ours / theirs:.3f}"
 
 
 def main(argv=None):
@@ -296,6 +377,8 @@ def main(argv=None):
                          "default: $SHAPIQ_PYTHON")
     ap.add_argument("--games", default=",".join(GAMES))
     ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--skip-shap", action="store_true",
+                    help="do not run shap's PermutationExplainer and KernelExplainer")
     args = ap.parse_args(argv)
     out = Path(args.out) / ("quick" if args.quick else "full")
     games = args.games.split(",")
@@ -308,10 +391,12 @@ def main(argv=None):
     sq = (load_shapiq(out, games) if args.skip_shapiq else
           run_shapiq(out, args.shapiq_python, seeds, args.quick, games))
     ours = run_ours(out, seeds, games)
+    theirs = {} if args.skip_shap else run_shap(out, seeds, games)
     print(f"\n{'game':18s} {'n_ev':>4s} {'kernel':>9s} {'perm':>9s} {'frontier':>9s} "
           f"{'sq best':>9s} {'(which)':>22s} {'ratio':>7s} {'cover':>9s} {'ms/row':>7s} "
-          f"{'sq ms/row':>9s}")
+          f"{'sq ms/row':>9s} {'shap perm':>9s} {'ratio':>6s} {'shap kern':>9s}")
     for name in games:
+        n_players = _load_game(out, name)[0].n_players
         sqm = shapiq_mae(out, sq, name) if sq else {}
         for b in BUDGETS:
             k, p, fr = (ours[(name, m, b)] for m in ("kernel", "permutation", "frontier"))
@@ -326,10 +411,13 @@ def main(argv=None):
             ours_best = min(k["mae"], p["mae"], fr["mae"])
             c = fr["cover"]
             cov = f"{c[0] / c[1]:.3f}" if c[1] else ("no se" if b <= 16 else "-")
+            sp = theirs.get((name, "shap_permutation", b), {}).get("mae", float("nan"))
+            sk = theirs.get((name, "shap_kernel", b), {}).get("mae", float("nan"))
             print(f"{name:18s} {b:4d} {k['mae']:9.2e} {p['mae']:9.2e} {fr['mae']:9.2e} "
-                  f"{bm:9.2e} {bname:>22s} {ours_best / bm:7.3f} {cov:>9s} "
-                  f"{fr['sec_per_row'] * 1e3:7.2f} {bt:9.1f}")
-            if fr["evals_per_row"] > b * load_game(out, name)[0].n_players + 2:
+                  f"{bm:9.2e} {bname:>22s} {_ratio(ours_best, bm):>7s} {cov:>9s} "
+                  f"{fr['sec_per_row'] * 1e3:7.2f} {bt:9.1f} {sp:9.2e} "
+                  f"{_ratio(ours_best, sp):>6s} {sk:9.2e}")
+            if fr["evals_per_row"] > b * n_players + 2:
                 print(f"  !! frontier used {fr['evals_per_row']} evaluations per row")
     return 0
 

@@ -154,3 +154,141 @@ def test_frontier_is_an_algorithm_of_the_explainers_multi_output():
     assert low.values.shape == (4, 5, 3)
     out = model.predict_proba(X[:4])
     np.testing.assert_allclose(low.base_values + low.values.sum(axis=1), out, rtol=0, atol=1e-10)
+
+
+# ------------------------------------------------------------------ imputation components
+
+def _interaction_model(P, seed=0):
+    """A smooth model with interactions up to order four (no game of it is additive)."""
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(P, 3))
+
+    def f(Z):
+        Z = np.asarray(Z, dtype=np.float64)
+        return np.column_stack([
+            np.tanh(Z @ W[:, 0]) + Z[:, 0] * Z[:, 1] * Z[:, 2] + 0.5 * Z[:, 3] * Z[:, 4]
+            * Z[:, 5] * Z[:, 6],
+            np.sin(Z @ W[:, 1]) * np.cos(Z @ W[:, 2])])
+    return f
+
+
+class _CountingModel:
+    def __init__(self, f):
+        self.f, self.rows = f, 0
+
+    def __call__(self, Z):
+        self.rows += len(Z)
+        return self.f(Z)
+
+
+def test_components_are_exact_when_each_fits_the_budget():
+    # every background row differs from the explained rows on at most 4 of 10 columns, so
+    # each component game has at most 4 active players (14 coalitions <= the budget of 20);
+    # the mean game has all 10 active and would need 1022 coalitions to be exact
+    from sklearn_xai.shapley import frontier_components
+
+    P, K = 10, 6
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3, P))
+    R = np.empty((3, K, P))
+    for r in range(3):
+        for k in range(K):
+            R[r, k] = X[r]
+            cols = rng.choice(P, rng.integers(1, 5), replace=False)
+            R[r, k, cols] = rng.normal(size=cols.size)
+    model = _CountingModel(_interaction_model(P))
+    game = ImputationGame(model, X, R)
+    assert game.active_players().sum(axis=1).min() > 4
+    truth = exact_shapley(game)[0]
+    model.rows = 0
+    phi, base, units = frontier_shapley(game, 2, _gens(3), return_units=True)
+    np.testing.assert_allclose(phi, truth, rtol=0, atol=1e-12)
+    assert units is None                                    # exact: no sampling error
+    assert model.rows <= 3 * K * (2 * P + 2)                # the budget, in model rows
+    _, _, se, path = frontier_components(game, 2, _gens(3))
+    assert set(np.unique(path)) <= {"exact", "dummy"}
+    assert np.all(se == 0)
+
+
+def test_components_efficiency_budget_and_error():
+    P, K = 14, 8
+    rng = np.random.default_rng(2)
+    X, bg = rng.normal(size=(3, P)), rng.normal(size=(K, P))
+    model = _CountingModel(_interaction_model(P, seed=3))
+    game = ImputationGame(model, X, bg)
+    full = model.f(X)
+    for n_evals in (2, 4, 16):
+        model.rows = game.n_evaluations = 0
+        phi, base = frontier_shapley(game, n_evals, _gens(3))
+        np.testing.assert_allclose(base + phi.sum(axis=1), full, rtol=0, atol=1e-12)
+        assert model.rows <= 3 * K * (n_evals * P + 2)
+        assert game.n_evaluations <= 3 * (n_evals * P + 2)
+    # one design per background row estimates the mean game better than one shared design
+    truth = exact_shapley(ImputationGame(model.f, X, bg))[0]
+
+    def err(by_component, n_evals):
+        return np.mean([np.abs(frontier_shapley(game, n_evals, _gens(3, s),
+                                                by_component=by_component)[0] - truth).mean()
+                        for s in range(3)])
+
+    assert err(True, 8) < err(False, 8)
+    assert err(True, 32) < 0.6 * err(True, 4)
+
+
+def test_component_intervals_cover():
+    # the mean of 4 components with 12 players each, dividends up to order 5 in the model
+    # (a game beyond the order-3 surrogate); fixed seeds
+    P, K = 12, 4
+    rng = np.random.default_rng(4)
+    X, bg = rng.normal(size=(2, P)), rng.normal(size=(K, P))
+    game = ImputationGame(_interaction_model(P, seed=5), X, bg)
+    truth = exact_shapley(game)[0]
+    hits = total = 0
+    for seed in range(12):
+        phi, _, units = frontier_shapley(game, 8, _gens(2, seed), return_units=True)
+        se = unit_std(units)
+        ok = se > 0
+        hits += int((np.abs(phi - truth) <= 1.96 * se)[ok].sum())
+        total += int(ok.sum())
+    assert total >= 500
+    assert 0.90 <= hits / total <= 0.99, hits / total
+
+
+def test_components_rows_split_invariance():
+    P, K = 12, 5
+    rng = np.random.default_rng(6)
+    X, bg = rng.normal(size=(4, P)), rng.normal(size=(K, P))
+    f = _interaction_model(P, seed=7)
+    whole = frontier_shapley(ImputationGame(f, X, bg, batch_size=50), 4, _gens(4),
+                             return_units=True)
+    parts = [frontier_shapley(ImputationGame(f, X[lo:hi], bg, batch_size=977), 4,
+                              [np.random.default_rng([0, r]) for r in range(lo, hi)],
+                              return_units=True) for lo, hi in ((0, 1), (1, 4))]
+    for i in (0, 1, 2):
+        np.testing.assert_allclose(whole[i], np.concatenate([p[i] for p in parts]),
+                                   rtol=1e-12, atol=1e-14)
+
+
+def test_knockoff_shap_frontier_by_knockoff():
+    # 14 players: "auto" is the frontier; the per-knockoff estimates give the standard
+    # errors; values efficient and independent of n_jobs and batch_size
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.frozen import FrozenEstimator
+
+    from sklearn_xai import KnockoffSHAP
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(400, 14))
+    y = X[:, 0] * X[:, 1] + np.sin(X[:, 2]) + X[:, 3] * X[:, 4] * X[:, 5]
+    model = FrozenEstimator(HistGradientBoostingRegressor(max_iter=30, random_state=0)
+                            .fit(X, y))
+    ex = KnockoffSHAP(model, n_knockoffs=6, random_state=0).fit(X)
+    assert ex.algorithm_ == "frontier" and ex.n_evals_ == 8
+    att = ex.explain(X[:5])
+    np.testing.assert_allclose(att.base_values + att.values.sum(axis=1),
+                               model.predict(X[:5]), rtol=0, atol=1e-10)
+    assert np.all(np.isfinite(att.std)) and np.all(att.std > 0)
+    other = KnockoffSHAP(model, n_knockoffs=6, random_state=0, n_jobs=2, batch_size=2,
+                         max_model_rows=333).fit(X).explain(X[:5])
+    np.testing.assert_allclose(other.values, att.values, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(other.std, att.std, rtol=1e-12, atol=1e-14)

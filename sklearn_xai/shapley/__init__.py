@@ -14,6 +14,7 @@ from ._estimators import (
     kernel_shapley,
     permutation_shapley,
 )
+from ._frontier import frontier_components
 from ._game import Game, ImputationGame
 
 _LAZY = {
@@ -30,6 +31,7 @@ __all__ = [
     "permutation_shapley",
     "kernel_shapley",
     "frontier_shapley",
+    "frontier_components",
     "ShearExplainer",
     "KnockoffSHAP",
     "KnockoffSAGE",

@@ -112,6 +112,54 @@ class Game(metaclass=ABCMeta):
             selected row.
         """
 
+    def value_each(self, masks: Sequence[np.ndarray], count: bool = True) -> list[np.ndarray]:
+        """Evaluate each row's own coalitions, rows with different numbers of coalitions.
+
+        Parameters
+        ----------
+        masks : sequence of ndarray of bool, length n_rows
+            ``masks[r]`` of shape (C_r, n_players): the coalitions of row ``r``.
+        count : bool, default=True
+            Add the evaluations to ``n_evaluations``.
+
+        Returns
+        -------
+        list of ndarray, length n_rows
+            ``out[r]`` of shape (C_r, n_outputs). Consecutive rows with as many coalitions
+            share one :meth:`value` call (a subclass may pack them more tightly).
+        """
+        n = len(masks)
+        out = [None] * n
+        r = 0
+        while r < n:
+            C = masks[r].shape[0]
+            r1 = r + 1
+            while r1 < n and masks[r1].shape[0] == C:
+                r1 += 1
+            if C:
+                vals = self.value(np.stack(masks[r:r1]), rows=slice(r, r1), count=count)
+                out[r:r1] = list(vals)
+            else:
+                out[r:r1] = [np.empty((0, self.n_outputs)) for _ in range(r, r1)]
+            r = r1
+        return out
+
+    def imputation_components(self) -> tuple[Game, int] | None:
+        """The game as the mean of ``K`` component games, when it is one.
+
+        An estimator that samples each component with its own design (and finds each
+        component's dummy players) estimates the mean better than one design on the mean.
+
+        Returns
+        -------
+        (Game, int) or None
+            A game of ``n_rows * K`` rows, row ``r * K + k`` being component ``k`` of row
+            ``r``, with ``v_r(S) = mean_k v_{r K + k}(S)``, and ``K``; ``None`` (the
+            default) when the game is not such a mean. A coalition of a component costs
+            ``1 / K`` of a coalition of the mean.
+        """
+        return None
+
     def _check_masks(self, masks, rows=None):
         """``masks`` as a bool array and the selected row indices, or a ValueError."""
         masks = np.asarray(masks, dtype=bool)
@@ -227,6 +275,85 @@ class ImputationGame(Game):
             self.imputation, (self.n_rows,) + self.imputation.shape[1:])
         same = np.all(self.X[:, None, :] == R, axis=1)            # (n, M)
         return ~((~same).astype(np.uint8) @ self._G.T.astype(np.uint8) == 0)
+
+    def imputation_components(self) -> tuple[ImputationGame, int] | None:
+        """The game of each imputation row: ``v_r(S) = mean_k f(x_S, R_k[~S])``.
+
+        Returns
+        -------
+        (ImputationGame, int) or None
+            The game of ``n_rows * K`` rows with one imputation row each (row ``r * K +
+            k``: ``x_r`` filled from ``R_k``), and ``K``; ``None`` with one imputation row
+            or ``per_imputation=True``.
+        """
+        K = self.n_imputations
+        if K == 1 or self.per_imputation:
+            return None
+        n, M = self.X.shape
+        R = np.broadcast_to(self.imputation, (n, K, M)) if self._shared else self.imputation
+        game = ImputationGame(self.model_fn, np.repeat(self.X, K, axis=0),
+                              R.reshape(n * K, 1, M), groups=self.groups,
+                              batch_size=self.batch_size)
+        game._n_outputs = self._n_outputs
+        return game, K
+
+    def value_each(self, masks: Sequence[np.ndarray], count: bool = True) -> list[np.ndarray]:
+        """Evaluate each row's own coalitions, packed into model calls of at most
+        ``batch_size`` rows whatever each row's number of coalitions.
+
+        Parameters
+        ----------
+        masks : sequence of ndarray of bool, length n_rows
+            ``masks[r]`` of shape (C_r, n_players).
+        count : bool, default=True
+            Add the evaluations to ``n_evaluations``.
+
+        Returns
+        -------
+        list of ndarray, length n_rows
+            ``out[r]`` of shape (C_r, n_outputs).
+        """
+        if len(masks) != self.n_rows:
+            raise ValueError(f"value_each needs one mask block per row ({self.n_rows}); got "
+                             f"{len(masks)}.")
+        masks = [self._check_masks(m)[0] for m in masks]
+        if any(m.ndim != 2 for m in masks):
+            raise ValueError("value_each takes one 2-D mask block (C_r, n_players) per row.")
+        K = self.n_imputations
+        step = max(1, self.batch_size // K)
+        pieces = [(r, c0, min(c0 + step, m.shape[0]))
+                  for r, m in enumerate(masks) for c0 in range(0, m.shape[0], step)]
+        out = [None] * self.n_rows
+        parts = {r: [] for r in range(self.n_rows)}
+        call, size = [], 0
+        for piece in pieces + [None]:
+            if piece is not None and size + (piece[2] - piece[1]) * K <= self.batch_size:
+                call.append(piece)
+                size += (piece[2] - piece[1]) * K
+                continue
+            if call:
+                hybrid = np.concatenate([self._hybrid(r, masks[r][c0:c1])
+                                         for r, c0, c1 in call])
+                y = np.asarray(self.model_fn(hybrid), dtype=np.float64)
+                y = y.reshape(-1, K, y.shape[-1] if y.ndim == 2 else 1)
+                y = y.reshape(y.shape[0], -1) if self.per_imputation else y.mean(axis=1)
+                at = 0
+                for r, c0, c1 in call:
+                    parts[r].append(y[at:at + c1 - c0])
+                    at += c1 - c0
+            call, size = ([piece], (piece[2] - piece[1]) * K) if piece is not None else ([], 0)
+        for r, m in enumerate(masks):
+            out[r] = (np.concatenate(parts[r]) if parts[r] else
+                      np.empty((0, self.n_outputs)))
+            self._count(1, m.shape[0], count)
+        return out
+
+    def _hybrid(self, r, masks):
+        """Hybrid rows of row ``r`` for coalitions ``masks`` (C, P): (C * K, M)."""
+        fm = masks.astype(np.uint8) @ self._G.astype(np.uint8) > 0           # (C, M)
+        R = self.imputation[0 if self._shared else r]                        # (K, M)
+        return np.where(fm[:, None, :], self.X[r][None, None, :], R[None]).reshape(
+            -1, self.n_features)
 
     def value(self, masks: ArrayLike, rows: slice | ArrayLike | None = None,
               count: bool = True) -> np.ndarray:

@@ -301,6 +301,31 @@ def _shear_coalitions(cooperators, keys, seed, *, antithetic=True,
                             non_cooperators == "shapley")
 
 
+def _make_efficient(phi, total, how, std=None):
+    """Values that add up to ``total`` and their standard errors.
+
+    ``how="variance"`` (with ``std``): the generalised least-squares projection onto
+    ``sum_i phi_i = total`` for independent errors of variances ``std**2``: player ``i``
+    takes the share ``std_i^2 / sum_j std_j^2`` of the residual, and its standard error
+    becomes ``sqrt(std_i^2 - std_i^4 / sum_j std_j^2)``, that of the constrained estimate.
+    Exact values (``std`` 0) stay as they are; a row/output whose standard errors are all
+    0 or not all finite spreads its residual as ``"redistribute"`` does. The other
+    choices (:func:`_redistribute`) leave ``std`` unchanged.
+    """
+    if how != "variance" or std is None:
+        return _redistribute(phi, total, "redistribute" if how == "variance" else how), std
+    var = std**2
+    tot = var.sum(axis=1, keepdims=True)                        # (n, 1, O)
+    ok = np.isfinite(tot) & (tot > 0)
+    safe = np.where(ok, tot, 1.0)
+    fallback = _redistribute(phi, total, "redistribute")
+    resid = (total - phi.sum(axis=1))[:, None, :]
+    out = np.where(ok, phi + np.where(ok, var, 0.0) / safe * resid, fallback)
+    new_std = np.where(ok, np.sqrt(np.maximum(var - np.where(ok, var, 0.0)**2 / safe, 0.0)),
+                       std)
+    return out, new_std
+
+
 def _redistribute(phi, total, how):
     """Spread the efficiency residual total - sum_i phi_i over the players.
 
@@ -456,7 +481,8 @@ def _shear_estimate(value, cooperators, keys, seed, *, antithetic=True,
         std, dof = _shear_std(np.stack([u[0] for u in units], axis=1), units[0][1],
                               units[0][2])
     if efficiency != "none":
-        phi = _redistribute(phi, full - base, efficiency)
+        phi, std = _make_efficient(phi, full - base, efficiency,
+                                   std if return_std else None)
     if return_std:
         return phi, base, full, std, dof
     return phi, base, full
@@ -810,12 +836,18 @@ class ShearExplainer(AttributionExplainer):
         ``i`` to a non-cooperator). ``"shapley"``: present with a probability ``u`` drawn
         from ``Beta(|T| + 1, K - |T| + 1)``, which makes every estimate unbiased at the
         same cost (the antithetic partner uses ``1 - u``).
-    efficiency : {"none", "redistribute", "even"}, default="none"
-        SHEAR values need not add up to ``f(x) - f(r)``. ``"none"`` returns them as
-        estimated; ``"redistribute"`` adds the residual ``f(x) - f(r) - sum(phi)`` to the
-        players in proportion to ``|phi_i|``; ``"even"`` splits it equally. Either choice
-        makes the values efficient; for models with at most pairwise interactions, and
-        for exact budgets, the residual is already zero and nothing changes.
+    efficiency : {"variance", "none", "redistribute", "even"}, default="variance"
+        SHEAR's raw estimates need not add up to ``f(x) - f(r)``. ``"variance"`` (the
+        default) projects them onto ``sum(phi) = f(x) - f(r)`` by generalised least
+        squares: each player takes the share ``std_i^2 / sum_j std_j^2`` of the residual,
+        so exact values stay as they are and the noisiest absorb the most, and ``std``
+        becomes the standard error of the projected estimate,
+        ``sqrt(std_i^2 - std_i^4 / sum_j std_j^2)`` (rows whose errors are all 0, or
+        unknown, spread the residual as ``"redistribute"``). ``"none"`` returns the raw
+        estimates; ``"redistribute"`` adds the residual to the players in proportion to
+        ``|phi_i|``; ``"even"`` splits it equally (these two leave ``std`` as estimated).
+        For models with at most pairwise interactions, and for exact budgets, the
+        residual is already zero and nothing changes.
     feature_groups : None, list of lists or dict name -> list, default=None
         Players made of several columns (e.g. one-hot blocks), masked together. The
         columns are those of the explained space: with ``feature_space="model"``, names
@@ -930,11 +962,11 @@ class ShearExplainer(AttributionExplainer):
       round-off) reports the one-round estimate.
 
     The standard errors are 0 for models without interactions of order three or more (the
-    values are then exact) and are those of the values before any ``efficiency``
-    redistribution.
+    values are then exact); with ``efficiency="variance"`` they are those of the
+    efficient (projected) values, with the other choices those of the raw estimates.
 
-    The values are neither guaranteed efficient nor symmetric (each player uses its own
-    cooperators); see ``efficiency``. :meth:`explain` returns an
+    With the default ``efficiency="variance"`` the values add up to ``f(x) - f(r)``; they
+    are not guaranteed symmetric (each player uses its own cooperators). :meth:`explain` returns an
     :class:`~sklearn_xai.Attribution` whose ``extras`` hold ``"cooperators"`` (int array
     of shape (n_samples, n_players, K), the players selected for each player) and
     ``"cross_contribution"`` ((n_samples, n_players, n_players), ``-inf`` on the diagonal;
@@ -955,7 +987,7 @@ class ShearExplainer(AttributionExplainer):
         "cooperators": [StrOptions({"auto", "hessian", "finite_difference", "random"})],
         "antithetic": ["boolean"],
         "non_cooperators": [StrOptions({"shapley", "uniform"})],
-        "efficiency": [StrOptions({"none", "redistribute", "even"})],
+        "efficiency": [StrOptions({"variance", "none", "redistribute", "even"})],
         "feature_groups": [None, list, dict],
         "device": "no_validation",
         "random_state": ["random_state"],
@@ -981,7 +1013,7 @@ class ShearExplainer(AttributionExplainer):
                  cooperators: Literal["auto", "hessian", "finite_difference", "random"] = "auto",
                  antithetic: bool = True,
                  non_cooperators: Literal["shapley", "uniform"] = "shapley",
-                 efficiency: Literal["none", "redistribute", "even"] = "none",
+                 efficiency: Literal["variance", "none", "redistribute", "even"] = "variance",
                  feature_groups: FeatureGroups = None, response_method: ResponseMethod = "auto",
                  target: Any = None, feature_space: Literal["input", "model"] = "input",
                  device: str | None = None, batch_size: int = 128, max_model_rows: int = 65536,
@@ -1117,7 +1149,7 @@ class ShearExplainer(AttributionExplainer):
                          ).reshape(P, K), (n, P, K)).copy()
             full = game.value(np.ones((1, P), dtype=bool))[:, 0]
             if self.efficiency != "none":
-                phi = _redistribute(phi, full - base, self.efficiency)
+                phi = _make_efficient(phi, full - base, self.efficiency)[0]
             return _ShearBatch(phi, base, coop)
         keys = keys[rows]
         eta = None
@@ -1142,7 +1174,7 @@ class ShearExplainer(AttributionExplainer):
             phi, base, full, std, dof, rounds = self._auto_rounds(game, Xb, rows, coop, keys,
                                                                   base_seed, kw)
         if self.efficiency != "none":
-            phi = _redistribute(phi, full - base, self.efficiency)
+            phi, std = _make_efficient(phi, full - base, self.efficiency, std)
         return _ShearBatch(phi, base, coop, eta, std, rounds, dof)
 
     def _auto_rounds(self, game, Xb, rows, coop, keys, base_seed, kw):
