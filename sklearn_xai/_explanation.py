@@ -275,8 +275,8 @@ class Attribution:
         rows, players = (key if isinstance(key, tuple) else (key, slice(None)))
         if isinstance(key, tuple) and len(key) != 2:
             raise IndexError("index an Attribution with [rows] or [rows, players].")
-        r = _positions(rows, len(self), "row")
-        cols = _positions(players, self.values.shape[1], "player", list(self.feature_names))
+        r = key_positions(rows, len(self), "row")
+        cols = key_positions(players, self.values.shape[1], "player", list(self.feature_names))
         data = self.data
         if data is not None and np.ndim(data) == 2:
             data = np.asarray(data)[r]
@@ -339,7 +339,7 @@ class Attribution:
             :meth:`__getitem__` selects them.
         """
         if isinstance(by, str | int | np.integer):
-            j = _positions(by, self.values.shape[1], "player", list(self.feature_names))[0]
+            j = key_positions(by, self.values.shape[1], "player", list(self.feature_names))[0]
             if self.data is None or np.ndim(self.data) != 2:
                 raise ValueError("cohorts by a feature need data with one column per feature.")
             labels = np.asarray(self.data)[:, j]
@@ -903,8 +903,8 @@ class Counterfactuals:
             changes = []
             for name in self.queries.columns:
                 a, b = query[name], row[name]
-                if not _same(a, b):
-                    changes.append(f"{name}: {_fmt(a)} -> {_fmt(b)}")
+                if not same_cell(a, b):
+                    changes.append(f"{name}: {format_cell(a)} -> {format_cell(b)}")
             out.append(changes)
         return out
 
@@ -1015,7 +1015,7 @@ def _import_shap():
     return shap
 
 
-def _positions(key, n, what, names=None):
+def key_positions(key, n, what, names=None):
     """Integer positions selected by ``key`` along an axis of length ``n``."""
     if isinstance(key, slice):
         return np.arange(n)[key]
@@ -1062,7 +1062,7 @@ def _row_index(index, n):
     return index
 
 
-def _same(a, b):
+def same_cell(a, b):
     try:
         if isinstance(a, float | np.floating) or isinstance(b, float | np.floating):
             fa, fb = float(a), float(b)
@@ -1072,7 +1072,7 @@ def _same(a, b):
     return a == b
 
 
-def _fmt(v):
+def format_cell(v):
     if isinstance(v, float | np.floating):
         return f"{float(v):.6g}"
     return str(v)

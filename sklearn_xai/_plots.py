@@ -12,7 +12,7 @@ import textwrap
 
 import numpy as np
 
-from ._explanation import _fmt, _positions, _same
+from ._explanation import format_cell, key_positions, same_cell
 
 POSITIVE = "#d62728"
 NEGATIVE = "#1f77b4"
@@ -108,7 +108,7 @@ def _categories(col):
 
 
 def _player(att, feature):
-    pos = _positions(feature, len(att.feature_names), "player", list(att.feature_names))
+    pos = key_positions(feature, len(att.feature_names), "player", list(att.feature_names))
     if len(pos) != 1:
         raise ValueError(f"name one player, got {feature!r}.")
     return int(pos[0])
@@ -117,7 +117,7 @@ def _player(att, feature):
 def _label(att, j, row):
     name = str(att.feature_names[j])
     data = player_data(att)
-    return name if data is None else f"{name} = {_fmt(data[row, j])}"
+    return name if data is None else f"{name} = {format_cell(data[row, j])}"
 
 
 def colour_values(att, j):
@@ -523,7 +523,7 @@ def decision(att, rows, output, max_display, ax, label_width):
     from matplotlib.colors import Normalize
 
     k, vals, errors, base = _output(att, output)
-    sel = np.arange(len(att)) if rows is None else _positions(rows, len(att), "row")
+    sel = np.arange(len(att)) if rows is None else key_positions(rows, len(att), "row")
     if len(sel) == 0:
         raise ValueError("plot_decision needs at least one row.")
     matrix, errs, labels = _top_players(vals[sel], None if errors is None else errors[sel],
@@ -601,7 +601,7 @@ def _query_rows(cf, query):
 
 
 def _changed(q, rows, columns):
-    return [c for c in columns if any(not _same(q[c], r[c]) for _, r in rows.iterrows())]
+    return [c for c in columns if any(not same_cell(q[c], r[c]) for _, r in rows.iterrows())]
 
 
 def _none_found(ax, query):
@@ -640,13 +640,13 @@ def counterfactual_diff(cf, query, costs, ax, label_width):
     changed = _changed(q, rows, list(cf.queries.columns))
     text, colours = [], []
     for name in changed:
-        line, tint = [_fmt(q[name])], [DIFF_COLOURS["query"]]
+        line, tint = [format_cell(q[name])], [DIFF_COLOURS["query"]]
         for _, r in rows.iterrows():
-            if _same(q[name], r[name]):
+            if same_cell(q[name], r[name]):
                 line.append("")
                 tint.append(DIFF_COLOURS["same"])
                 continue
-            line.append(_fmt(r[name]))
+            line.append(format_cell(r[name]))
             a, b = _numeric([q[name]]), _numeric([r[name]])
             tint.append(DIFF_COLOURS["changed"] if a is None or b is None else
                         DIFF_COLOURS["up"] if b[0] > a[0] else DIFF_COLOURS["down"])
@@ -660,7 +660,7 @@ def counterfactual_diff(cf, query, costs, ax, label_width):
     for name, column in extra:
         text.append([""] + [str(bool(v)) if isinstance(v, np.bool_ | bool) else
                             _short_number(v) if isinstance(v, float | np.floating) else
-                            _fmt(v) for v in column])
+                            format_cell(v) for v in column])
         colours.append([DIFF_COLOURS["query"]] + [DIFF_COLOURS["outcome"]] * len(column))
         labels.append(name)
     header = ["query"] + [f"cf {j}" for j in range(len(rows))]

@@ -1100,7 +1100,7 @@ def _global_section(att, n_rows, label):
 def _cut_labels(att, row, max_display):
     """The full ``"feature = value"`` labels of the waterfall bars of ``row`` that the
     figure had to cut short (wrapped onto two lines, then ellipsized)."""
-    from sklearn_xai._explanation import _fmt as fmt_value
+    from sklearn_xai._explanation import format_cell as fmt_value
     from sklearn_xai._plots import LABEL_WIDTH, player_data, shorten
 
     data = player_data(att)

@@ -423,12 +423,49 @@ def test_efficiency_options(data):
     model = softplus_mlp(6, seed=11)
     f = torch_f(model)
     gap = {}
-    for eff in ("none", "redistribute", "even"):
+    for eff in ("none", "redistribute", "even", "variance"):
         e = ShearExplainer(model, n_evals=4, efficiency=eff, random_state=0).fit(X)
         a = e.explain(X[:6])
         gap[eff] = a.additivity_gap(f(X[:6])[:, 0])
     assert gap["none"] > 1e-6
-    assert gap["redistribute"] < 1e-10 and gap["even"] < 1e-10
+    assert gap["redistribute"] < 1e-10 and gap["even"] < 1e-10 and gap["variance"] < 1e-10
+    assert ShearExplainer().efficiency == "variance"
+    # the GLS projection: residual shared in proportion to the variances, standard errors
+    # those of the projected estimate, sqrt(s^2 - s^4 / sum s^2)
+    raw, proj = (ShearExplainer(model, n_evals=16, n_rounds=2, efficiency=eff, random_state=0)
+                 .fit(X).explain(X[:6]) for eff in ("none", "variance"))
+    assert np.all(np.isfinite(raw.std)) and np.all(raw.std.sum(axis=1) > 0)
+    var = raw.std**2
+    resid = f(X[:6])[:, 0] - raw.base_values - raw.values.sum(axis=1)
+    np.testing.assert_allclose(proj.values, raw.values + var / var.sum(axis=1, keepdims=True)
+                               * resid[:, None], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(proj.std, np.sqrt(var - var**2 / var.sum(axis=1, keepdims=True)),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_frontier_algorithm_on_the_torch_game(data):
+    # the same game as SHEAR (torch hybrid rows, one reference row), estimated by
+    # frontier_shapley: efficient, exact once the budget covers every coalition of the
+    # row's active players, and far closer to the exact values than SHEAR at equal budget
+    X, _ = data
+    model = softplus_mlp(6, seed=12)
+    f = torch_f(model)
+    small = ShearExplainer(model, n_evals=5, algorithm="frontier", random_state=0).fit(X)
+    rows = X[:8].copy()
+    rows[:4, :3] = small.reference_[0, :3]       # three dummies: 2^3 - 2 <= 5 * 6 coalitions
+    exact = ShearExplainer(model, n_evals=64, random_state=0).fit(X).explain(rows)
+    a = small.explain(rows)
+    assert a.extras["algorithm"] == "frontier" and a.extras["cooperators"] is None
+    np.testing.assert_allclose(a.values[:4], exact.values[:4], rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(a.values[:4, :3], 0.0)
+    np.testing.assert_allclose(a.base_values + a.values.sum(axis=1), f(rows)[:, 0], rtol=0,
+                               atol=1e-10)
+    shear = ShearExplainer(model, n_evals=8, random_state=0).fit(X).explain(rows[4:])
+    front = ShearExplainer(model, n_evals=8, algorithm="frontier", random_state=0).fit(X)
+    err_front = np.abs(front.explain(rows[4:]).values - exact.values[4:]).mean()
+    assert err_front < 0.5 * np.abs(shear.values - exact.values[4:]).mean()
+    with pytest.raises(ValueError, match="not 'auto'"):
+        ShearExplainer(model, n_evals="auto", algorithm="frontier").fit(X)
 
 
 def test_one_hot_groups_reference_is_a_valid_category():

@@ -298,8 +298,10 @@ class ImputationGame(Game):
         return game, K
 
     def value_each(self, masks: Sequence[np.ndarray], count: bool = True) -> list[np.ndarray]:
-        """Evaluate each row's own coalitions, packed into model calls of at most
-        ``batch_size`` rows whatever each row's number of coalitions.
+        """Evaluate each row's own coalitions, packed into calls of the model.
+
+        The calls hold at most ``batch_size`` model rows, whatever each row's number of
+        coalitions.
 
         Parameters
         ----------
