@@ -189,11 +189,12 @@ class AuditResult:
         ``knockoff_se`` (their standard errors: the spread over rows over
         ``sqrt(n_rows)``, which includes the explainers' own sampling noise),
         ``marginal_rank`` and ``knockoff_rank`` (1 = most important), ``real_effect``
-        and ``hybrid_effect`` (mean absolute change of the model's output when the
-        feature is replaced by its knockoff value, on the real rows and on the hybrid
-        rows the detector flags), ``importance_p`` and ``effect_p`` (the one-sided
-        tests' p-values), ``p_value`` (their maximum, the intersection-union test),
-        ``p_adjusted`` (Holm over the features) and ``flagged``.
+        and ``hybrid_effect`` (mean absolute change of the model's output, on the
+        log-odds scale for probabilities, when the feature is replaced by its knockoff
+        value, on the real rows and on the hybrid rows the detector flags),
+        ``importance_p`` and ``effect_p`` (the one-sided tests' p-values), ``p_value``
+        (their maximum, the intersection-union test), ``p_adjusted`` (Holm over the
+        features) and ``flagged``.
     detector_auc : float
         Held-out ROC AUC of the detector separating real rows from hybrid rows (0.5: the
         hybrids look real; 1: every hybrid is recognised).
@@ -306,7 +307,10 @@ class OffManifoldAudit(BaseEstimator):
        coalition of the others filled from a random background row, as a marginal
        explainer builds them) that the detector flags as not real. Test: the effect on
        real rows is more than ``min_ratio`` times the effect on detected hybrid rows
-       (one-sided paired t-test of ``effect_real - min_ratio effect_hybrid``).
+       (one-sided paired t-test of ``effect_real - min_ratio effect_hybrid``). Effects
+       on probabilities (``predict_proba``) are measured on their log-odds, clipped to
+       ``[1e-3, 1 - 1e-3]``: a probability near 0 or 1, as an honest model may give on
+       many hybrid rows, would otherwise shrink every feature's effect there.
 
     A feature's p-value is the larger of the two (an intersection-union test: it is
     small only when the model both hides the feature from the marginal explanation and
@@ -660,6 +664,8 @@ class OffManifoldAudit(BaseEstimator):
         ko = np.asarray(self.sampler_.sample(X, 1, random_state=int(rng.integers(2**31 - 1))))
         ko = ko[:, 0, :].astype(data.dtype)
         out_real = f(data)
+        g = _log_odds(f) if f.method == "predict_proba" else f
+        g_real = g(data)
         rows = np.repeat(np.arange(n), m)
         base = self._hybrids(data, rows, rng)
         out_base = f(base)
@@ -669,11 +675,11 @@ class OffManifoldAudit(BaseEstimator):
         for j in range(p):
             swapped = data.copy()
             swapped[:, j] = ko[:, j]
-            real_effect[:, j] = np.abs(f(swapped) - out_real).sum(axis=1)
+            real_effect[:, j] = np.abs(g(swapped) - g_real).sum(axis=1)
             H = self._hybrids(data, rows, rng, keep_feature=j)
             Hs = H.copy()
             Hs[:, j] = ko[rows, j]
-            change = np.abs(f(Hs) - f(H)).sum(axis=1)
+            change = np.abs(g(Hs) - g(H)).sum(axis=1)
             off = self._real_proba(self._encode(H)) < 0.5
             total = np.bincount(rows, weights=np.where(off, change, 0.0), minlength=n)
             count = np.bincount(rows, weights=off.astype(np.float64), minlength=n)
@@ -690,13 +696,13 @@ class OffManifoldAudit(BaseEstimator):
         mean_k, mean_m = imp_k.mean(axis=0), imp_m.mean(axis=0)
         se_k, se_m = imp_k.std(axis=0, ddof=1) / np.sqrt(n), imp_m.std(axis=0, ddof=1) / np.sqrt(n)
         p_imp = np.array([_one_sided_p(imp_k[:, j] - imp_m[:, j]) for j in range(len(names))])
+        seen = np.isfinite(hybrid_effect)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            hybrid_mean = np.where(seen, hybrid_effect, 0.0).sum(axis=0) / seen.sum(axis=0)
         p_eff = np.array([_one_sided_p(real_effect[:, j] - c * hybrid_effect[:, j])
                           for j in range(len(names))])
         p_both = np.maximum(p_imp, p_eff)
         adjusted = _holm(p_both)
-        seen = np.isfinite(hybrid_effect)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            hybrid_mean = np.where(seen, hybrid_effect, 0.0).sum(axis=0) / seen.sum(axis=0)
         table = pd.DataFrame({
             "marginal_importance": mean_m, "marginal_se": se_m,
             "knockoff_importance": mean_k, "knockoff_se": se_k,
@@ -706,6 +712,17 @@ class OffManifoldAudit(BaseEstimator):
             "p_adjusted": adjusted, "flagged": adjusted <= self.alpha,
         }, index=pd.Index(names, name="feature"))
         return table.sort_values(["p_adjusted", "p_value"], kind="stable")
+
+
+#: probabilities are clipped to [_LOGIT_CLIP, 1 - _LOGIT_CLIP] before their log-odds
+_LOGIT_CLIP = 1e-3
+
+
+def _log_odds(f):
+    """``X -> logit(clip(f(X)))``: the model's probabilities on the log-odds scale."""
+    from scipy.special import logit
+
+    return lambda X: logit(np.clip(f(X), _LOGIT_CLIP, 1 - _LOGIT_CLIP))
 
 
 def _abs_per_row(att):
