@@ -452,7 +452,8 @@ class OffManifoldAudit(BaseEstimator):
 
         Returns
         -------
-        self : OffManifoldAudit
+        OffManifoldAudit
+            The fitted audit (``self``).
         """
         X = self._check_X(X, reset=True)
         if X.shape[0] < MIN_FIT_ROWS:
@@ -610,6 +611,9 @@ class OffManifoldAudit(BaseEstimator):
         Returns
         -------
         AuditResult
+            The verdict (``flagged``, ``p_value``), the per-feature evidence
+            (``features``), the detector's AUC, the model's outputs on real and detected
+            hybrid rows, and both explanations.
         """
         from sklearn.frozen import FrozenEstimator
 
