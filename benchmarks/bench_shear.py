@@ -105,6 +105,33 @@ def timed(func, repeats):
     return best, out
 
 
+def shap_permutation(fn, X, ref, groups, max_evals, truth, seed=0):
+    """shap's PermutationExplainer on the same game at ``max_evals`` coalition evaluations
+    per row: the game is handed to shap as a model of binary inputs (the explained row all
+    ones, the background row all zeros), so shap's masked rows are the coalitions. Returns
+    the absolute error (sum over players, mean over rows) and the seconds; None when shap
+    is not installed."""
+    try:
+        import shap
+    except ImportError:
+        return None, None
+    from sklearn_xai.shapley import ImputationGame
+
+    P = len(groups)
+    ones, zeros = np.ones((1, P)), np.zeros((1, P))
+    est = np.empty((X.shape[0], P))
+    t0 = time.perf_counter()
+    for r in range(X.shape[0]):
+        game = ImputationGame(fn, X[r:r + 1], ref, groups=groups)
+
+        def f(Z, game=game):
+            return game.value(np.asarray(Z) > 0.5)[0, :, 0]
+        np.random.seed(seed + r)  # noqa: NPY002 (shap draws from the global state)
+        ex = shap.PermutationExplainer(f, shap.maskers.Independent(zeros))
+        est[r] = ex(ones, max_evals=max_evals).values[0]
+    return float(np.abs(est - truth).sum(axis=1).mean()), time.perf_counter() - t0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="40 rows, 5 epochs")
@@ -200,6 +227,14 @@ def main(argv=None):
             partial(fn.hessian_columns, float64=False), X.astype(np.float64),
             ref[0].astype(np.float64),
             e.col_to_player_, M), args.repeats)
+        e3 = ShearExplainer(FrozenEstimator(net), response_method="decision_function",
+                            feature_groups=groups, n_evals=N, algorithm="frontier",
+                            batch_size=rows, random_state=0).fit(X_tr)
+        t, a = timed(lambda e3=e3: e3.explain(X), args.repeats)
+        row["frontier_time"], row["frontier_ae"] = t, absolute_error(a.values, truth)
+        row["frontier_acc"] = acc_of(a.values)
+        row["shap_perm_ae"], row["shap_perm_time"] = shap_permutation(fn, X, ref, base.groups_,
+                                                                      N * M + 2, truth)
         g = ImputationGame(fn, X, ref, groups=base.groups_)
         t, res = timed(lambda: perm(g, N, keyed_generators(0, range(rows)), antithetic=True),
                        args.repeats)
@@ -244,6 +279,19 @@ def main(argv=None):
         print(f"| {r['N']} | {r['shear_ae']:.4f} / {r['shear_acc']:.3f} | "
               f"{r['shear_uniform_ae']:.4f} / {r['shear_uniform_acc']:.3f} | "
               f"{r['aps_ae']:.4f} / {r['aps_acc']:.3f} | {r['ks_ae']:.4f} / {r['ks_acc']:.3f} |")
+    print()
+    print("Equal evaluations (N * M + 2 per row) against shap's PermutationExplainer: "
+          "absolute error and its ratio; time over the bare forwards")
+    print()
+    print("| N | SHEAR AE | frontier AE | shap Permutation AE | SHEAR / shap | "
+          "frontier / shap | SHEAR time / bare | frontier time / bare |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        sp = r["shap_perm_ae"] or float("nan")
+        print(f"| {r['N']} | {r['shear_ae']:.5f} | {r['frontier_ae']:.6f} | {sp:.5f} | "
+              f"{r['shear_ae'] / sp:.2f} | {r['frontier_ae'] / sp:.3f} | "
+              f"{r['shear_time'] / r['floor_time']:.1f}x | "
+              f"{r['frontier_time'] / r['floor_time']:.1f}x |")
     print()
     print("Cooperator selection (SHEAR AE, Beta fill): Hessian / finite differences / random")
     print()

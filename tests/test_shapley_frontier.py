@@ -283,7 +283,7 @@ def test_knockoff_shap_frontier_by_knockoff():
     model = FrozenEstimator(HistGradientBoostingRegressor(max_iter=30, random_state=0)
                             .fit(X, y))
     ex = KnockoffSHAP(model, n_knockoffs=6, random_state=0).fit(X)
-    assert ex.algorithm_ == "frontier" and ex.n_evals_ == 8
+    assert ex.algorithm_ == "frontier" and ex.n_evals_ == 16
     att = ex.explain(X[:5])
     np.testing.assert_allclose(att.base_values + att.values.sum(axis=1),
                                model.predict(X[:5]), rtol=0, atol=1e-10)

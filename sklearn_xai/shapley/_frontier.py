@@ -12,7 +12,7 @@ from math import comb
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.lapack import dpotrs
 
 from ._estimators import (
     _check_generators,
@@ -232,14 +232,20 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9):
     def krige(K):
         C = K * ratio
         C[np.arange(n), np.arange(n)] += 1.0 / Wn
+        FY = np.hstack([F, Y])
         try:
-            factor = cho_factor(C, lower=True, check_finite=False)
-            CiF = cho_solve(factor, F, check_finite=False)
-            CiY = cho_solve(factor, Y, check_finite=False)
+            # LAPACK directly: the fits are small and many, wrappers' checks cost as much
+            CiFY, info = dpotrs(np.linalg.cholesky(C), FY, lower=1)
+            if info:
+                raise np.linalg.LinAlgError
         except np.linalg.LinAlgError:
-            CiF = np.linalg.lstsq(C, F, rcond=None)[0]
-            CiY = np.linalg.lstsq(C, Y, rcond=None)[0]
-        b = np.linalg.lstsq(F.T @ CiF, F.T @ CiY, rcond=None)[0]  # (Pa, O)
+            CiFY = np.linalg.lstsq(C, FY, rcond=None)[0]
+        CiF, CiY = CiFY[:, :Pa], CiFY[:, Pa:]
+        G, h = F.T @ CiF, F.T @ CiY
+        try:
+            b = np.linalg.solve(G, h)                                # (Pa, O)
+        except np.linalg.LinAlgError:
+            b = np.linalg.lstsq(G, h, rcond=None)[0]
         return b, (CiY - CiF @ b) * ratio                          # alpha (n+1, O)
 
     b, alpha = krige(K)
@@ -304,7 +310,7 @@ def _exact_coefs(Pa):
 DEFAULTS = {"alloc": "greedy", "orders": (3,), "ratio": 100.0, "ht": True,
             "mode": "hybrid", "folds": 4, "ard": 2, "lam": 0.9, "ard_min": 4,
             "bias_w": 1.0, "bias_sub": 1.0, "border_c": 0.5, "se_scale": 1.0,
-            "se_mode": "pooled", "k2_min": 0.7, "k2_max": 1.0, "by_component": True}
+            "se_mode": "pooled", "k2_min": 0.7, "k2_max": 1.0, "by_component": True, "pool": True}
 
 
 def _border_row(S, vS, vC, v0, v1, c):
@@ -510,7 +516,8 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
     gens = [np.random.default_rng(int(s)) for row in seeds for s in row]
     evals0 = comp.n_evaluations
     paths = []
-    out = _frontier_rows(comp, n_evals, gens, cfg, with_se, paths=paths)
+    out = _frontier_rows(comp, n_evals, gens, cfg, with_se, paths=paths,
+                         pool=K if cfg["pool"] else None)
     phi, base = out[0], out[1]
     # K component coalitions cost as many model rows as one coalition of the mean
     game.n_evaluations += -(-(comp.n_evaluations - evals0) // K)
@@ -531,14 +538,39 @@ def _units_from_se(phi, se):
     return phi[:, None] + z[None, :, None, None] * se[:, None] * np.sqrt(MAX_GROUPS)
 
 
-def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None):
+def _pooled_budgets(active, K, budget):
+    """Coalitions of each component (rows ``r K .. r K + K - 1`` of ``active``) when the
+    ``K`` components of a row share ``K * budget``: the components that are cheapest to
+    enumerate are made exact while their cost is at most the others' equal share of what
+    is left, and the rest is shared equally among the sampled ones (a component needs
+    at least as many coalitions as it has active players for its border pairs)."""
+    Pa = active.sum(axis=1).reshape(-1, K)
+    cost = np.where(Pa <= 1, 0, np.minimum(2.0 ** Pa - 2, np.inf))
+    out = np.empty(Pa.shape, dtype=np.int64)
+    for r in range(Pa.shape[0]):
+        left, todo = K * budget, list(np.argsort(cost[r], kind="stable"))
+        while todo and cost[r, todo[0]] <= left / len(todo):
+            k = todo.pop(0)
+            out[r, k] = int(cost[r, k])
+            left -= out[r, k]
+        if todo:
+            share = left // len(todo)
+            out[r, todo] = share
+            out[r, todo[:left - share * len(todo)]] += 1
+    return out.ravel()
+
+
+def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, pool=None):
     """The frontier estimate of each row's game (no component split); ``paths``, when a
-    list, receives each row's path (see :func:`frontier_components`)."""
+    list, receives each row's path (see :func:`frontier_components`); ``pool=K``: the
+    rows are the components of ``n_rows / K`` rows, whose budgets are pooled
+    (:func:`_pooled_budgets`)."""
     xfit = cfg["mode"] in ("xfit", "hybrid", "choose")
     P, n = game.n_players, game.n_rows
     v0, v1, active = _ends_and_active(game)
     phi = np.zeros((n, P, v0.shape[-1]))
-    plans = _plan_rows(active, n_evals * P, generators, cfg, xfit, phi, v0, v1)
+    budget = n_evals * P if not pool else _pooled_budgets(active, pool, n_evals * P)
+    plans = _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1)
     vals = game.value_each([p[1] for p in plans])
     if paths is not None:
         paths.extend(_path_name(p) for p in plans)
@@ -572,12 +604,15 @@ def _ends_and_active(game):
 def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1):
     """Per row ``(kind, masks (C, P), extra)``: ``"done"`` (at most one active player,
     its value written into ``phi``), ``"exact"`` (every coalition of the active players
-    fits in ``budget``) or ``"fit"`` (the drawn complementary pairs)."""
+    fits in the row's budget) or ``"fit"`` (the drawn complementary pairs). ``budget``:
+    coalitions per row, one number or one per row."""
     n, P = active.shape
+    budgets = np.broadcast_to(np.asarray(budget, dtype=np.int64), (n,))
     plans = []
     for r in range(n):
         players = np.flatnonzero(active[r])
         Pa = players.size
+        budget = int(budgets[r])
         if Pa <= 1:
             if Pa == 1:
                 phi[r, players[0]] = v1[r] - v0[r]

@@ -284,8 +284,8 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         and the full coalition). ``"permutation"`` runs ``n_evals * P // (P - 1)``
         permutations (rounded down to an even number), ``"kernel"`` samples
         ``n_evals * P`` coalitions (exact enumeration once that covers all of them).
-        ``None``: 8 for ``"frontier"`` (measured: on German credit with 10 knockoffs its
-        error is below KernelSHAP's at ``2 + ceil(2048 / P)``, 13x the evaluations;
+        ``None``: 16 for ``"frontier"`` (measured on German credit with 10 knockoffs:
+        about half KernelSHAP's error at ``2 + ceil(2048 / P)``, in a quarter of the time;
         ``doc/benchmarks.md``), ``2 + ceil(2048 / P)`` for KernelSHAP (about shap's
         ``2 P + 2048`` coalitions) and 32 for permutation sampling. Ignored by
         ``"exact"``.
