@@ -271,7 +271,8 @@ def run_ours(out, seeds, games=GAMES, methods=None, max_units_budget=16):
                         phi_u, _, units = fn(game, b, gens, return_units=True)
                         if units is not None:
                             se = unit_std(units)[:, :, 0]
-                            ok = se > 0                # NaN (no estimate) and 0 (exact) out
+                            # NaN (no estimate) and 0 (exact, up to round-off) out
+                            ok = se > 1e-12
                             hit = np.abs(phi_u[:, :, 0] - truth) <= 1.96 * se
                             cover.append((hit[ok].sum(), ok.sum()))
                 res[(name, mname, b)] = {

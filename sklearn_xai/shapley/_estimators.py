@@ -57,7 +57,10 @@ def unit_std(units, axis=1):
     U = units.shape[axis]
     if U < 2:
         return np.full(np.delete(units.shape, axis), np.nan)
-    return units.std(axis=axis, ddof=1) / np.sqrt(U)
+    # deviations from the first unit: the same spread, and exactly 0 for equal units (an
+    # exact value), where the mean's round-off would leave about 1e-18
+    shifted = units - np.take(units, [0], axis=axis)
+    return shifted.std(axis=axis, ddof=1) / np.sqrt(U)
 
 
 def crossed_std(units):
