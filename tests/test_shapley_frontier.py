@@ -208,6 +208,17 @@ def test_components_are_exact_when_each_fits_the_budget():
     _, _, se, path = frontier_components(game, 2, _gens(3))
     assert set(np.unique(path)) <= {"exact", "dummy"}
     assert np.all(se == 0)
+    paths = []
+    frontier_shapley(game, 2, _gens(3), paths=paths)
+    assert len(paths) == 3 and all(p.startswith("exact") for p in paths)
+
+
+def test_row_path_names_the_mix():
+    from sklearn_xai.shapley._frontier import row_path
+
+    assert row_path(["exact"] * 4) == "exact"
+    assert row_path(["exact", "sampled", "dummy", "exact"]) == \
+        "sampled (1 of 4 components; 2 exact; 1 dummy)"
 
 
 def test_components_efficiency_budget_and_error():
@@ -288,6 +299,8 @@ def test_knockoff_shap_frontier_by_knockoff():
     np.testing.assert_allclose(att.base_values + att.values.sum(axis=1),
                                model.predict(X[:5]), rtol=0, atol=1e-10)
     assert np.all(np.isfinite(att.std)) and np.all(att.std > 0)
+    assert att.extras["paths"].shape == (5,)
+    assert all(p.startswith("sampled") for p in att.extras["paths"])
     other = KnockoffSHAP(model, n_knockoffs=6, random_state=0, n_jobs=2, batch_size=2,
                          max_model_rows=333).fit(X).explain(X[:5])
     np.testing.assert_allclose(other.values, att.values, rtol=1e-12, atol=1e-14)

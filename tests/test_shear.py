@@ -456,6 +456,7 @@ def test_frontier_algorithm_on_the_torch_game(data):
     exact = ShearExplainer(model, n_evals=64, random_state=0).fit(X).explain(rows)
     a = small.explain(rows)
     assert a.extras["algorithm"] == "frontier" and a.extras["cooperators"] is None
+    assert list(a.extras["paths"][:4]) == ["exact"] * 4
     np.testing.assert_allclose(a.values[:4], exact.values[:4], rtol=0, atol=1e-10)
     np.testing.assert_array_equal(a.values[:4, :3], 0.0)
     np.testing.assert_allclose(a.base_values + a.values.sum(axis=1), f(rows)[:, 0], rtol=0,

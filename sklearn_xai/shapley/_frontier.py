@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from sklearn_xai.shapley._game import Game
 
-__all__ = ["frontier_shapley", "frontier_components"]
+__all__ = ["frontier_shapley", "frontier_components", "row_path"]
 
 # jackknife groups of the sampled pairs (at most)
 MAX_GROUPS = 20
@@ -341,7 +341,7 @@ def _border_row(S, vS, vC, v0, v1, c):
 
 
 def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Generator], *,
-                     return_units: bool = False,
+                     return_units: bool = False, paths: list | None = None,
                      **config: Any) -> tuple[np.ndarray | None, ...]:
     """Shapley values with free exactness, exact border strata and an odd surrogate.
 
@@ -420,6 +420,11 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         coverage 0.956 on a 12-player game with dividends up to order 5 at ``n_evals=8``
         (0.975 with "max"); 0.93-0.99 on the sampled benchmark games at ``n_evals`` 4-16
         (4 seeds), but 0.84-0.85 on the one-reference Adult rows at ``n_evals=2``.
+    paths : list or None, default=None
+        When a list, receives each row's path (one str per row): ``"exact"`` (every
+        coalition of the active players evaluated), ``"dummy"`` (at most one active
+        player), ``"border"`` (the size-1 stratum alone: deterministic, not exact),
+        ``"sampled"``; for a mean game, the components' paths summed up (:func:`row_path`).
     **config
         Tuning knobs for benchmarks: ``alloc`` ("greedy": whole strata from the border
         while the budget covers them, then water-filling; "kernel": water-filling only;
@@ -446,17 +451,32 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
     _check_generators(generators, game.n_rows)
     split = game.imputation_components() if cfg["by_component"] else None
     if split is not None:
-        phi_k, base_k, se_k, _ = frontier_components(game, n_evals, generators,
-                                                     components=split, with_se=return_units,
-                                                     **config)
+        phi_k, base_k, se_k, path_k = frontier_components(
+            game, n_evals, generators, components=split, with_se=return_units, **config)
         K = split[1]
+        if paths is not None:
+            paths.extend(row_path(p) for p in path_k)
         phi, base = phi_k.mean(axis=1), base_k.mean(axis=1)
         if not return_units:
             return phi, base
         # independent designs: the variance of the mean is sum_k se_k^2 / K^2
         se = np.sqrt((se_k**2).sum(axis=1)) / K
         return phi, base, _units_from_se(phi, se)
-    return _frontier_rows(game, n_evals, generators, cfg, return_units)
+    return _frontier_rows(game, n_evals, generators, cfg, return_units, paths=paths)
+
+
+def row_path(component_paths: Sequence[str]) -> str:
+    """One row's path from its components' (:func:`frontier_components`): the shared
+    path when all agree, else e.g. ``"sampled (3 of 16 components; 13 exact)"``."""
+    names, counts = np.unique(np.asarray(component_paths, dtype=str), return_counts=True)
+    if names.size == 1:
+        return str(names[0])
+    K = int(counts.sum())
+    order = ("sampled", "border", "exact", "dummy")
+    have = dict(zip(names.tolist(), counts.tolist()))
+    lead = next(p for p in order if p in have)
+    rest = "; ".join(f"{have[p]} {p}" for p in order if p in have and p != lead)
+    return f"{lead} ({have[lead]} of {K} components; {rest})"
 
 
 def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random.Generator],

@@ -40,7 +40,7 @@ from ._estimators import (
     default_n_evals,
     unit_std,
 )
-from ._frontier import frontier_components
+from ._frontier import frontier_components, row_path
 from ._game import Game, ImputationGame
 
 if TYPE_CHECKING:
@@ -388,7 +388,13 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
     ``explain`` costs ``n_samples * K`` knockoff draws and at most
     ``n_samples * (n_evals * P + 2) * K`` model rows (``2**P`` coalitions per row for the
     exact algorithm). ``extras["n_evaluations"]`` of the result counts the coalition
-    evaluations.
+    evaluations. With ``algorithm="frontier"``, ``extras["paths"]`` (object array of
+    shape (n_samples,)) says how each row was computed: ``"exact"``, ``"dummy"``,
+    ``"border"``, ``"sampled"``, or for the mean of several knockoff or background games
+    e.g. ``"sampled (3 of 10 components; 7 exact)"``
+    (:func:`~sklearn_xai.shapley.frontier_shapley`). With knockoffs and the frontier, each
+    knockoff's game has its own design and the standard error is the spread of the
+    per-knockoff estimates (sampling and knockoff draws together).
 
     Standard errors (``Attribution.std``) measure the distance to the values with an
     unlimited budget: of the sampling algorithm (its units: antithetic pairs of
@@ -496,10 +502,13 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         phi = np.concatenate([p[0] for p in parts])
         base = np.concatenate([p[1] for p in parts])
         std = None if parts[0][2] is None else np.concatenate([p[2] for p in parts])
+        paths = None if parts[0][-1] is None else np.concatenate([p[-1] for p in parts])
         extras = {"algorithm": self.algorithm_, "imputation": self.imputation,
                   "n_knockoffs": self.n_knockoffs,
                   "n_evaluations": int(sum(p[3] for p in parts)),
                   "n_units": int(parts[0][4])}
+        if paths is not None:
+            extras["paths"] = paths
         if auto:
             budget = np.concatenate([p[5] for p in parts])
             if self.algorithm_ != "exact":
@@ -533,9 +542,9 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                                n_knockoffs, parts)
                 for a in range(0, len(idx), step)]
         cat = [None if outs[0][i] is None else np.concatenate([o[i] for o in outs])
-               for i in (0, 1, 2, 5, 6)]
+               for i in (0, 1, 2, 5, 6, 7)]
         result = (cat[0], cat[1], cat[2], sum(o[3] for o in outs), outs[0][4])
-        return result + (cat[3], cat[4]) if parts else result
+        return result + ((cat[3], cat[4]) if parts else ()) + (cat[5],)
 
     def _run_rows(self, X, data, keys, idx, seed, ko_seed, n_evals, n_knockoffs, parts=False):
         knockoffs = self.imputation == "knockoff"
@@ -556,15 +565,18 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         # knockoff draws (the Shapley values of the mean game are their mean)
         game = ImputationGame(self.model_fn_, data[idx], ko, groups=self.groups_,
                               batch_size=self.max_model_rows, per_imputation=knockoffs)
+        paths = [] if self.algorithm_ == "frontier" else None
+        kw = {"paths": paths} if paths is not None else {}
         phi, base, units = ALGORITHMS[self.algorithm_](game, n_evals, gens,
-                                                       return_units=True)
+                                                       return_units=True, **kw)
+        paths = None if paths is None else np.array(paths, dtype=object)
         n, P = phi.shape[:2]
         n_units = 0 if units is None else units.shape[1]
         if not knockoffs:
             std = None if units is None else unit_std(units)
             var_s = np.zeros(n) if std is None else np.nan_to_num(
                 std**2, nan=np.inf).max(axis=(1, 2))
-            return phi, base, std, game.n_evaluations, n_units, var_s, np.zeros(n)
+            return phi, base, std, game.n_evaluations, n_units, var_s, np.zeros(n), paths
         K = game.n_imputations
         per_draw = phi.reshape(n, P, K, n_out)
         crossed = (per_draw[:, None] if units is None else
@@ -576,7 +588,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         var_k = np.nan_to_num(unit_std(crossed.mean(axis=1)) ** 2, nan=np.inf).max(
             axis=(1, 2))
         return (per_draw.mean(axis=2), base.reshape(n, K, n_out).mean(axis=1), std,
-                game.n_evaluations, n_units, var_s, var_k)
+                game.n_evaluations, n_units, var_s, var_k, paths)
 
     def _auto_rows(self, X, data, keys, idx, seed, ko_seed):
         """``n_evals="auto"``: per row, double the budget of the larger error source (the
@@ -595,6 +607,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                max(MAX_AUTO_KNOCKOFF_FACTOR * self.n_knockoffs, budget[0, 1])
                if knockoffs else 0)
         out = [None] * 3
+        paths = None
         done = np.zeros(n, dtype=bool)
         converged = np.zeros(n, dtype=bool)
         evaluations = n_units = 0
@@ -602,9 +615,12 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
             todo = np.flatnonzero(~done)
             for ne, K in np.unique(budget[todo], axis=0):
                 sel = todo[(budget[todo, 0] == ne) & (budget[todo, 1] == K)]
-                phi, base, std, n_ev, units, var_s, var_k = self._explain_rows(
+                phi, base, std, n_ev, units, var_s, var_k, how = self._explain_rows(
                     X, data, keys, idx[sel], seed, ko_seed, int(ne) if sampled else None,
                     int(K) if knockoffs else self.n_knockoffs, parts=True)
+                if how is not None:
+                    paths = np.empty(n, dtype=object) if paths is None else paths
+                    paths[sel] = how
                 evaluations += n_ev
                 n_units = max(n_units, units)
                 for i, part in enumerate((phi, base, std)):
@@ -631,7 +647,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                 budget[up_s, 0] = np.minimum(2 * budget[up_s, 0], cap[0])
                 budget[up_k, 1] = np.minimum(2 * budget[up_k, 1], cap[1])
                 done[sel] |= ok | ~(more_s | more_k)
-        return out[0], out[1], out[2], evaluations, n_units, budget, converged
+        return out[0], out[1], out[2], evaluations, n_units, budget, converged, paths
 
 
 def _frontier_by_knockoff(game, split, n_evals, generators, parts):
@@ -641,15 +657,16 @@ def _frontier_by_knockoff(game, split, n_evals, generators, parts):
     sampling and knockoff draws together. With ``parts`` (``n_evals="auto"``, which grows
     the larger source) the sampling part ``sum_k se_k^2 / K^2`` is estimated too (the
     cross-fits of the components); otherwise it is reported as 0."""
-    phi_k, base_k, se_k, _ = frontier_components(game, n_evals, generators,
-                                                 components=split, with_se=parts)
+    phi_k, base_k, se_k, path_k = frontier_components(game, n_evals, generators,
+                                                      components=split, with_se=parts)
+    paths = np.array([row_path(p) for p in path_k], dtype=object)
     K = phi_k.shape[1]
     std = unit_std(phi_k)                                           # (n, P, O)
     var_s = (se_k**2).sum(axis=1) / K**2 if parts else np.zeros_like(std)
     var_k = np.maximum(std**2 - var_s, 0.0)
     worst = lambda v: np.nan_to_num(v, nan=np.inf).max(axis=(1, 2))  # noqa: E731
     return (phi_k.mean(axis=1), base_k.mean(axis=1), std, game.n_evaluations, K,
-            worst(var_s), worst(var_k))
+            worst(var_s), worst(var_k), paths)
 
 
 def _auto_start_n_evals(algorithm, n_players):

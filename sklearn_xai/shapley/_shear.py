@@ -627,6 +627,7 @@ class _ShearBatch:
     std: np.ndarray = None
     rounds: np.ndarray = None
     dof: np.ndarray = None
+    paths: np.ndarray = None
 
     @classmethod
     def concatenate(cls, parts):
@@ -802,7 +803,8 @@ class ShearExplainer(AttributionExplainer):
         (the same model function, reference row and hybrid rows built in torch): a
         player equal to the reference is exactly 0, a row whose reduced game fits the
         budget is enumerated exactly, the others are fitted by a regression-adjusted odd
-        surrogate; efficient by construction. ``n_evals`` may then be any integer >= 2
+        surrogate; efficient by construction; ``extras["paths"]`` says which, per row.
+        ``n_evals`` may then be any integer >= 2
         (not ``"auto"``); ``n_rounds``, ``cooperators``, ``antithetic``,
         ``non_cooperators`` and ``efficiency`` are not used. Measured on the Adult MLP of
         ``benchmarks/bench_shear.py`` (13 players, exact truth): at ``n_evals`` 8 / 16 / 32
@@ -1177,12 +1179,14 @@ class ShearExplainer(AttributionExplainer):
         game = self._game(Xb, np.arange(rows.start, rows.stop))
         n = Xb.shape[0]
         if self.algorithm == "frontier":
+            paths = []
             phi, base, units = frontier_shapley(
                 game, int(self.n_evals), keyed_generators(base_seed, keys[rows]),
-                return_units=True)
+                return_units=True, paths=paths)
             std = np.zeros_like(phi) if units is None else unit_std(units)
             return _ShearBatch(phi, base, np.zeros((n, P, 0), dtype=np.intp), None, std,
-                               np.zeros(n, dtype=np.int64), np.full(phi.shape, np.inf))
+                               np.zeros(n, dtype=np.int64), np.full(phi.shape, np.inf),
+                               np.array(paths, dtype=object))
         if self._exact_regime():
             phi, base = ALGORITHMS["exact"](game)
             coop = np.broadcast_to(
@@ -1282,7 +1286,8 @@ class ShearExplainer(AttributionExplainer):
                     "cross_contribution_method": self.cross_contribution_,
                     "n_evals": n_evals, "n_rounds": rounds,
                     "std_dof": None if dof is None else squeeze_single_output(dof),
-                    "algorithm": self.algorithm},
+                    "algorithm": self.algorithm,
+                    **({"paths": res.paths} if res.paths is not None else {})},
             std=std)
 
     def explain(self, X: ArrayLike | pd.DataFrame) -> Attribution:
