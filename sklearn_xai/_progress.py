@@ -92,9 +92,13 @@ class Progress:
         self.t0 = time.perf_counter()
         tqdm = _tqdm()
         if tqdm is not None:
+            # "8/40 rows [00:01<00:04, 7.9 rows/s]": the rate always in units per second
+            layout = None if self.total is None else (
+                "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}" + f" {self.unit} "
+                "[{elapsed}<{remaining}, {rate_noinv_fmt}]")
             self._bar = tqdm(total=self.total, desc=self.desc, unit=" " + self.unit,
                              file=self.stream, delay=_SHOW_AFTER_S, leave=True,
-                             dynamic_ncols=True)
+                             dynamic_ncols=True, bar_format=layout)
         return self
 
     def __exit__(self, exc_type, exc, tb):
