@@ -112,3 +112,24 @@ def test_verbose_takes_0_1_or_2(value, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--verbose" in err[0], err
+
+
+def test_a_running_step_is_named_on_a_terminal_only():
+    import io
+
+    from sklearn_xai._report import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, running in ((Terminal(), True), (io.StringIO(), False)):
+        progress = Progress(stream)
+        with progress.step("fit TreeSHAP on 300 rows"):
+            shown = stream.getvalue()
+        assert (shown == "  fit TreeSHAP on 300 rows ...\r") is running
+        assert shown == "" or running
+        # the timing line replaces it (the line is cleared first on a terminal)
+        last = stream.getvalue()[len(shown):]
+        assert last.endswith("] fit TreeSHAP on 300 rows\n")
+        assert last.startswith("\r\033[K[") is running
