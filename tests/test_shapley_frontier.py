@@ -305,3 +305,29 @@ def test_knockoff_shap_frontier_by_knockoff():
                          max_model_rows=333).fit(X).explain(X[:5])
     np.testing.assert_allclose(other.values, att.values, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(other.std, att.std, rtol=1e-12, atol=1e-14)
+
+
+def test_components_share_the_row_budget():
+    # 4 background rows: three differ from the explained row on 2 columns (2 coalitions
+    # each to enumerate), one on all 9 (510 coalitions). With n_evals=40 each component
+    # alone affords 360: the pooled budget (4 * 360) makes all four exact, at no more
+    # model rows than 4 * (40 * 9 + 2)
+    P = 9
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(1, P))
+    bg = np.repeat(x, 4, axis=0)
+    for k in range(3):
+        bg[k, rng.choice(P, 2, replace=False)] = rng.normal(size=2)
+    bg[3] = rng.normal(size=P)
+    model = _CountingModel(_interaction_model(P, seed=10))
+    game = ImputationGame(model, x, bg)
+    truth = exact_shapley(game)[0]
+    model.rows = 0
+    paths = []
+    phi, _ = frontier_shapley(game, 40, _gens(1), paths=paths)
+    np.testing.assert_allclose(phi, truth, rtol=0, atol=1e-12)
+    assert paths == ["exact"]
+    assert model.rows <= 4 * (40 * P + 2)
+    paths = []
+    unpooled, _ = frontier_shapley(game, 40, _gens(1), paths=paths, pool=False)
+    assert paths == ["sampled (1 of 4 components; 3 exact)"]
