@@ -188,6 +188,8 @@ class AuditResult:
         the audited rows, summed over the explained outputs), ``marginal_se`` and
         ``knockoff_se`` (their standard errors: the spread over rows over
         ``sqrt(n_rows)``, which includes the explainers' own sampling noise),
+        ``marginal_share`` and ``knockoff_share`` (each importance over the sum of all
+        features' importances),
         ``marginal_rank`` and ``knockoff_rank`` (1 = most important), ``real_effect``
         and ``hybrid_effect`` (mean absolute change of the model's output, on the
         log-odds scale for probabilities, when the feature is replaced by its knockoff
@@ -298,9 +300,11 @@ class OffManifoldAudit(BaseEstimator):
     1. **The explanations.** Mean ``|SHAP|`` per feature with marginal imputation
        (:class:`~sklearn_xai.shapley.KnockoffSHAP` with ``imputation="marginal"`` and the
        background rows) and with knockoff imputation, on the same rows, with standard
-       errors. Test: the marginal explanation understates the feature, i.e. its
-       knockoff importance is larger (a one-sided paired t-test over rows of
-       ``|phi_knockoff| - |phi_marginal|``).
+       errors. Test: the marginal explanation understates the feature: its share of
+       the total importance is larger with knockoff imputation (a one-sided t-test over
+       rows of the share difference's influence values, the delta method for a ratio
+       of paired means; shares, because knockoff attributions of correlated features
+       shrink as a whole).
     2. **The model's behaviour off the manifold.** For each row and feature, the
        change of the model's output when the feature is replaced by its knockoff value,
        on the real row and on ``n_hybrids`` hybrid rows of it (the feature kept, a random
@@ -699,7 +703,8 @@ class OffManifoldAudit(BaseEstimator):
         c = float(self.min_ratio)
         mean_k, mean_m = imp_k.mean(axis=0), imp_m.mean(axis=0)
         se_k, se_m = imp_k.std(axis=0, ddof=1) / np.sqrt(n), imp_m.std(axis=0, ddof=1) / np.sqrt(n)
-        p_imp = np.array([_one_sided_p(imp_k[:, j] - imp_m[:, j]) for j in range(len(names))])
+        share_k, share_m, shift_parts = _share_shift(imp_k, imp_m)
+        p_imp = np.array([_one_sided_p(part) for part in shift_parts])
         seen = np.isfinite(hybrid_effect)
         with np.errstate(invalid="ignore", divide="ignore"):
             hybrid_mean = np.where(seen, hybrid_effect, 0.0).sum(axis=0) / seen.sum(axis=0)
@@ -710,6 +715,7 @@ class OffManifoldAudit(BaseEstimator):
         table = pd.DataFrame({
             "marginal_importance": mean_m, "marginal_se": se_m,
             "knockoff_importance": mean_k, "knockoff_se": se_k,
+            "marginal_share": share_m, "knockoff_share": share_k,
             "marginal_rank": _ranks(mean_m), "knockoff_rank": _ranks(mean_k),
             "real_effect": real_effect.mean(axis=0), "hybrid_effect": hybrid_mean,
             "importance_p": p_imp, "effect_p": p_eff, "p_value": p_both,
@@ -727,6 +733,19 @@ def _log_odds(f):
     from scipy.special import logit
 
     return lambda X: logit(np.clip(f(X), _LOGIT_CLIP, 1 - _LOGIT_CLIP))
+
+
+def _share_shift(imp_k, imp_m):
+    """Each feature's share of the total mean importance, knockoff and marginal, and per
+    feature the rows' influence values of the share difference (their mean is the
+    difference; their spread, by the delta method, its standard error, the totals'
+    estimation included)."""
+    t_k, t_m = imp_k.sum(axis=1), imp_m.sum(axis=1)
+    T_k, T_m = max(t_k.mean(), np.finfo(float).tiny), max(t_m.mean(), np.finfo(float).tiny)
+    share_k, share_m = imp_k.mean(axis=0) / T_k, imp_m.mean(axis=0) / T_m
+    parts = [(imp_k[:, j] / T_k - imp_m[:, j] / T_m) - share_k[j] * (t_k / T_k - 1)
+             + share_m[j] * (t_m / T_m - 1) for j in range(imp_k.shape[1])]
+    return share_k, share_m, parts
 
 
 def _abs_per_row(att):

@@ -62,7 +62,7 @@ def test_scaffolding_attack_is_flagged_and_its_hidden_feature_named(german, germ
     np.testing.assert_array_equal(
         result.output_real, (X.iloc[:150]["Gender"].to_numpy() >= 0).astype(float))
     assert set(np.unique(result.output_hybrid)) <= {0.0, 1.0}
-    assert result.features.shape == (len(names), 13)
+    assert result.features.shape == (len(names), 15)
     assert result.marginal.values.shape == result.knockoff.values.shape == (150, len(names))
 
 
