@@ -331,3 +331,51 @@ def test_components_share_the_row_budget():
     paths = []
     unpooled, _ = frontier_shapley(game, 40, _gens(1), paths=paths, pool=False)
     assert paths == ["sampled (1 of 4 components; 3 exact)"]
+
+
+def test_knockoff_shap_auto_budget_with_the_frontier():
+    # n_evals="auto" grows the frontier's budget until every standard error is at most tol
+    # times the row's range of values (marginal imputation: the knockoff draws' own error,
+    # which only more knockoffs reduce, would dominate); the values stay efficient
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PolynomialFeatures
+
+    from sklearn_xai import KnockoffSHAP
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, 13))
+    y = X[:, 0] * X[:, 1] * X[:, 2] + X[:, 3] + 0.5 * X[:, 4] * X[:, 5]
+    model = FrozenEstimator(make_pipeline(PolynomialFeatures(3), Ridge()).fit(X, y))
+    ex = KnockoffSHAP(model, imputation="marginal", background=X[:8], algorithm="frontier",
+                      n_evals="auto", tol=0.05, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        att = ex.explain(X[:3])
+    np.testing.assert_allclose(att.base_values + att.values.sum(axis=1), model.predict(X[:3]),
+                               rtol=0, atol=1e-9)
+    spread = np.ptp(att.values, axis=1)
+    assert np.all(np.nanmax(att.std, axis=1) <= 0.05 * spread + 1e-12)
+    assert np.all(att.extras["n_evals"] >= 16)
+    assert len(att.extras["paths"]) == 3
+
+
+@pytest.mark.parametrize("Pa, n", [(6, 40), (8, 120), (9, 30)])
+@pytest.mark.parametrize("ard", [0, 2])
+def test_primal_and_kriging_forms_of_the_surrogate_agree(Pa, n, ard):
+    # the surrogate fit has two routes (kriging, O(n^3); primal, O(n F^2)); each row takes
+    # the cheaper, so both must give the same Shapley values and the same fitted function
+    from sklearn_xai.shapley._frontier import _fit_row
+
+    rng = np.random.default_rng(Pa + n)
+    X = np.where(rng.random((n, Pa)) < 0.5, 1.0, -1.0)
+    y, W, yN = rng.normal(size=(n, 2)), rng.random(n) + 0.5, rng.normal(size=2)
+    Xq = np.where(rng.random((5, Pa)) < 0.5, 1.0, -1.0)
+    fits = [_fit_row(X, y, W, yN, (3,), 100.0, predict=True, ard=ard, primal=p)
+            for p in (False, True)]
+    np.testing.assert_allclose(fits[0][0], fits[1][0], rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(fits[0][1](Xq), fits[1][1](Xq), rtol=1e-9, atol=1e-11)

@@ -193,7 +193,7 @@ def _chi3(A, T):
     return A[:, T[:, 0]] * A[:, T[:, 1]] * A[:, T[:, 2]]
 
 
-def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9):
+def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=None):
     """Shapley values of the fitted odd part: linear + kernel of odd orders (universal kriging).
 
     X : (n, Pa) in {-1, +1}; y : (n, O) odd values (v(S) - v(~S)) / 2; W : (n,) weights;
@@ -208,12 +208,21 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9):
     lam e_T / mean(e)``, ``e_T`` the squared posterior coefficient of the previous round
     (an adaptive ridge, approaching a sparse fit); only the ``n + 1`` largest get their own
     variance, the others keep ``1 - lam``.
+
+    ``primal``: solve the same problem in its primal form (:func:`_fit_row_primal`;
+    ``orders == (3,)`` only); ``None`` when it is the cheaper (more pairs than
+    coefficients).
     """
     n, Pa = X.shape
     Wn = W / W.mean()
     if not orders or ratio == 0:
         phi = _linear_row(X, y, Wn, yN)
         return (phi, lambda Xq: Xq @ (phi / 2.0)) if predict else phi
+    if primal is None:
+        primal = tuple(orders) == (3,) and n + 1 > Pa + comb(Pa, 3)
+    if primal:
+        # more pairs than coefficients: the same fit in its primal form, cheaper
+        return _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam)
     pts = np.vstack([X, np.ones((1, Pa))])
     kmax = max(orders)
     E = _esym_pm1(Pa, kmax)
@@ -280,6 +289,52 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9):
     if not predict:
         return phi
     return phi, lambda Xq: Xq @ b + kern(Xq) @ alpha
+
+
+def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam):
+    """:func:`_fit_row` with ``orders=(3,)`` in its primal form, for more pairs than
+    coefficients: ``y ~ X b + chi3(X) beta`` with ``b`` unpenalized, ``beta_T ~ N(0,
+    ratio tau_T / F)`` (``F = C(Pa, 3)``, ``tau = 1``, then the ARD rounds' variances),
+    misfit variance ``1 / Wn``, and the full coalition fitted exactly (a Lagrange
+    multiplier): the posterior mean the kriging form computes, at ``O(n F^2)`` instead of
+    ``O(n^3)``."""
+    n, Pa = X.shape
+    T = _triples(Pa)
+    Fn = T.shape[0]
+    A = np.hstack([X, _chi3(X, T)])                              # (n, Pa + F)
+    AW = A * Wn[:, None]
+    G = A.T @ AW
+    rhs = AW.T @ y                                                # (Pa + F, O)
+    a = np.ones(Pa + Fn)                                          # the full coalition
+    m = Pa + Fn
+
+    def solve(tau):
+        M = np.zeros((m + 1, m + 1))
+        M[:m, :m] = G
+        M[np.arange(Pa, m), np.arange(Pa, m)] += Fn / (ratio * tau)
+        M[:m, m] = M[m, :m] = a
+        b = np.vstack([rhs, yN[None, :]])
+        try:
+            theta = np.linalg.solve(M, b)
+        except np.linalg.LinAlgError:
+            theta = np.linalg.lstsq(M, b, rcond=None)[0]
+        return theta[:Pa], theta[Pa:m]
+
+    tau = np.ones(Fn)
+    bl, beta = solve(tau)
+    for _ in range(ard):
+        e = (beta**2).sum(axis=1)
+        new = lam * e / max(e.mean(), 1e-300)
+        sel = np.argsort(new)[::-1][:n + 1]
+        tau = np.full(Fn, 1.0 - lam)
+        tau[sel] += new[sel]
+        bl, beta = solve(tau)
+    phi = 2.0 * bl
+    for c in range(3):
+        np.add.at(phi, T[:, c], (2.0 / 3.0) * beta)
+    if not predict:
+        return phi
+    return phi, lambda Xq: Xq @ bl + _chi3(Xq, T) @ beta
 
 
 def _linear_row(X, y, W, yN):
