@@ -379,3 +379,29 @@ def test_primal_and_kriging_forms_of_the_surrogate_agree(Pa, n, ard):
             for p in (False, True)]
     np.testing.assert_allclose(fits[0][0], fits[1][0], rtol=1e-9, atol=1e-11)
     np.testing.assert_allclose(fits[0][1](Xq), fits[1][1](Xq), rtol=1e-9, atol=1e-11)
+
+
+def test_auto_budget_stops_when_the_capped_source_alone_exceeds_tol():
+    # knockoff imputation of a cubic model: the knockoff draws' error dominates and stays
+    # above tol at the knockoff cap; more coalitions cannot make up for it, so the row stops
+    # (with the ConvergenceWarning) instead of growing n_evals to its cap for nothing
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PolynomialFeatures
+
+    from sklearn_xai import KnockoffSHAP
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, 13))
+    y = X[:, 0] * X[:, 1] * X[:, 2] + X[:, 3] + 0.5 * X[:, 4] * X[:, 5]
+    model = FrozenEstimator(make_pipeline(PolynomialFeatures(3), Ridge()).fit(X, y))
+    ex = KnockoffSHAP(model, algorithm="frontier", n_evals="auto", n_knockoffs=4, tol=0.1,
+                      random_state=0).fit(X)
+    with pytest.warns(ConvergenceWarning, match="caps"):
+        att = ex.explain(X[:1])
+    assert att.extras["n_knockoffs"][0] == 64                   # the knockoff cap, 16 * 4
+    assert att.extras["n_evals"][0] == 16                       # never grown
+    np.testing.assert_allclose(att.base_values + att.values.sum(axis=1), model.predict(X[:1]),
+                               rtol=0, atol=1e-9)

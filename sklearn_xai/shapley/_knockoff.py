@@ -641,6 +641,12 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                 floor = (1024 * np.finfo(np.float64).eps * scale) ** 2
                 more_s = sampled & (budget[sel, 0] < cap[0]) & (var_s > floor)
                 more_k = knockoffs & (budget[sel, 1] < cap[1]) & (var_k > floor)
+                # a source whose own error already exceeds tol cannot be made up for by
+                # the other: once it is capped, growing the other is futile
+                thr = (self.tol * np.max(np.ptp(phi, axis=1), axis=1)) ** 2
+                futile_s = knockoffs & ~more_k & (var_k >= thr)
+                futile_k = sampled & ~more_s & (var_s >= thr)
+                more_s, more_k = more_s & ~futile_s, more_k & ~futile_k
                 grow_s = more_s & (~more_k | (var_s >= var_k))
                 grow_k = more_k & ~grow_s
                 up_s, up_k = sel[~ok & grow_s], sel[~ok & grow_k]
