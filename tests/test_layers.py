@@ -33,6 +33,8 @@ def _loaded_after(statement):
                                     "sklearn_xai.shapley._shear", "torch")),
     ("import sklearn_xai", ("sklearn_xai.base", "sklearn_xai.tree", "sklearn_xai.shapley",
                             "sklearn_xai.recourse", "torch")),
+    ("import sklearn_xai.audit", ("sklearn_xai.shapley", "sklearn_xai.knockoffs",
+                                  "sklearn_xai.tree", "sklearn_xai.recourse", "torch")),
 ])
 def test_lower_layers_do_not_load_higher_ones(statement, forbidden):
     loaded = _loaded_after(statement)
