@@ -265,19 +265,11 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
         tau = np.ones(Fn)
         for _ in range(ard):
             e = (((tau / Fn)[:, None] * (X3.T @ alpha)) ** 2).sum(axis=1)
-            new = lam * e / max(e.mean(), 1e-300)
-            sel = np.argsort(new)[::-1][:n + 1]
-            tau = np.full(Fn, 1.0 - lam)
-            tau[sel] += new[sel]
+            tau, new, sel = _ard_variances(e, lam, n + 1)
             Xs = X3[:, sel]
             b, alpha = krige((1.0 - lam) * K + (Xs * (new[sel] / Fn)) @ Xs.T)
         beta = (tau / Fn)[:, None] * (X3.T @ alpha)                # (F, O)
-        phi = 2.0 * b
-        for c in range(3):
-            np.add.at(phi, T[:, c], (2.0 / 3.0) * beta)
-        if not predict:
-            return phi
-        return phi, lambda Xq: Xq @ b + _chi3(Xq, T) @ beta
+        return _order3_result(b, beta, T, predict)
     # Shapley value of g: sum_j alpha_j sum_k (2/k) x_ji e_{k-1}(x_j without i) / C(Pa, k)
     pos = ((pts + 1) / 2).astype(np.int64)                         # (n+1, Pa)
     p_minus = pos.sum(axis=1, keepdims=True) - pos                 # +1 count without i
@@ -323,18 +315,31 @@ def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam):
     tau = np.ones(Fn)
     bl, beta = solve(tau)
     for _ in range(ard):
-        e = (beta**2).sum(axis=1)
-        new = lam * e / max(e.mean(), 1e-300)
-        sel = np.argsort(new)[::-1][:n + 1]
-        tau = np.full(Fn, 1.0 - lam)
-        tau[sel] += new[sel]
+        tau = _ard_variances((beta**2).sum(axis=1), lam, n + 1)[0]
         bl, beta = solve(tau)
-    phi = 2.0 * bl
+    return _order3_result(bl, beta, T, predict)
+
+
+def _ard_variances(e, lam, n_keep):
+    """One ARD round: relative prior variances ``tau`` of the triples from their squared
+    coefficients ``e`` (the ``n_keep`` largest get ``(1 - lam) + lam e / mean(e)``, the
+    others ``1 - lam``), the new shares and the kept triples."""
+    new = lam * e / max(e.mean(), 1e-300)
+    sel = np.argsort(new)[::-1][:n_keep]
+    tau = np.full(e.shape[0], 1.0 - lam)
+    tau[sel] += new[sel]
+    return tau, new, sel
+
+
+def _order3_result(b, beta, T, predict):
+    """Shapley values of ``x.b + chi3(x).beta`` (each triple's odd coefficient splits
+    ``2/3`` to each member) and, with ``predict``, the fitted function."""
+    phi = 2.0 * b
     for c in range(3):
         np.add.at(phi, T[:, c], (2.0 / 3.0) * beta)
     if not predict:
         return phi
-    return phi, lambda Xq: Xq @ bl + _chi3(Xq, T) @ beta
+    return phi, lambda Xq: Xq @ b + _chi3(Xq, T) @ beta
 
 
 def _linear_row(X, y, W, yN):
