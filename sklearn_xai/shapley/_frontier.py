@@ -478,8 +478,9 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         a row with a sampled stratum of fewer than 4 pairs falls back to jackknife units
         over groups of the sampled pairs (sampling variance only). **Measured:** 95%
         coverage 0.956 on a 12-player game with dividends up to order 5 at ``n_evals=8``
-        (0.975 with "max"); 0.93-0.99 on the sampled benchmark games at ``n_evals`` 4-16
-        (4 seeds), but 0.84-0.85 on the one-reference Adult rows at ``n_evals=2``.
+        (0.975 with "max"); 0.86-1.00 on the sampled cells of the benchmark games at
+        ``n_evals`` 2-16, 0.81-0.88 on the one-reference Adult rows at ``n_evals=2``
+        (``doc/benchmarks.md``).
     paths : list or None, default=None
         When a list, receives each row's path (one str per row): ``"exact"`` (every
         coalition of the active players evaluated), ``"dummy"`` (at most one active
@@ -493,8 +494,9 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         term over the misfit variance), ``ht`` (Horvitz-Thompson weights of the sampled
         pairs), ``mode`` ("hybrid": as above; "xfit": return the cross-fitted ``phi_x``
         and ``se_x`` themselves (unbiased, higher error); "fit": plain fit with jackknife
-        units), ``folds``, ``ard`` (rounds), ``lam``, ``ard_min``, ``by_component``.
-        The defaults are the measured best (``benchmarks/bench_shapley.py``).
+        units), ``folds``, ``ard`` (rounds), ``lam``, ``ard_min``, ``by_component``,
+        ``pool`` (components share their row's budget). The defaults are the measured
+        best (``benchmarks/bench_shapley.py``).
 
     Returns
     -------
@@ -549,9 +551,11 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
     component by component, each with its own design drawn from the row's generator and
     its own dummy players (a player whose columns equal the component's imputation row),
     and a component whose reduced game fits the budget is enumerated exactly. A coalition
-    of a component costs one model row, ``1 / K`` of a coalition of the mean, so each
-    component gets the budget ``n_evals`` per player (the same model rows as ``n_evals``
-    on the mean game).
+    of a component costs one model row, ``1 / K`` of a coalition of the mean, so the
+    components of a row share ``K * n_evals * n_players`` coalitions (the same model rows
+    as ``n_evals`` on the mean game): those cheapest to enumerate are made exact while
+    they cost at most the others' equal share, and the others share the rest equally
+    (each at least ``n_evals * n_players``).
 
     Parameters
     ----------
@@ -622,8 +626,8 @@ def _pooled_budgets(active, K, budget):
     """Coalitions of each component (rows ``r K .. r K + K - 1`` of ``active``) when the
     ``K`` components of a row share ``K * budget``: the components that are cheapest to
     enumerate are made exact while their cost is at most the others' equal share of what
-    is left, and the rest is shared equally among the sampled ones (a component needs
-    at least as many coalitions as it has active players for its border pairs)."""
+    is left, and the rest is shared equally among the sampled ones (each gets at least
+    ``budget``: an exact component takes at most the equal share)."""
     Pa = active.sum(axis=1).reshape(-1, K)
     cost = np.where(Pa <= 1, 0, np.minimum(2.0 ** Pa - 2, np.inf))
     out = np.empty(Pa.shape, dtype=np.int64)
