@@ -32,6 +32,7 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 #   quickstart_demo.py        wall 139 s, CPU 41 s   (43 s wall when the machine was quieter)
 # Measured 2026-12-02, warm numba cache:
 #   plot_attribution_plots.py wall  10 s, CPU  4 s
+#   plot_frontier_shapley.py  wall   8 s, CPU  4 s
 SLOW = {"plot_mace_adult.py"}
 
 TIMEOUT = 900  # seconds per script; generous for shared CI machines
