@@ -405,3 +405,23 @@ def test_auto_budget_stops_when_the_capped_source_alone_exceeds_tol():
     assert att.extras["n_evals"][0] == 16                       # never grown
     np.testing.assert_allclose(att.base_values + att.values.sum(axis=1), model.predict(X[:1]),
                                rtol=0, atol=1e-9)
+
+
+def test_estimate_shapley_is_the_one_entry_point():
+    from sklearn_xai.shapley import ShapleyEstimate, estimate_shapley
+
+    game = _dividend_game(10, HIGH, n_rows=3, seed=12)
+    truth = game.shapley_values()[0]
+    exact = estimate_shapley(game, "exact")
+    assert isinstance(exact, ShapleyEstimate)
+    np.testing.assert_allclose(exact.values, truth, rtol=0, atol=1e-12)
+    assert exact.std is None and exact.paths is None and exact.n_evaluations == 3 * 2**10
+    est = estimate_shapley(game, "frontier", 8, _gens(3))
+    assert est.n_evaluations <= 3 * (8 * 10 + 2)
+    assert est.std.shape == truth.shape and np.all(est.std > 0)
+    assert list(est.paths) == ["sampled"] * 3
+    np.testing.assert_array_equal(est.values, frontier_shapley(game, 8, _gens(3))[0])
+    assert estimate_shapley(game, "permutation", None, _gens(3)).n_evaluations <= \
+        3 * (32 * 10 + 2)                                # default_n_evals: 32
+    with pytest.raises(ValueError, match="algorithm must be one of"):
+        estimate_shapley(game, "magic")

@@ -9,6 +9,8 @@ import importlib
 
 from ._estimators import (
     ALGORITHMS,
+    ShapleyEstimate,
+    estimate_shapley,
     exact_shapley,
     frontier_shapley,
     kernel_shapley,
@@ -27,6 +29,8 @@ __all__ = [
     "Game",
     "ImputationGame",
     "ALGORITHMS",
+    "estimate_shapley",
+    "ShapleyEstimate",
     "exact_shapley",
     "permutation_shapley",
     "kernel_shapley",

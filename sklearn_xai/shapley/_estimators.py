@@ -19,6 +19,7 @@ groups of complementary pairs; ``None`` when the estimate is exact.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import ceil, comb, factorial
 from typing import TYPE_CHECKING
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from sklearn_xai.shapley._game import Game
 
 __all__ = ["exact_shapley", "permutation_shapley", "kernel_shapley", "frontier_shapley",
-           "all_masks",
+           "estimate_shapley", "ShapleyEstimate", "all_masks",
            "ALGORITHMS", "default_n_evals", "unit_std", "crossed_std", "MAX_EXACT_PLAYERS"]
 
 # jackknife groups of KernelSHAP's complementary pairs (at most)
@@ -416,6 +417,79 @@ ALGORITHMS = {
 from ._frontier import frontier_shapley  # noqa: E402
 
 ALGORITHMS["frontier"] = frontier_shapley
+
+
+@dataclass(frozen=True)
+class ShapleyEstimate:
+    """What :func:`estimate_shapley` returns for a game's rows.
+
+    Attributes
+    ----------
+    values : ndarray of shape (n_rows, n_players, n_outputs)
+        The Shapley values (they add up to ``v(all) - v(empty)`` for every algorithm).
+    base : ndarray of shape (n_rows, n_outputs)
+        ``v(empty)``.
+    std : ndarray of shape (n_rows, n_players, n_outputs) or None
+        Standard errors from the algorithm's independent units (0 where a value is exact,
+        NaN where the algorithm has no estimate of its error); ``None`` when every value
+        is exact or ``with_std=False``.
+    n_evaluations : int
+        Coalition evaluations spent, summed over rows (the budget unit: at most
+        ``n_rows * (n_evals * n_players + 2)`` for the sampling algorithms).
+    paths : ndarray of str, shape (n_rows,), or None
+        How each row was computed (``"frontier"`` only; see
+        :func:`~sklearn_xai.shapley.frontier_shapley`).
+    """
+
+    values: np.ndarray
+    base: np.ndarray
+    std: np.ndarray | None
+    n_evaluations: int
+    paths: np.ndarray | None = None
+
+
+def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | None = None,
+                     generators: Sequence[np.random.Generator] | None = None, *,
+                     with_std: bool = True) -> ShapleyEstimate:
+    """Shapley values of every row of ``game`` by one algorithm of :data:`ALGORITHMS`.
+
+    The one entry point of the table: it runs the algorithm within the budget, and
+    returns the values with their standard errors, the evaluations spent and (for the
+    frontier) each row's path.
+
+    Parameters
+    ----------
+    game : Game
+        The game to explain.
+    algorithm : str, default="frontier"
+        A key of :data:`ALGORITHMS`.
+    n_evals : int or None, default=None
+        Coalition evaluations per player and row; ``None``: :func:`default_n_evals`.
+        Ignored by ``"exact"``.
+    generators : list of numpy.random.Generator or None
+        One per row (row ``r`` draws from ``generators[r]`` only, so its values do not
+        depend on the other rows); ``None`` for ``"exact"``.
+    with_std : bool, default=True
+        Compute the standard errors (the frontier's cross-fit costs four more surrogate
+        fits per sampled row).
+
+    Returns
+    -------
+    ShapleyEstimate
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}; got {algorithm!r}.")
+    if algorithm != "exact" and n_evals is None:
+        n_evals = default_n_evals(algorithm, game.n_players)
+    start = game.n_evaluations
+    paths = [] if algorithm == "frontier" else None
+    kw = {"paths": paths} if paths is not None else {}
+    out = ALGORITHMS[algorithm](game, n_evals, generators, return_units=with_std, **kw)
+    units = out[2] if with_std else None
+    return ShapleyEstimate(
+        values=out[0], base=out[1], std=None if units is None else unit_std(units),
+        n_evaluations=int(game.n_evaluations - start),
+        paths=None if paths is None else np.array(paths, dtype=object))
 
 
 def default_n_evals(algorithm, n_players):

@@ -38,6 +38,7 @@ from ._estimators import (
     all_masks,
     crossed_std,
     default_n_evals,
+    estimate_shapley,
     unit_std,
 )
 from ._frontier import frontier_components, row_path
@@ -992,7 +993,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         if self.algorithm == "exact" or P == 1:
             # one player: its Shapley value is exactly loss(empty) - loss(full)
             L = np.concatenate(self._map_batches(lambda rows: losses(rows, all_masks(P)), n))
-            phi, _ = ALGORITHMS["exact"](_ArrayGame(-L[:, :, None]))
+            phi = estimate_shapley(_ArrayGame(-L[:, :, None]), "exact", with_std=False).values
             samples = phi[:, :, 0]
             values = samples.mean(axis=0)
             std = samples.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(P)

@@ -40,8 +40,7 @@ from ..base import (
     resolve_feature_groups,
     split_pipeline,
 )
-from ._estimators import ALGORITHMS, unit_std
-from ._frontier import frontier_shapley
+from ._estimators import estimate_shapley
 from ._game import Game, ImputationGame
 
 if TYPE_CHECKING:
@@ -1179,16 +1178,15 @@ class ShearExplainer(AttributionExplainer):
         game = self._game(Xb, np.arange(rows.start, rows.stop))
         n = Xb.shape[0]
         if self.algorithm == "frontier":
-            paths = []
-            phi, base, units = frontier_shapley(
-                game, int(self.n_evals), keyed_generators(base_seed, keys[rows]),
-                return_units=True, paths=paths)
-            std = np.zeros_like(phi) if units is None else unit_std(units)
-            return _ShearBatch(phi, base, np.zeros((n, P, 0), dtype=np.intp), None, std,
-                               np.zeros(n, dtype=np.int64), np.full(phi.shape, np.inf),
-                               np.array(paths, dtype=object))
+            est = estimate_shapley(game, "frontier", int(self.n_evals),
+                                   keyed_generators(base_seed, keys[rows]))
+            std = np.zeros_like(est.values) if est.std is None else est.std
+            return _ShearBatch(est.values, est.base, np.zeros((n, P, 0), dtype=np.intp), None,
+                               std, np.zeros(n, dtype=np.int64),
+                               np.full(est.values.shape, np.inf), est.paths)
         if self._exact_regime():
-            phi, base = ALGORITHMS["exact"](game)
+            est = estimate_shapley(game, "exact", with_std=False)
+            phi, base = est.values, est.base
             coop = np.broadcast_to(
                 np.array([np.delete(np.arange(P), i) for i in range(P)], dtype=np.intp
                          ).reshape(P, K), (n, P, K)).copy()
