@@ -210,3 +210,24 @@ def test_knockoff_shap_process_cluster_matches_serial():
         with joblib.parallel_config(backend="dask"):
             remote = _explain(exp, X, y)
     _assert_same(remote, serial)
+
+
+def test_cross_explain_refits_on_dask_match_serial(client):
+    # cross_explain runs its refits through joblib, so a Dask cluster takes them as it
+    # takes the explainers' row batches
+    import joblib
+    from sklearn.linear_model import LinearRegression
+
+    from sklearn_xai import KnockoffSHAP
+    from sklearn_xai.model_selection import cross_explain
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4))
+    y = X @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.1 * rng.normal(size=80)
+    exp = KnockoffSHAP(LinearRegression(), imputation="marginal", algorithm="exact",
+                       background=X[:10], random_state=0)
+    serial = cross_explain(exp, X, y, cv=3, explain_X=X[:5])
+    with joblib.parallel_config(backend="dask"):
+        remote = cross_explain(exp, X, y, cv=3, explain_X=X[:5], n_jobs=-1)
+    np.testing.assert_allclose(remote.values, serial.values, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(remote.std_refit, serial.std_refit, rtol=1e-12, atol=1e-15)
