@@ -6,7 +6,11 @@ optional dependency is only needed by the explainer that uses it.
 
 import importlib
 
-from ._registry import EXPLAINER_MODULES
+from ._compile import use_user_cache_dir as _use_user_cache_dir
+
+_use_user_cache_dir()  # numba's cache folder (unless NUMBA_CACHE_DIR is set), before numba loads
+
+from ._registry import EXPLAINER_MODULES  # noqa: E402
 
 __version__ = "0.1.0.dev0"
 

@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._compile import compile_notice
 from ._model import RESPONSE_METHODS, frame_like, make_model_function
 from ._pipeline import is_known_step
 from ._progress import Progress, blas_limited, limited_threads
@@ -559,8 +560,9 @@ class BaseExplainer(BaseEstimator):
         self._warned = set()  # conditions warned about since this fit (_warn_once)
         X = self._validate_X(X, reset=True)
         self._fit_model(X, y, **fit_params)
-        X = self._fit_family(X)
-        self._fit(X, y)
+        with compile_notice(getattr(self, "verbose", 0)):  # numba's first compilation
+            X = self._fit_family(X)
+            self._fit(X, y)
         return self
 
     def _fit_family(self, X):
@@ -837,7 +839,8 @@ class BaseExplainer(BaseEstimator):
             sizes = [s.stop - s.start for s in items]
         what = [_rows_text(s) for s in items]
         results = [None] * len(items)
-        with self._progress(sum(sizes)) as progress:
+        with self._progress(sum(sizes)) as progress, \
+                compile_notice(getattr(self, "verbose", 0)):
             if len(items) <= 1 or self.n_jobs in (None, 1):
                 for i, item in enumerate(items):
                     t0 = time.perf_counter()

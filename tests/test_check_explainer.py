@@ -131,8 +131,8 @@ def test_numba_kernels_are_compiled_before_the_first_test():
     compiled = conftest._WARMUP["compiled"]
     # path-dependent (path / pattern tables), interventional (tables / pairwise), and the
     # interaction kernels of both
-    for kernel in ("_shap_path", "_shap_inter", "_build_tables", "_shap_tables",
-                   "_inter_tables", "_shap_interv"):
+    for kernel in ("_shap_path", "_shap_inter", "_build_path_tables",
+                   "_build_background_tables", "_shap_tables", "_inter_tables", "_shap_interv"):
         assert compiled.get(kernel, 0) >= 1, (kernel, compiled)
 
 

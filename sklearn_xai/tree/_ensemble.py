@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -295,20 +295,26 @@ def writeable_state(state):
 @njit(cache=True, inline="always")
 def _go_left(node, x, threshold, mode, missing, default_left, cat_offsets, cat_values):
     """Routing of one present-or-missing value ``x`` at ``node``."""
-    miss = missing[node]
+    return _goes_left_value(x, mode[node], missing[node], threshold[node], default_left[node],
+                            cat_values, cat_offsets[node], cat_offsets[node + 1])
+
+
+@njit(cache=True, inline="always")
+def _goes_left_value(x, m, miss, threshold, default_left, cat_values, lo, hi):
+    """Routing of ``x`` at a split of mode ``m``, missing rule ``miss``, threshold,
+    default direction and (categorical) sorted left categories ``cat_values[lo:hi]``."""
     if np.isnan(x):
         if miss == MISSING_NAN:
-            return default_left[node]
+            return default_left
         x = 0.0
     if miss == MISSING_ZERO and abs(x) <= 1e-35:
-        return default_left[node]
-    m = mode[node]
+        return default_left
     if m == MODE_LE64:
-        return x <= threshold[node]
+        return x <= threshold
     if m == MODE_LE32:
-        return np.float64(np.float32(x)) <= threshold[node]
+        return np.float64(np.float32(x)) <= threshold
     if m == MODE_LT32:
-        return np.float64(np.float32(x)) < threshold[node]
+        return np.float64(np.float32(x)) < threshold
     # categorical
     if m == MODE_CAT32:
         x = np.float64(np.float32(x))
@@ -319,8 +325,6 @@ def _go_left(node, x, threshold, mode, missing, default_left, cat_offsets, cat_v
     if x >= 9.0e18:
         return False
     c = np.int64(x)
-    lo = cat_offsets[node]
-    hi = cat_offsets[node + 1]
     while lo < hi:  # binary search in the sorted segment
         mid = (lo + hi) // 2
         v = cat_values[mid]
@@ -331,6 +335,22 @@ def _go_left(node, x, threshold, mode, missing, default_left, cat_offsets, cat_v
         else:
             hi = mid
     return False
+
+
+@njit(cache=True, inline="always")
+def _goes_left_numeric(x, m, miss, threshold, default_left):
+    """:func:`_goes_left_value` at a numeric split (``m <= MODE_LT32``): no array."""
+    if np.isnan(x):
+        if miss == MISSING_NAN:
+            return default_left
+        x = 0.0
+    if miss == MISSING_ZERO and abs(x) <= 1e-35:
+        return default_left
+    if m == MODE_LE64:
+        return x <= threshold
+    if m == MODE_LE32:
+        return np.float64(np.float32(x)) <= threshold
+    return np.float64(np.float32(x)) < threshold
 
 
 @njit(cache=True)
@@ -372,29 +392,75 @@ def goes_left(ens: FlatEnsemble, node_indices: ArrayLike, x_values: ArrayLike) -
     return _goes_left_many(nodes, xs, *ens.arrays()).reshape(shape)
 
 
-@njit(cache=True, parallel=True)
-def _predict_leaves(X, tree_offsets, children_left, children_right, feature, threshold, mode,
-                    missing, default_left, cat_offsets, cat_values):
-    n = X.shape[0]
+@njit(cache=True, nogil=True)
+def _predict_leaves(lo, hi, X, tree_offsets, children_left, children_right, feature, threshold,
+                    mode, missing, default_left, cat_offsets, cat_values, out):
+    """Rows ``lo .. hi - 1`` of :func:`apply` into ``out``."""
     T = len(tree_offsets) - 1
-    out = np.empty((n, T), dtype=np.int64)
-    for i in prange(n):
+    for i in range(lo, hi):
         for t in range(T):
             node = tree_offsets[t]
             while children_left[node] >= 0:
-                if _go_left(node, X[i, feature[node]], threshold, mode, missing, default_left,
-                            cat_offsets, cat_values):
+                m = mode[node]
+                x = X[i, feature[node]]
+                if m <= MODE_LT32:
+                    left = _goes_left_numeric(x, m, missing[node], threshold[node],
+                                              default_left[node])
+                else:
+                    left = _goes_left_value(x, m, missing[node], threshold[node],
+                                            default_left[node], cat_values, cat_offsets[node],
+                                            cat_offsets[node + 1])
+                if left:
                     node = children_left[node]
                 else:
                     node = children_right[node]
             out[i, t] = node
-    return out
+
+
+def run_in_threads(kernel, n_tasks, *args):
+    """``kernel(lo, hi, *args)`` over the tasks ``0 .. n_tasks - 1``, on numba's current
+    number of threads (:func:`numba.get_num_threads`, which ``n_jobs`` sets).
+
+    ``kernel`` is a serial numba kernel compiled with ``nogil=True`` that does tasks
+    ``lo .. hi - 1`` (row blocks, rows or trees) and writes only their part of its
+    outputs, so the split never changes the result. With one thread (or one task) it is
+    one call; else each thread takes contiguous ranges of about a quarter of its share,
+    so that uneven tasks balance out. This replaces numba's ``parallel=True``, whose
+    compilation costs seconds per kernel on a fresh installation.
+
+    Parameters
+    ----------
+    kernel : numba dispatcher
+        Called as ``kernel(lo, hi, *args)`` with Python ints ``lo`` and ``hi``.
+    n_tasks : int
+        Number of tasks.
+    *args
+        The kernel's other arguments.
+    """
+    import numba
+
+    n_tasks = int(n_tasks)
+    n_threads = min(numba.get_num_threads(), n_tasks)
+    if n_threads <= 1:
+        if n_tasks > 0:
+            kernel(0, n_tasks, *args)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    n_chunks = min(n_tasks, 4 * n_threads)
+    bounds = [n_tasks * i // n_chunks for i in range(n_chunks + 1)]
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        for future in [pool.submit(kernel, bounds[i], bounds[i + 1], *args)
+                       for i in range(n_chunks)]:
+            future.result()
 
 
 def apply(ens, X):
     """Global leaf index reached by each row in each tree, shape (n, T)."""
     X = ens.prepare_X(X)
-    return _predict_leaves(X, ens.tree_offsets, *ens.arrays())
+    out = np.empty((X.shape[0], ens.n_trees), dtype=np.int64)
+    run_in_threads(_predict_leaves, X.shape[0], X, ens.tree_offsets, *ens.arrays(), out)
+    return out
 
 
 def predict_raw(ens: FlatEnsemble, X: ArrayLike) -> np.ndarray:

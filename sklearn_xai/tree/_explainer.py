@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
+from .._compile import compile_notice
 from .._explanation import Attribution, squeeze_single_output
 from .._model import frame_like, select_outputs
 from .._pipeline import input_column_map
@@ -833,7 +834,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
             progress.update(rows.stop - rows.start, seconds=seconds,
                             what=f"rows {rows.start}-{rows.stop - 1}")
 
-        with self._progress(Z.shape[0]) as progress:
+        with self._progress(Z.shape[0]) as progress, compile_notice(self.verbose):
             if self.n_jobs in (None, 1) or len(slices) == 1:
                 with self._numba_threads():
                     for s in slices:

@@ -26,7 +26,21 @@ features on one path) is exact. Going down, each row carries
 ``H_q = C_q v W_q``; going back up, an edge on ``f`` adds
 ``alive_old * sum_q H_q (g_after - g_before)(t_q)`` to ``phi_f`` with
 ``g = (o - Z) / F``, which telescopes repeated features. Rows are the innermost,
-contiguous dimension of every work array, and ``prange`` runs over row blocks.
+contiguous dimension of every work array, and threads share the row blocks.
+
+Threads
+-------
+Every kernel is compiled serial, without the GIL (``nogil=True``), and takes a range of
+tasks ``lo .. hi`` (row blocks, rows or trees) whose outputs do not overlap;
+:func:`~sklearn_xai.tree._ensemble.run_in_threads` splits the tasks among numba's current
+number of threads (Python threads, each calling the kernel on its ranges), so the split
+never changes a result. Numba's own ``parallel=True`` would do the same at run time, but
+compiling a kernel for it costs seconds more than a serial one, which every fresh
+installation (empty numba cache) pays on its first explanation. Hot loops route a value
+with :func:`~sklearn_xai.tree._ensemble._goes_left_numeric` (scalars read once per node)
+rather than a helper that takes the routing arrays: in a serial kernel each inlined call
+with array arguments updates their reference counts (atomic operations), which made the
+pairwise and LightGBM paths about 2.5x slower.
 
 Interactions use the same pass: an edge on ``i`` adds
 ``1/2 sum_q H_q Delta g_i(t_q) g_j(t_q)`` to ``(i, j)`` and ``(j, i)`` for every other
@@ -54,7 +68,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._ensemble import (
     MISSING_NAN,
@@ -62,11 +76,18 @@ from ._ensemble import (
     MODE_LE64,
     MODE_LT32,
     _go_left,
+    _goes_left_numeric,
+    _goes_left_value,
     _preorder_jit,
+    run_in_threads,
     writeable_state,
 )
 
 _FLAGS = {"contract", "reassoc", "arcp"}
+
+
+def _n_blocks(X, block):
+    return (X.shape[0] + block - 1) // block
 
 
 def _w(a, dtype=np.float64):
@@ -250,9 +271,18 @@ def _route_block(node, xr, xr32, bn, gl, threshold, mode, missing, default_left,
                 g = 1.0 if x < t else 0.0
                 gl[b] = dl if np.isnan(x) else g
     else:
-        for b in range(bn):
-            gl[b] = 1.0 if _go_left(node, xr[b], threshold, mode, missing, default_left,
-                                    cat_offsets, cat_values) else 0.0
+        miss = missing[node]
+        t = threshold[node]
+        dl = default_left[node]
+        if m <= MODE_LT32:
+            for b in range(bn):
+                gl[b] = 1.0 if _goes_left_numeric(xr[b], m, miss, t, dl) else 0.0
+        else:
+            lo = cat_offsets[node]
+            hi = cat_offsets[node + 1]
+            for b in range(bn):
+                gl[b] = 1.0 if _goes_left_value(xr[b], m, miss, t, dl, cat_values, lo,
+                                                hi) else 0.0
 
 
 @njit(cache=True, inline="always")
@@ -296,17 +326,17 @@ def _pop_edge(d, b_n, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, Kv, phi,
         alive[f, b] = saved[d, b]
 
 
-@njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
-def _shap_path(X, block, order, depth, starts, use_tree, Qt, qw, RH, RC, GH, GC, zf, is_left,
-               value, tree_output, max_depth, children_left, children_right, feature,
+@njit(cache=True, nogil=True, fastmath=_FLAGS)
+def _shap_path(lo, hi, X, block, order, depth, starts, use_tree, Qt, qw, RH, RC, GH, GC, zf,
+               is_left, value, tree_output, max_depth, children_left, children_right, feature,
                player, threshold, mode, missing, default_left, cat_offsets, cat_values, phi):
+    """Row blocks ``lo .. hi - 1`` (of ``block`` rows) of :func:`shap_path_dependent`."""
     n, M = X.shape
     P = phi.shape[1]
     Kv = value.shape[1]
     Qmax = qw.shape[1]
-    n_blocks = (n + block - 1) // block
     T = len(starts) - 1
-    for blk in prange(n_blocks):
+    for blk in range(lo, hi):
         r0 = blk * block
         bn = min(block, n - r0)
         Dm = max_depth + 2
@@ -437,12 +467,14 @@ def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=12
         return phi
     use = np.ones(ens.n_trees, dtype=np.bool_) if trees is None else \
         np.ascontiguousarray(trees, dtype=np.bool_)
-    _shap_path(X, int(block), tables.order, tables.depth, tables.starts, use, tables.Qt,
-               tables.qw, tables.RH, tables.RC, tables.GH, tables.GC, tables.zf,
-               tables.is_left, _w(values, dtype=np.float64),
-               np.asarray(tree_output, dtype=np.int64), int(tables.max_depth.max()),
-               ens.children_left, ens.children_right, ens.feature, player, ens.threshold,
-               ens.mode, ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi)
+    block = int(block)
+    run_in_threads(_shap_path, _n_blocks(X, block), X, block, tables.order, tables.depth,
+                   tables.starts, use, tables.Qt, tables.qw, tables.RH, tables.RC, tables.GH,
+                   tables.GC, tables.zf, tables.is_left, _w(values, dtype=np.float64),
+                   np.asarray(tree_output, dtype=np.int64), int(tables.max_depth.max()),
+                   ens.children_left, ens.children_right, ens.feature, player, ens.threshold,
+                   ens.mode, ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values,
+                   phi)
     return phi
 
 
@@ -451,18 +483,17 @@ def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=12
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
-def _shap_inter(X, order, depth, starts, Qt, qt, qw, RH, RC, GH, GC, GA, zf, is_left, value,
+@njit(cache=True, nogil=True, fastmath=_FLAGS)
+def _shap_inter(lo, hi, X, order, depth, starts, Qt, qt, qw, RH, RC, GH, GC, GA, zf, is_left, value,
                 tree_output, max_depth, slot, n_slots, children_left, children_right,
                 feature, player, threshold, mode, missing, default_left, cat_offsets,
                 cat_values, phi, inter):
-    """One row per parallel task (interactions are O(D) per edge anyway)."""
-    n = X.shape[0]
+    """Rows ``lo .. hi - 1``, one at a time (interactions are O(D) per edge anyway)."""
     M = phi.shape[1]
     Kv = value.shape[1]
     Qmax = qw.shape[1]
     T = len(starts) - 1
-    for i in prange(n):
+    for i in range(lo, hi):
         Dm = max_depth + 2
         C = np.ones((Dm, Qmax))
         Hs = np.zeros((Dm, Kv, Qmax))
@@ -550,9 +581,15 @@ def _shap_inter(X, order, depth, starts, Qt, qt, qw, RH, RC, GH, GC, GA, zf, is_
                 node_at[d] = node
                 cur = d
                 if children_left[node] >= 0:
-                    gl[d] = 1.0 if _go_left(node, X[i, feature[node]], threshold, mode,
-                                            missing, default_left, cat_offsets,
-                                            cat_values) else 0.0
+                    m = mode[node]
+                    x = X[i, feature[node]]
+                    if m <= MODE_LT32:
+                        left = _goes_left_numeric(x, m, missing[node], threshold[node],
+                                                  default_left[node])
+                    else:
+                        left = _go_left(node, x, threshold, mode, missing, default_left,
+                                        cat_offsets, cat_values)
+                    gl[d] = 1.0 if left else 0.0
                     for kk in range(kv):
                         for q in range(Q):
                             Hs[d, kk, q] = 0.0
@@ -583,13 +620,13 @@ def shap_interactions(ens, tables, X, values, tree_output, n_outputs, features=N
     phi = np.zeros((n, M, n_outputs))
     inter = np.zeros((n, len(feats), M, n_outputs))
     if n:
-        _shap_inter(X, tables.order, tables.depth, tables.starts, tables.Qt, tables.qt,
-                    tables.qw, tables.RH, tables.RC, tables.GH, tables.GC, tables.GA,
-                    tables.zf, tables.is_left, _w(values, dtype=np.float64),
-                    np.asarray(tree_output, dtype=np.int64), int(tables.max_depth.max()), slot,
-                    len(feats), ens.children_left, ens.children_right, ens.feature, player,
-                    ens.threshold, ens.mode, ens.missing, ens.default_left, ens.cat_offsets,
-                    ens.cat_values, phi, inter)
+        run_in_threads(_shap_inter, n, X, tables.order, tables.depth, tables.starts, tables.Qt,
+                       tables.qt, tables.qw, tables.RH, tables.RC, tables.GH, tables.GC,
+                       tables.GA, tables.zf, tables.is_left, _w(values, dtype=np.float64),
+                       np.asarray(tree_output, dtype=np.int64), int(tables.max_depth.max()),
+                       slot, len(feats), ens.children_left, ens.children_right, ens.feature,
+                       player, ens.threshold, ens.mode, ens.missing, ens.default_left,
+                       ens.cat_offsets, ens.cat_values, phi, inter)
     for s, f in enumerate(feats):
         off = inter[:, s].sum(axis=1) - inter[:, s, f]
         inter[:, s, f] = phi[:, f] - off
@@ -941,32 +978,42 @@ def _leaf_table(counts, off, d, W, ch_w, ch_s, scale, out, out_off):
             out[o + c] = s * scale
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _build_tables(RT, RT32, zf, order, depth, starts, use_tree, pos, nu, is_left, unit_of,
-                  u_size, u_bits, u_foff, u_feat, u_off, uc_off, uc_size, lc_off, lc_size,
-                  leaf_start, W, ch_w, ch_s, to_units, value, tree_kv, max_depth, children_left,
-                  feature, player, n_players, threshold, mode, missing, default_left,
-                  cat_offsets, cat_values, out, reach):
-    """Background pattern counts, leaf tables and (``to_units``) unit tables, per tree.
+@njit(cache=True, nogil=True)
+def _build_path_tables(lo, hi, zf, order, depth, starts, use_tree, pos, nu, is_left, unit_of,
+                       u_size, u_bits, u_foff, u_feat, u_off, lc_off, lc_size, leaf_start, W,
+                       ch_w, ch_s, to_units, value, tree_kv, max_depth, children_left, player,
+                       n_players, out, reach):
+    """Tables of trees ``lo .. hi - 1`` under the path-dependent game (zero fractions
+    ``zf``): a leaf's weight of break set ``y`` is ``prod_j (1 - Z_j if j in y else Z_j)``,
+    ``Z_j`` the product of the zero fractions of its path's edges on feature ``j``: absent
+    features follow the covers, independently of each other, which is the path-dependent
+    game. See :func:`_tables_from_counts` for what is written."""
+    for t in range(lo, hi):
+        if not use_tree[t]:
+            continue
+        Dm = max_depth + 2
+        lcnt = np.zeros(lc_size[t])
+        _path_weights(t, order, depth, starts, pos, nu, children_left, zf, lc_off, lcnt, Dm)
+        _tables_from_counts(t, lcnt, 1.0, order, depth, starts, pos, nu, is_left, unit_of,
+                            u_size, u_bits, u_foff, u_feat, u_off, lc_off, lc_size,
+                            leaf_start, W, ch_w, ch_s, to_units, value, tree_kv, max_depth,
+                            children_left, player, n_players, out, reach)
 
-    One tree per parallel task. Counts: each background row's key at each unit
-    (``O(m * nodes)``), then spread to the leaves' break-set counts per distinct key.
-    With zero fractions ``zf`` (path-dependent game) instead, a leaf's weight of break set
-    ``y`` is ``prod_j (1 - Z_j if j in y else Z_j)``, ``Z_j`` the product of the zero
-    fractions of its path's edges on feature ``j``: absent features follow the covers,
-    independently of each other, which is the path-dependent game.
-    ``to_units`` False writes the leaf tables (``len(ch_w)`` channels) at
-    ``leaf_start * len(ch_w)``; True turns 3-channel leaf tables into unit tables at
-    ``u_off`` (leaf values folded in). ``reach``: the share of background rows (or of
-    the cover) reaching each leaf.
-    """
+
+@njit(cache=True, nogil=True)
+def _build_background_tables(lo, hi, RT, RT32, order, depth, starts, use_tree, pos, nu,
+                             is_left, unit_of, u_size, u_bits, u_foff, u_feat, u_off, uc_off,
+                             uc_size, lc_off, lc_size, leaf_start, W, ch_w, ch_s, to_units,
+                             value, tree_kv, max_depth, children_left, feature, player,
+                             n_players, threshold, mode, missing, default_left, cat_offsets,
+                             cat_values, out, reach):
+    """Tables of trees ``lo .. hi - 1`` from the background rows ``RT`` (one column per
+    row): each background row's key at each unit (``O(m * nodes)``), then spread to the
+    leaves' break-set counts per distinct key. See :func:`_tables_from_counts` for what
+    is written."""
     m = RT.shape[1]
-    T = len(starts) - 1
     block = 1024  # background rows per pass (fewer passes over the tree structure)
-    path = len(zf) > 0
-    scale = 1.0 if path else 1.0 / m
-    nch = len(ch_w)
-    for t in prange(T):
+    for t in range(lo, hi):
         if not use_tree[t]:
             continue
         Dm = max_depth + 2
@@ -974,52 +1021,73 @@ def _build_tables(RT, RT32, zf, order, depth, starts, use_tree, pos, nu, is_left
         ys = np.zeros(Dm, dtype=np.int64)
         iidx = np.zeros(Dm, dtype=np.int64)
         pf = np.zeros(Dm, dtype=np.int64)
-        fdim = np.zeros(n_players, dtype=np.int64)  # player -> slot in its unit's row
+        fdim = np.zeros(n_players, dtype=np.int64)
         node_at = np.zeros(Dm, dtype=np.int64)
-        if path:
-            _path_weights(t, order, depth, starts, pos, nu, children_left, zf, lc_off, lcnt,
-                          Dm)
-        else:
-            _count_background(t, RT, RT32, m, block, order, depth, starts, pos, nu, is_left,
-                              unit_of, u_size, u_bits, uc_off, uc_size, lc_off, lcnt, ys,
-                              iidx, pf, node_at, fdim, value, children_left, feature,
-                              player, threshold, mode, missing, default_left, cat_offsets,
-                              cat_values)
+        _count_background(t, RT, RT32, m, block, order, depth, starts, pos, nu, is_left,
+                          unit_of, u_size, u_bits, uc_off, uc_size, lc_off, lcnt, ys, iidx, pf,
+                          node_at, fdim, value, children_left, feature, player, threshold,
+                          mode, missing, default_left, cat_offsets, cat_values)
+        _tables_from_counts(t, lcnt, 1.0 / m, order, depth, starts, pos, nu, is_left,
+                            unit_of, u_size, u_bits, u_foff, u_feat, u_off, lc_off, lc_size,
+                            leaf_start, W, ch_w, ch_s, to_units, value, tree_kv, max_depth,
+                            children_left, player, n_players, out, reach)
+
+
+@njit(cache=True, nogil=True)
+def _tables_from_counts(t, lcnt, scale, order, depth, starts, pos, nu, is_left, unit_of,
+                        u_size, u_bits, u_foff, u_feat, u_off, lc_off, lc_size, leaf_start, W,
+                        ch_w, ch_s, to_units, value, tree_kv, max_depth, children_left,
+                        player, n_players, out, reach):
+    """Leaf tables and (``to_units``) unit tables of tree ``t`` from its leaves' break-set
+    weights ``lcnt`` (times ``scale``).
+
+    ``to_units`` False writes the leaf tables (``len(ch_w)`` channels) at
+    ``leaf_start * len(ch_w)``; True turns 3-channel leaf tables into unit tables at
+    ``u_off`` (leaf values folded in). ``reach``: the share of background rows (or of
+    the cover) reaching each leaf.
+    """
+    nch = len(ch_w)
+    Dm = max_depth + 2
+    ys = np.zeros(Dm, dtype=np.int64)
+    iidx = np.zeros(Dm, dtype=np.int64)
+    pf = np.zeros(Dm, dtype=np.int64)
+    fdim = np.zeros(n_players, dtype=np.int64)  # player -> slot in its unit's row
+    node_at = np.zeros(Dm, dtype=np.int64)
+    for idx in range(starts[t], starts[t + 1]):
+        node = order[idx]
+        if children_left[node] < 0:
+            reach[node] = lcnt[lc_off[node]] * scale
+    if not to_units:
         for idx in range(starts[t], starts[t + 1]):
             node = order[idx]
             if children_left[node] < 0:
-                reach[node] = lcnt[lc_off[node]] * scale
-        if not to_units:
-            for idx in range(starts[t], starts[t + 1]):
-                node = order[idx]
-                if children_left[node] < 0:
-                    _leaf_table(lcnt, lc_off[node], nu[node], W, ch_w, ch_s, scale, out,
-                                leaf_start[node] * nch)
+                _leaf_table(lcnt, lc_off[node], nu[node], W, ch_w, ch_s, scale, out,
+                            leaf_start[node] * nch)
+        return
+    ltab = np.zeros(lc_size[t] * nch)
+    for idx in range(starts[t], starts[t + 1]):
+        node = order[idx]
+        if children_left[node] < 0:
+            _leaf_table(lcnt, lc_off[node], nu[node], W, ch_w, ch_s, scale, ltab,
+                        lc_off[node] * nch)
+    kv = tree_kv[t]
+    idx = starts[t]
+    while idx < starts[t + 1]:
+        node = order[idx]
+        u = unit_of[node]
+        if u < 0:
+            pf[pos[node]] = player[node]
+            idx += 1
             continue
-        ltab = np.zeros(lc_size[t] * nch)
-        for idx in range(starts[t], starts[t + 1]):
-            node = order[idx]
-            if children_left[node] < 0:
-                _leaf_table(lcnt, lc_off[node], nu[node], W, ch_w, ch_s, scale, ltab,
-                            lc_off[node] * nch)
-        kv = tree_kv[t]
-        idx = starts[t]
-        while idx < starts[t + 1]:
-            node = order[idx]
-            u = unit_of[node]
-            if u < 0:
-                pf[pos[node]] = player[node]
-                idx += 1
-                continue
-            dims = u_foff[u + 1] - u_foff[u]
-            for j in range(dims):
-                fdim[u_feat[u_foff[u] + j]] = j
-            row = dims * kv
-            for kk in range(np.int64(1) << u_bits[u]):
-                _unit_walk(True, kk, 0.0, idx, u_size[u], nu[node], order, depth,
-                           children_left, player, pos, nu, is_left, ys, iidx, node_at, pf,
-                           lc_off, lcnt, ltab, value, kv, fdim, out, u_off[u] + kk * row)
-            idx += u_size[u]
+        dims = u_foff[u + 1] - u_foff[u]
+        for j in range(dims):
+            fdim[u_feat[u_foff[u] + j]] = j
+        row = dims * kv
+        for kk in range(np.int64(1) << u_bits[u]):
+            _unit_walk(True, kk, 0.0, idx, u_size[u], nu[node], order, depth,
+                       children_left, player, pos, nu, is_left, ys, iidx, node_at, pf,
+                       lc_off, lcnt, ltab, value, kv, fdim, out, u_off[u] + kk * row)
+        idx += u_size[u]
 
 
 @njit(cache=True)
@@ -1204,18 +1272,29 @@ class PatternTables:
         if not self.use_tree.any() or (R.shape[0] == 0 and len(self.zf) == 0):
             return out, reach
         W = interventional_weights(int(self.U[self.use_tree].max()) + 2, self.index)
+        ch_w = np.asarray([c[0] for c in channels], dtype=np.int64)
+        ch_s = np.asarray([c[1] for c in channels], dtype=np.int64)
+        values = _w(values, dtype=np.float64)
+        player, n_players = ens.players()
+        T = len(self.starts) - 1
+        if len(self.zf):
+            run_in_threads(_build_path_tables, T, self.zf, self.order, self.depth,
+                           self.starts, self.use_tree, self.pos, self.nu, self.is_left,
+                           self.unit_of, self.u_size, self.u_bits, self.u_foff, self.u_feat,
+                           self.u_off, self.lc_off, self.lc_size, self.leaf_start, W, ch_w,
+                           ch_s, to_units, values, self.tree_kv, self.max_depth,
+                           ens.children_left, player, n_players, out, reach)
+            return out, reach
         RT = np.ascontiguousarray(np.asarray(R, dtype=np.float64).T)
         RT32 = RT.astype(np.float32).astype(np.float64)
-        _build_tables(RT, RT32, self.zf, self.order, self.depth, self.starts, self.use_tree,
-                      self.pos, self.nu, self.is_left, self.unit_of, self.u_size, self.u_bits,
-                      self.u_foff, self.u_feat, self.u_off, self.uc_off, self.uc_size,
-                      self.lc_off, self.lc_size, self.leaf_start, W,
-                      np.asarray([c[0] for c in channels], dtype=np.int64),
-                      np.asarray([c[1] for c in channels], dtype=np.int64), to_units,
-                      _w(values, dtype=np.float64), self.tree_kv, self.max_depth,
-                      ens.children_left, ens.feature, *ens.players(), ens.threshold, ens.mode,
-                      ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, out,
-                      reach)
+        run_in_threads(_build_background_tables, T, RT, RT32, self.order, self.depth,
+                       self.starts, self.use_tree, self.pos, self.nu, self.is_left,
+                       self.unit_of, self.u_size, self.u_bits, self.u_foff, self.u_feat,
+                       self.u_off, self.uc_off, self.uc_size, self.lc_off, self.lc_size,
+                       self.leaf_start, W, ch_w, ch_s, to_units, values, self.tree_kv,
+                       self.max_depth, ens.children_left, ens.feature, player, n_players,
+                       ens.threshold, ens.mode, ens.missing, ens.default_left,
+                       ens.cat_offsets, ens.cat_values, out, reach)
         return out, reach
 
     def interaction_table(self, ens, R):
@@ -1260,15 +1339,15 @@ def _local_offsets(sizes, group, n_groups):
     return start - first[group]
 
 
-@njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
-def _shap_tables(X, block, order, depth, starts, use_tree, pos, nu, is_left, unit_of, u_size,
-                 u_foff, u_feat, u_off, tree_kv, table, tree_output, max_depth, children_left,
-                 feature, threshold, mode, missing, default_left, cat_offsets, cat_values,
-                 phi):
+@njit(cache=True, nogil=True, fastmath=_FLAGS)
+def _shap_tables(lo, hi, X, block, order, depth, starts, use_tree, pos, nu, is_left, unit_of,
+                 u_size, u_foff, u_feat, u_off, tree_kv, table, tree_output, max_depth,
+                 children_left, feature, threshold, mode, missing, default_left, cat_offsets,
+                 cat_values, phi):
+    """Row blocks ``lo .. hi - 1`` (of ``block`` rows) of :func:`shap_pattern_tables`."""
     n, M = X.shape
     T = len(starts) - 1
-    n_blocks = (n + block - 1) // block
-    for blk in prange(n_blocks):
+    for blk in range(lo, hi):
         r0 = blk * block
         bn = min(block, n - r0)
         Dm = max_depth + 2
@@ -1316,18 +1395,18 @@ def _shap_tables(X, block, order, depth, starts, use_tree, pos, nu, is_left, uni
                 idx += u_size[u]
 
 
-@njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
-def _inter_tables(X, block, order, depth, starts, use_tree, pos, nu, is_left, leaf_start,
+@njit(cache=True, nogil=True, fastmath=_FLAGS)
+def _inter_tables(lo, hi, X, block, order, depth, starts, use_tree, pos, nu, is_left, leaf_start,
                   table, value, tree_output, max_depth, slot, children_left, feature,
                   player, threshold, mode, missing, default_left, cat_offsets, cat_values, phi,
                   inter):
-    """Values and off-diagonal interactions from the 9-channel tables."""
+    """Values and off-diagonal interactions from the 9-channel tables, row blocks
+    ``lo .. hi - 1``."""
     n, M = X.shape
     Kv = value.shape[1]
     T = len(starts) - 1
-    n_blocks = (n + block - 1) // block
     nch = 9
-    for blk in prange(n_blocks):
+    for blk in range(lo, hi):
         r0 = blk * block
         bn = min(block, n - r0)
         Dm = max_depth + 2
@@ -1424,12 +1503,13 @@ def shap_pattern_tables(ens, tables, X, n_outputs, block=128):
     phi = np.zeros((X.shape[0], ens.players()[1], n_outputs))
     if X.shape[0] == 0 or not tables.use_tree.any():
         return phi
-    _shap_tables(X, int(block), tables.order, tables.depth, tables.starts, tables.use_tree,
-                 tables.pos, tables.nu, tables.is_left, tables.unit_of, tables.u_size,
-                 tables.u_foff, tables.u_feat, tables.u_off, tables.tree_kv, tables.table,
-                 np.asarray(ens.tree_output, dtype=np.int64), tables.max_depth,
-                 ens.children_left, ens.feature, ens.threshold, ens.mode, ens.missing,
-                 ens.default_left, ens.cat_offsets, ens.cat_values, phi)
+    block = int(block)
+    run_in_threads(_shap_tables, _n_blocks(X, block), X, block, tables.order, tables.depth,
+                   tables.starts, tables.use_tree, tables.pos, tables.nu, tables.is_left,
+                   tables.unit_of, tables.u_size, tables.u_foff, tables.u_feat, tables.u_off,
+                   tables.tree_kv, tables.table, np.asarray(ens.tree_output, dtype=np.int64),
+                   tables.max_depth, ens.children_left, ens.feature, ens.threshold, ens.mode,
+                   ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi)
     return phi
 
 
@@ -1453,13 +1533,14 @@ def interactions_pattern_tables(ens, tables, table, X, values, tree_output, n_ou
     phi = np.zeros((n, M, n_outputs))
     inter = np.zeros((n, len(feats), M, n_outputs))
     if n and tables.use_tree.any():
-        _inter_tables(X, int(block), tables.order, tables.depth, tables.starts,
-                      tables.use_tree, tables.pos, tables.nu, tables.is_left,
-                      tables.leaf_start, table, _w(values, dtype=np.float64),
-                      np.asarray(tree_output, dtype=np.int64), tables.max_depth, slot,
-                      ens.children_left, ens.feature, player, ens.threshold, ens.mode,
-                      ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi,
-                      inter)
+        block = int(block)
+        run_in_threads(_inter_tables, _n_blocks(X, block), X, block, tables.order,
+                       tables.depth, tables.starts, tables.use_tree, tables.pos, tables.nu,
+                       tables.is_left, tables.leaf_start, table, _w(values, dtype=np.float64),
+                       np.asarray(tree_output, dtype=np.int64), tables.max_depth, slot,
+                       ens.children_left, ens.feature, player, ens.threshold, ens.mode,
+                       ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi,
+                       inter)
     return phi, _fill_diagonal(phi, inter, feats)
 
 
@@ -1468,17 +1549,16 @@ def interactions_pattern_tables(ens, tables, table, X, values, tree_output, n_ou
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
-def _shap_interv(X, R, tree_offsets, use_tree, value, tree_output, W, max_depth, fx, fr, px,
+@njit(cache=True, nogil=True, fastmath=_FLAGS)
+def _shap_interv(lo, hi, X, R, tree_offsets, use_tree, value, tree_output, W, max_depth, fx, fr, px,
                  pr, rescale, slot, do_inter, children_left, children_right, feature, player,
                  threshold, mode, missing, default_left, cat_offsets, cat_values, phi, inter):
-    n = X.shape[0]
     M = phi.shape[1]  # players
     nR = R.shape[0]
     Kv = value.shape[1]
     K = phi.shape[2]
     T = len(tree_offsets) - 1
-    for i in prange(n):
+    for i in range(lo, hi):
         Dm = max_depth + 2
         side = np.zeros(M, dtype=np.int8)
         alist = np.zeros(Dm, dtype=np.int64)
@@ -1558,10 +1638,18 @@ def _shap_interv(X, R, tree_offsets, use_tree, value, tree_output, W, max_depth,
                         continue
                     fc = feature[node]
                     f = player[node]
-                    gx = _go_left(node, X[i, fc], threshold, mode, missing, default_left,
-                                  cat_offsets, cat_values)
-                    gr = _go_left(node, R[r, fc], threshold, mode, missing, default_left,
-                                  cat_offsets, cat_values)
+                    m = mode[node]
+                    miss = missing[node]
+                    thr = threshold[node]
+                    dl = default_left[node]
+                    if m <= MODE_LT32:
+                        gx = _goes_left_numeric(X[i, fc], m, miss, thr, dl)
+                        gr = _goes_left_numeric(R[r, fc], m, miss, thr, dl)
+                    else:
+                        gx = _go_left(node, X[i, fc], threshold, mode, missing, default_left,
+                                      cat_offsets, cat_values)
+                        gr = _go_left(node, R[r, fc], threshold, mode, missing, default_left,
+                                      cat_offsets, cat_values)
                     cx = children_left[node] if gx else children_right[node]
                     cr = children_left[node] if gr else children_right[node]
                     if cx == cr or side[f] == 1:
@@ -1633,11 +1721,12 @@ def _pairwise(ens, X, R, values, tree_output, n_outputs, max_depth, rescale, tre
     use = np.ones(ens.n_trees, dtype=np.bool_) if trees is None else \
         np.ascontiguousarray(trees, dtype=np.bool_)
     if n and R.shape[0] and use.any():
-        _shap_interv(X, R, ens.tree_offsets, use, _w(values, dtype=np.float64),
-                     np.asarray(tree_output, dtype=np.int64), W, int(max_depth), fx, fr, px,
-                     pr, flag, slot, do_inter, ens.children_left, ens.children_right,
-                     ens.feature, player, ens.threshold, ens.mode, ens.missing,
-                     ens.default_left, ens.cat_offsets, ens.cat_values, phi, inter)
+        run_in_threads(_shap_interv, n, X, R, ens.tree_offsets, use,
+                       _w(values, dtype=np.float64), np.asarray(tree_output, dtype=np.int64), W,
+                       int(max_depth), fx, fr, px, pr, flag, slot, do_inter, ens.children_left,
+                       ens.children_right, ens.feature, player, ens.threshold, ens.mode,
+                       ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi,
+                       inter)
     return phi, inter, feats
 
 
