@@ -363,12 +363,12 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         ``batch_size`` run on ``k`` joblib workers (threads by default; any joblib
         backend set with ``joblib.parallel_config``, e.g. Dask), each kernel call on one
         numba thread. Results do not depend on it.
+    random_state : int, RandomState or None
+        Seeds the background subsample only.
     verbose : int, default=0
         Progress on stderr: ``0`` nothing; ``1`` a progress bar (rows done, rate, time
         left; tqdm's when it is installed) for calls that run longer than about 2 s; ``2``
         also the time of each batch. The results do not depend on it.
-    random_state : int, RandomState or None
-        Seeds the background subsample only.
 
     Attributes
     ----------
