@@ -423,7 +423,7 @@ ALGORITHMS["frontier"] = frontier_shapley
 class ShapleyEstimate:
     """What :func:`estimate_shapley` returns for a game's rows.
 
-    Attributes
+    Parameters
     ----------
     values : ndarray of shape (n_rows, n_players, n_outputs)
         The Shapley values (they add up to ``v(all) - v(empty)`` for every algorithm).
@@ -476,6 +476,7 @@ def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | Non
     Returns
     -------
     ShapleyEstimate
+        The values, base values, standard errors, evaluations spent and (frontier) paths.
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}; got {algorithm!r}.")
