@@ -554,8 +554,8 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
     of a component costs one model row, ``1 / K`` of a coalition of the mean, so the
     components of a row share ``K * n_evals * n_players`` coalitions (the same model rows
     as ``n_evals`` on the mean game): those cheapest to enumerate are made exact while
-    they cost at most the others' equal share, and the others share the rest equally
-    (each at least ``n_evals * n_players``).
+    they cost at most the others' equal share, and the others get their border pairs and
+    the rest in proportion to their squared number of active players.
 
     Parameters
     ----------
@@ -626,8 +626,8 @@ def _pooled_budgets(active, K, budget):
     """Coalitions of each component (rows ``r K .. r K + K - 1`` of ``active``) when the
     ``K`` components of a row share ``K * budget``: the components that are cheapest to
     enumerate are made exact while their cost is at most the others' equal share of what
-    is left, and the rest is shared equally among the sampled ones (each gets at least
-    ``budget``: an exact component takes at most the equal share)."""
+    is left; the sampled ones get their border pairs (``2 Pa`` coalitions) and the rest in
+    proportion to ``Pa**2``."""
     Pa = active.sum(axis=1).reshape(-1, K)
     cost = np.where(Pa <= 1, 0, np.minimum(2.0 ** Pa - 2, np.inf))
     out = np.empty(Pa.shape, dtype=np.int64)
@@ -638,9 +638,13 @@ def _pooled_budgets(active, K, budget):
             out[r, k] = int(cost[r, k])
             left -= out[r, k]
         if todo:
-            share = left // len(todo)
-            out[r, todo] = share
-            out[r, todo[:left - share * len(todo)]] += 1
+            # the border pairs first, the rest in proportion to Pa^2 (a component's error
+            # grows with its active players; measured against an equal share: German bg16
+            # -9/-9/-34/-22/+10 %, Adult bg16 +1/-18/0/-29 % at n_evals 2-32, 4 seeds)
+            border = np.minimum(2 * Pa[r, todo], left // len(todo))
+            rest = left - border.sum()
+            wts = Pa[r, todo].astype(float) ** 2
+            out[r, todo] = border + np.floor(rest * wts / wts.sum()).astype(np.int64)
     return out.ravel()
 
 
