@@ -275,9 +275,11 @@ def test_components_rows_split_invariance():
     parts = [frontier_shapley(ImputationGame(f, X[lo:hi], bg, batch_size=977), 4,
                               [np.random.default_rng([0, r]) for r in range(lo, hi)],
                               return_units=True) for lo, hi in ((0, 1), (1, 4))]
+    # the same draws and arithmetic per row; a tolerance for the round-off of BLAS, whose
+    # kernel and thread count change the last bits of the surrogate's solves
     for i in (0, 1, 2):
         np.testing.assert_allclose(whole[i], np.concatenate([p[i] for p in parts]),
-                                   rtol=1e-12, atol=1e-14)
+                                   rtol=1e-9, atol=1e-12)
 
 
 def test_knockoff_shap_frontier_by_knockoff():
@@ -303,8 +305,9 @@ def test_knockoff_shap_frontier_by_knockoff():
     assert all(p.startswith("sampled") for p in att.extras["paths"])
     other = KnockoffSHAP(model, n_knockoffs=6, random_state=0, n_jobs=2, batch_size=2,
                          max_model_rows=333).fit(X).explain(X[:5])
-    np.testing.assert_allclose(other.values, att.values, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(other.std, att.std, rtol=1e-12, atol=1e-14)
+    # BLAS round-off only (worker threads run BLAS on one thread): 6e-12 relative seen
+    np.testing.assert_allclose(other.values, att.values, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(other.std, att.std, rtol=1e-9, atol=1e-12)
 
 
 def test_components_share_the_row_budget():
