@@ -30,8 +30,8 @@ contiguous dimension of every work array, and threads share the row blocks.
 
 Threads
 -------
-Every kernel is compiled serial, without the GIL (``nogil=True``), and takes a range of
-tasks ``lo .. hi`` (row blocks, rows or trees) whose outputs do not overlap;
+Every kernel but one is compiled serial, without the GIL (``nogil=True``), and takes a
+range of tasks ``lo .. hi`` (row blocks, rows or trees) whose outputs do not overlap;
 :func:`~sklearn_xai.tree._ensemble.run_in_threads` splits the tasks among numba's current
 number of threads (Python threads, each calling the kernel on its ranges), so the split
 never changes a result. Numba's own ``parallel=True`` would do the same at run time, but
@@ -40,7 +40,10 @@ installation (empty numba cache) pays on its first explanation. Hot loops route 
 with :func:`~sklearn_xai.tree._ensemble._goes_left_numeric` (scalars read once per node)
 rather than a helper that takes the routing arrays: in a serial kernel each inlined call
 with array arguments updates their reference counts (atomic operations), which made the
-pairwise and LightGBM paths about 2.5x slower.
+pairwise and LightGBM paths about 2.5x slower. The exception is the pattern tables' kernel
+(:func:`_shap_tables`, the interventional values of shallow trees), whose per-node helpers
+take arrays: serial it ran at 0.6x its speed, so it keeps ``parallel=True`` (``prange``
+over the row blocks, numba's own threads) at a few seconds more of first compilation.
 
 Interactions use the same pass: an edge on ``i`` adds
 ``1/2 sum_q H_q Delta g_i(t_q) g_j(t_q)`` to ``(i, j)`` and ``(j, i)`` for every other
@@ -68,7 +71,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._ensemble import (
     MISSING_NAN,
@@ -1339,15 +1342,20 @@ def _local_offsets(sizes, group, n_groups):
     return start - first[group]
 
 
-@njit(cache=True, nogil=True, fastmath=_FLAGS)
+@njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
 def _shap_tables(lo, hi, X, block, order, depth, starts, use_tree, pos, nu, is_left, unit_of,
                  u_size, u_foff, u_feat, u_off, tree_kv, table, tree_output, max_depth,
                  children_left, feature, threshold, mode, missing, default_left, cat_offsets,
                  cat_values, phi):
-    """Row blocks ``lo .. hi - 1`` (of ``block`` rows) of :func:`shap_pattern_tables`."""
+    """Row blocks ``lo .. hi - 1`` (of ``block`` rows) of :func:`shap_pattern_tables`.
+
+    The one kernel left with numba's ``parallel=True`` (``prange`` over the row blocks):
+    its serial form ran at 0.6x the speed (XGBoost depth 6, Adult, marginal: 164k -> 99k
+    rows/s; its per-node helpers take arrays), which costs every call, against a few
+    seconds more of compilation once per installation."""
     n, M = X.shape
     T = len(starts) - 1
-    for blk in range(lo, hi):
+    for blk in prange(lo, hi):
         r0 = blk * block
         bn = min(block, n - r0)
         Dm = max_depth + 2
@@ -1504,12 +1512,13 @@ def shap_pattern_tables(ens, tables, X, n_outputs, block=128):
     if X.shape[0] == 0 or not tables.use_tree.any():
         return phi
     block = int(block)
-    run_in_threads(_shap_tables, _n_blocks(X, block), X, block, tables.order, tables.depth,
-                   tables.starts, tables.use_tree, tables.pos, tables.nu, tables.is_left,
-                   tables.unit_of, tables.u_size, tables.u_foff, tables.u_feat, tables.u_off,
-                   tables.tree_kv, tables.table, np.asarray(ens.tree_output, dtype=np.int64),
-                   tables.max_depth, ens.children_left, ens.feature, ens.threshold, ens.mode,
-                   ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi)
+    # parallel=True: numba's own threads (its current thread count) share the row blocks
+    _shap_tables(0, _n_blocks(X, block), X, block, tables.order, tables.depth,
+                 tables.starts, tables.use_tree, tables.pos, tables.nu, tables.is_left,
+                 tables.unit_of, tables.u_size, tables.u_foff, tables.u_feat, tables.u_off,
+                 tables.tree_kv, tables.table, np.asarray(ens.tree_output, dtype=np.int64),
+                 tables.max_depth, ens.children_left, ens.feature, ens.threshold, ens.mode,
+                 ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi)
     return phi
 
 
