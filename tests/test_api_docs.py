@@ -28,3 +28,25 @@ def test_every_public_name_is_in_api_rst(module):
     assert public is not None, f"{module} has no __all__"
     missing = sorted(set(public) - _documented())
     assert not missing, f"public names of {module} missing from doc/api.rst: {missing}"
+
+
+# the numpydoc checks the documentation build enforces (doc/conf.py), run here so that a
+# docstring that would fail the -W build fails a test first
+_SKIPPED_CHECKS = {"SA01", "EX01", "ES01", "SS02", "SS03", "SS05", "RT04", "PR04"}
+_NOT_VALIDATED = {"ALGORITHMS", "AXIOMS"}
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_public_docstrings_pass_the_numpydoc_checks_of_the_docs_build(module):
+    validate = pytest.importorskip("numpydoc.validate").validate
+    mod = importlib.import_module(module)
+    failures = []
+    for name in mod.__all__:
+        if name in _NOT_VALIDATED:
+            continue
+        report = validate(f"{module}.{name}")
+        errors = [f"{code}: {msg}" for code, msg in report["errors"]
+                  if code not in _SKIPPED_CHECKS]
+        if errors:
+            failures.append(f"{module}.{name}: " + "; ".join(errors))
+    assert not failures, "\n".join(failures)
