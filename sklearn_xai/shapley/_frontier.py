@@ -618,8 +618,7 @@ def _units_from_se(phi, se):
     when every standard error is 0 (exact)."""
     if not np.any(np.isnan(se)) and not np.any(se > 0):
         return None
-    z = _unit_pattern(MAX_GROUPS)
-    return phi[:, None] + z[None, :, None, None] * se[:, None] * np.sqrt(MAX_GROUPS)
+    return _pattern_units(phi, se, MAX_GROUPS, axis=1)
 
 
 def _pooled_budgets(active, K, budget):
@@ -758,8 +757,7 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
         est = _project(est, 2 * yN)
         u = None
         if return_units:
-            z = _unit_pattern(MAX_GROUPS)
-            u = est[None] + z[:, None, None] * se[None] * np.sqrt(MAX_GROUPS)
+            u = _pattern_units(est, se, MAX_GROUPS)
         return players, est, u
     est = _fit_row(X, y, W, yN, cfg["orders"], cfg["ratio"], ard=rcfg["ard"], lam=cfg["lam"])
     u = None
@@ -813,10 +811,8 @@ def _row_units(phi, unit_rows):
         elif G == G_all:
             units[r][:, players] = u
         else:
-            mean = u.mean(axis=0)
-            sd = u.std(axis=0, ddof=1) / np.sqrt(G)
-            z = _unit_pattern(G_all)
-            units[r][:, players] = mean[None] + z[:, None, None] * sd[None] * np.sqrt(G_all)
+            units[r][:, players] = _pattern_units(u.mean(axis=0),
+                                                  u.std(axis=0, ddof=1) / np.sqrt(G), G_all)
     return units
 
 
@@ -908,6 +904,15 @@ def _unit_pattern(G):
     z = np.where(np.arange(G) % 2 == 0, 1.0, -1.0)
     z -= z.mean()
     return z / z.std(ddof=1)
+
+
+def _pattern_units(mean, se, G, axis=0):
+    """``G`` units along a new axis ``axis`` whose mean is ``mean`` and whose
+    :func:`unit_std` is ``se`` (a standard error expressed as units)."""
+    shape = [1] * (mean.ndim + 1)
+    shape[axis] = G
+    z = _unit_pattern(G).reshape(shape)
+    return np.expand_dims(mean, axis) + z * np.expand_dims(se, axis) * np.sqrt(G)
 
 
 def _project(est, delta):
