@@ -114,19 +114,20 @@ def _player(att, feature):
     return int(pos[0])
 
 
-def _label(att, j, row):
+def _label(att, j, row, data):
+    """``"name = value"`` of player ``j`` in ``row``; ``data`` is :func:`player_data`'s
+    (computed once per plot: it converts the whole table)."""
     name = str(att.feature_names[j])
-    data = player_data(att)
     return name if data is None else f"{name} = {format_cell(data[row, j])}"
 
 
-def colour_values(att, j):
+def colour_values(att, j, data):
     """Feature ``j``'s values scaled to [0, 1] between its 5th and 95th percentiles.
 
-    0.5 everywhere when the values are not numeric, constant or absent.
+    0.5 everywhere when the values are not numeric, constant or absent. ``data`` is
+    :func:`player_data`'s, computed once per plot.
     """
     n = len(att)
-    data = player_data(att)
     col = None if data is None else _numeric(data[:, j])
     if col is None or not np.isfinite(col).any():
         return np.full(n, 0.5)
@@ -147,7 +148,8 @@ def waterfall(att, row, output, max_display, ax, label_width):
     order = np.argsort(-np.abs(vals))
     shown = order[:max_display]
     rest = vals[order[max_display:]].sum()
-    labels = [_label(att, j, row) for j in shown]
+    data = player_data(att)
+    labels = [_label(att, j, row, data) for j in shown]
     contrib = list(vals[shown])
     bars = None if errs is None else list(errs[shown])
     if len(order) > max_display:
@@ -187,9 +189,10 @@ def force(att, row, output, max_display, ax, label_width):
     shown, rest = order[:max_display], order[max_display:]
     # (label, value, standard error, summed others?); per sign, the largest nearest f(x)
     segments = {1: [], -1: []}
+    data = player_data(att)
     for j in shown:
         segments[1 if vals[j] > 0 else -1].append(
-            (_label(att, j, row), float(vals[j]), float(errs[j]), False))
+            (_label(att, j, row, data), float(vals[j]), float(errs[j]), False))
     for sign in (1, -1):
         others = [j for j in rest if np.sign(vals[j]) == sign]
         if others:
@@ -280,13 +283,14 @@ def beeswarm(att, output, max_display, ax, random_state, label_width):
     k, vals, _, _ = _output(att, output)
     order = np.argsort(-np.abs(vals).mean(axis=0))[:max_display]
     rng = np.random.default_rng(random_state)
+    data = player_data(att)
     own, ax = ax is None, _axes(ax, (7, 0.45 * len(order) + 1.5))
     scatter = None
     for pos, j in enumerate(order):
         y = len(order) - 1 - pos
         jitter = rng.uniform(-0.3, 0.3, size=vals.shape[0])
-        scatter = ax.scatter(vals[:, j], y + jitter, c=colour_values(att, j), cmap="coolwarm",
-                             s=8, vmin=0.0, vmax=1.0)
+        scatter = ax.scatter(vals[:, j], y + jitter, c=colour_values(att, j, data),
+                             cmap="coolwarm", s=8, vmin=0.0, vmax=1.0)
     ax.set_yticks(range(len(order))[::-1])
     ax.set_yticklabels([shorten(att.feature_names[j], label_width) for j in order])
     ax.axvline(0, color="grey", lw=0.8)
