@@ -672,8 +672,10 @@ class OffManifoldAudit(BaseEstimator):
         ko = np.asarray(self.sampler_.sample(X, 1, random_state=int(rng.integers(2**31 - 1))))
         ko = ko[:, 0, :].astype(data.dtype)
         out_real = f(data)
-        g = _log_odds(f) if f.method == "predict_proba" else f
-        g_real = g(data)
+        if f.method == "predict_proba":
+            g, g_real = _log_odds(f), _clipped_logit(out_real)
+        else:
+            g, g_real = f, out_real
         rows = np.repeat(np.arange(n), m)
         base = self._hybrids(data, rows, rng)
         out_base = f(base)
@@ -728,11 +730,16 @@ class OffManifoldAudit(BaseEstimator):
 _LOGIT_CLIP = 1e-3
 
 
-def _log_odds(f):
-    """``X -> logit(clip(f(X)))``: the model's probabilities on the log-odds scale."""
+def _clipped_logit(proba):
+    """``logit(clip(proba))``: probabilities on the log-odds scale."""
     from scipy.special import logit
 
-    return lambda X: logit(np.clip(f(X), _LOGIT_CLIP, 1 - _LOGIT_CLIP))
+    return logit(np.clip(proba, _LOGIT_CLIP, 1 - _LOGIT_CLIP))
+
+
+def _log_odds(f):
+    """``X -> logit(clip(f(X)))``: the model's probabilities on the log-odds scale."""
+    return lambda X: _clipped_logit(f(X))
 
 
 def _share_shift(imp_k, imp_m):
