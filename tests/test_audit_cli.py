@@ -13,6 +13,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn_xai import OffManifoldAudit
 from sklearn_xai.__main__ import main
 from tests._attack import OODAdversaryClassifier, german_attack_data
+from tests._cli import one_line_error as _one_line_error
+from tests._cli import run_cli as _run
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -36,21 +38,6 @@ def files(tmp_path_factory):
     joblib.dump(honest, d / "honest.joblib")
     X.to_csv(d / "data.csv", index=False)
     return {"dir": d, "X": X, "attack": attack, "honest": honest}
-
-
-def _run(argv, capsys):
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def _one_line_error(code, err, *fragments):
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("sklearn-xai: error: "), err
-    for frag in fragments:
-        assert frag in lines[0], (frag, lines[0])
 
 
 def test_audit_flags_the_attack_as_the_library_does(files, capsys):

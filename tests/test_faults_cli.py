@@ -18,6 +18,8 @@ from sklearn.frozen import FrozenEstimator
 
 from sklearn_xai import TreeShapExplainer
 from sklearn_xai.__main__ import main
+from tests._cli import one_line_error as _one_line_error
+from tests._cli import run_cli as _run
 
 FEATURES = ["age", "income", "debt"]
 
@@ -39,22 +41,6 @@ def _frame(n=120, seed=0, columns=FEATURES):
 
 def _hgb():
     return HistGradientBoostingClassifier(max_iter=10, max_depth=3, random_state=0)
-
-
-def _run(argv, capsys):
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def _one_line_error(code, err, *fragments):
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("sklearn-xai: error: "), err
-    for frag in fragments:
-        assert frag in lines[0], (frag, lines[0])
-    return lines[0]
 
 
 def _treeshap_margin(model, X, got):
