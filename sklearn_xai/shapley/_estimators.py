@@ -439,6 +439,9 @@ class ShapleyEstimate:
     paths : ndarray of str, shape (n_rows,), or None
         How each row was computed (``"frontier"`` only; see
         :func:`~sklearn_xai.shapley.frontier_shapley`).
+    units : ndarray of shape (n_rows, n_units, n_players, n_outputs) or None
+        The independent units ``std`` comes from, for callers that combine them with
+        another source of error (KnockoffSHAP crosses them with the knockoff draws).
     """
 
     values: np.ndarray
@@ -446,6 +449,7 @@ class ShapleyEstimate:
     std: np.ndarray | None
     n_evaluations: int
     paths: np.ndarray | None = None
+    units: np.ndarray | None = None
 
 
 def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | None = None,
@@ -490,7 +494,7 @@ def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | Non
     return ShapleyEstimate(
         values=out[0], base=out[1], std=None if units is None else unit_std(units),
         n_evaluations=int(game.n_evaluations - start),
-        paths=None if paths is None else np.array(paths, dtype=object))
+        paths=None if paths is None else np.array(paths, dtype=object), units=units)
 
 
 def default_n_evals(algorithm, n_players):

@@ -556,21 +556,17 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         else:
             ko = self.background_
         gens = None if self.algorithm_ == "exact" else keyed_generators(seed, keys[idx])
-        if self.algorithm_ == "frontier" and knockoffs:
+        if self.algorithm_ == "frontier" and knockoffs and n_knockoffs > 1:
             game = ImputationGame(self.model_fn_, data[idx], ko, groups=self.groups_,
                                   batch_size=self.max_model_rows)
-            split = game.imputation_components()
-            if split is not None:
-                return _frontier_by_knockoff(game, split, n_evals, gens, parts)
+            return _frontier_by_knockoff(game, game.imputation_components(), n_evals, gens,
+                                         parts)
         # knockoffs: one output per knockoff, so that their spread gives the error of the
         # knockoff draws (the Shapley values of the mean game are their mean)
         game = ImputationGame(self.model_fn_, data[idx], ko, groups=self.groups_,
                               batch_size=self.max_model_rows, per_imputation=knockoffs)
-        paths = [] if self.algorithm_ == "frontier" else None
-        kw = {"paths": paths} if paths is not None else {}
-        phi, base, units = ALGORITHMS[self.algorithm_](game, n_evals, gens,
-                                                       return_units=True, **kw)
-        paths = None if paths is None else np.array(paths, dtype=object)
+        est = estimate_shapley(game, self.algorithm_, n_evals, gens)
+        phi, base, units, paths = est.values, est.base, est.units, est.paths
         n, P = phi.shape[:2]
         n_units = 0 if units is None else units.shape[1]
         if not knockoffs:
