@@ -763,11 +763,6 @@ def _abs_per_row(att):
 
 def _ranks(importance):
     """1 for the largest importance; ties share the better rank."""
-    order = np.argsort(-importance, kind="stable")
-    ranks = np.empty(len(importance), dtype=np.int64)
-    ranks[order] = np.arange(1, len(importance) + 1)
-    # equal importances share the best rank of their group
-    for value in np.unique(importance):
-        same = importance == value
-        ranks[same] = ranks[same].min()
-    return ranks
+    from scipy.stats import rankdata
+
+    return rankdata(-np.asarray(importance), method="min").astype(np.int64)
