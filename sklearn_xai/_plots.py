@@ -76,11 +76,11 @@ def _tidy(ax, own):
 
 
 def _output(att, output):
-    """(k, values (n, P), std (n, P) or None, base (n,)) of one output."""
+    """(k, values (n, P), std (n, P) or None, base (n,)) of one output
+    (:meth:`Attribution.for_output`'s)."""
     k = att._output_index(output)
-    errors = att._std3d()
-    return (k, att._values3d()[:, :, k], None if errors is None else errors[:, :, k],
-            att._base2d()[:, k])
+    one = att.for_output(k)
+    return k, one.values, one.std, one.base_values
 
 
 def player_data(att):
