@@ -300,9 +300,8 @@ def _go_left(node, x, threshold, mode, missing, default_left, cat_offsets, cat_v
 
 
 @njit(cache=True, inline="always")
-def _goes_left_value(x, m, miss, threshold, default_left, cat_values, lo, hi):
-    """Routing of ``x`` at a split of mode ``m``, missing rule ``miss``, threshold,
-    default direction and (categorical) sorted left categories ``cat_values[lo:hi]``."""
+def _goes_left_numeric(x, m, miss, threshold, default_left):
+    """:func:`_goes_left_value` at a numeric split (``m <= MODE_LT32``): no array."""
     if np.isnan(x):
         if miss == MISSING_NAN:
             return default_left
@@ -313,9 +312,22 @@ def _goes_left_value(x, m, miss, threshold, default_left, cat_values, lo, hi):
         return x <= threshold
     if m == MODE_LE32:
         return np.float64(np.float32(x)) <= threshold
-    if m == MODE_LT32:
-        return np.float64(np.float32(x)) < threshold
-    # categorical
+    return np.float64(np.float32(x)) < threshold
+
+
+@njit(cache=True, inline="always")
+def _goes_left_value(x, m, miss, threshold, default_left, cat_values, lo, hi):
+    """Routing of ``x`` at a split of mode ``m``, missing rule ``miss``, threshold,
+    default direction and (categorical) sorted left categories ``cat_values[lo:hi]``."""
+    if m <= MODE_LT32:
+        return _goes_left_numeric(x, m, miss, threshold, default_left)
+    # categorical; the missing rule as in _goes_left_numeric
+    if np.isnan(x):
+        if miss == MISSING_NAN:
+            return default_left
+        x = 0.0
+    if miss == MISSING_ZERO and abs(x) <= 1e-35:
+        return default_left
     if m == MODE_CAT32:
         x = np.float64(np.float32(x))
         if x < 0.0:
@@ -335,22 +347,6 @@ def _goes_left_value(x, m, miss, threshold, default_left, cat_values, lo, hi):
         else:
             hi = mid
     return False
-
-
-@njit(cache=True, inline="always")
-def _goes_left_numeric(x, m, miss, threshold, default_left):
-    """:func:`_goes_left_value` at a numeric split (``m <= MODE_LT32``): no array."""
-    if np.isnan(x):
-        if miss == MISSING_NAN:
-            return default_left
-        x = 0.0
-    if miss == MISSING_ZERO and abs(x) <= 1e-35:
-        return default_left
-    if m == MODE_LE64:
-        return x <= threshold
-    if m == MODE_LE32:
-        return np.float64(np.float32(x)) <= threshold
-    return np.float64(np.float32(x)) < threshold
 
 
 @njit(cache=True)
