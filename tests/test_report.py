@@ -24,6 +24,7 @@ from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
 
 from sklearn_xai.__main__ import main
 from sklearn_xai._report import SECTION_IDS
+from tests._cli import run_cli as _run
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
@@ -79,12 +80,6 @@ def files(tmp_path_factory):
     frame.to_csv(d / "data.csv", index=False)
     return {"dir": d, "model": model, "frame": frame, "model_path": d / "model.joblib",
             "data_path": d / "data.csv"}
-
-
-def _run(argv, capsys):
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 class _Images(HTMLParser):
