@@ -193,6 +193,29 @@ def _chi3(A, T):
     return A[:, T[:, 0]] * A[:, T[:, 1]] * A[:, T[:, 2]]
 
 
+@lru_cache(maxsize=64)
+def _triple_split(Pa):
+    """Each triple ``(a, b, c)`` of :func:`_triples` as ``a`` and the index of ``(b, c)``
+    among the pairs of ``range(Pa)`` (``combinations`` order); and the pairs (C2, 2)."""
+    from itertools import combinations
+    pairs = np.array(list(combinations(range(Pa), 2)), dtype=np.int64).reshape(-1, 2)
+    index = np.full((Pa, Pa), -1, dtype=np.int64)
+    index[pairs[:, 0], pairs[:, 1]] = np.arange(pairs.shape[0])
+    T = _triples(Pa)
+    return _read_only(T[:, 0].copy(), index[T[:, 1], T[:, 2]], pairs)
+
+
+def _chi3_t_dot(A, alpha):
+    """``_chi3(A, _triples(Pa)).T @ alpha`` (F, O) without forming the (m, F) characters:
+    ``sum_j alpha_j x_ja (x_jb x_jc)`` as one product of (Pa O, m) by (m, C(Pa, 2))."""
+    m, Pa = A.shape
+    first, pair, pairs = _triple_split(Pa)
+    Z = A[:, pairs[:, 0]] * A[:, pairs[:, 1]]                      # (m, C2)
+    O = alpha.shape[1]
+    G = (A[:, :, None] * alpha[:, None, :]).reshape(m, Pa * O).T @ Z  # (Pa O, C2)
+    return G.reshape(Pa, O, -1)[first, :, pair]                     # (F, O)
+
+
 def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=None):
     """Shapley values of the fitted odd part: linear + kernel of odd orders (universal kriging).
 
@@ -261,14 +284,13 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     if ard and tuple(orders) == (3,):
         T = _triples(Pa)
         Fn = T.shape[0]
-        X3 = _chi3(pts, T)                                          # (n+1, F)
         tau = np.ones(Fn)
         for _ in range(ard):
-            e = (((tau / Fn)[:, None] * (X3.T @ alpha)) ** 2).sum(axis=1)
+            e = (((tau / Fn)[:, None] * _chi3_t_dot(pts, alpha)) ** 2).sum(axis=1)
             tau, new, sel = _ard_variances(e, lam, n + 1)
-            Xs = X3[:, sel]
+            Xs = _chi3(pts, T[sel])                                 # (n+1, n+1)
             b, alpha = krige((1.0 - lam) * K + (Xs * (new[sel] / Fn)) @ Xs.T)
-        beta = (tau / Fn)[:, None] * (X3.T @ alpha)                # (F, O)
+        beta = (tau / Fn)[:, None] * _chi3_t_dot(pts, alpha)       # (F, O)
         return _order3_result(b, beta, T, predict)
     # Shapley value of g: sum_j alpha_j sum_k (2/k) x_ji e_{k-1}(x_j without i) / C(Pa, k)
     pos = ((pts + 1) / 2).astype(np.int64)                         # (n+1, Pa)
