@@ -12,7 +12,7 @@ from math import comb
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.linalg.lapack import dpotrs
+from scipy.linalg.lapack import dpotrf, dpotrs
 
 from ._estimators import (
     _check_generators,
@@ -261,23 +261,15 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     F = pts
     Y = np.vstack([y, yN[None, :]])
 
+    FY = np.hstack([F, Y])
+    diag, noise = np.arange(n), 1.0 / Wn
+
     def krige(K):
         C = K * ratio
-        C[np.arange(n), np.arange(n)] += 1.0 / Wn
-        FY = np.hstack([F, Y])
-        try:
-            # LAPACK directly: the fits are small and many, wrappers' checks cost as much
-            CiFY, info = dpotrs(np.linalg.cholesky(C), FY, lower=1)
-            if info:
-                raise np.linalg.LinAlgError
-        except np.linalg.LinAlgError:
-            CiFY = np.linalg.lstsq(C, FY, rcond=None)[0]
+        C[diag, diag] += noise
+        CiFY = _spd_solve(C, FY)
         CiF, CiY = CiFY[:, :Pa], CiFY[:, Pa:]
-        G, h = F.T @ CiF, F.T @ CiY
-        try:
-            b = np.linalg.solve(G, h)                                # (Pa, O)
-        except np.linalg.LinAlgError:
-            b = np.linalg.lstsq(G, h, rcond=None)[0]
+        b = _spd_solve(F.T @ CiF, F.T @ CiY)                       # (Pa, O)
         return b, (CiY - CiF @ b) * ratio                          # alpha (n+1, O)
 
     b, alpha = krige(K)
@@ -303,6 +295,18 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     if not predict:
         return phi
     return phi, lambda Xq: Xq @ b + kern(Xq) @ alpha
+
+
+def _spd_solve(A, B):
+    """``A^-1 B`` for a symmetric positive definite ``A`` through LAPACK's Cholesky
+    directly (the fits are small and many: numpy's wrappers cost as much as the
+    arithmetic); least squares when ``A`` is not numerically positive definite."""
+    L, info = dpotrf(A, lower=1, clean=0)
+    if not info:
+        X, info = dpotrs(L, B, lower=1)
+        if not info:
+            return X
+    return np.linalg.lstsq(A, B, rcond=None)[0]
 
 
 def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam):
