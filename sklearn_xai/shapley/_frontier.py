@@ -505,11 +505,17 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         get copies of ``phi`` (standard error 0); a row whose pairs all lie in enumerated
         strata (e.g. ``n_evals = 2``) is deterministic but not exact and gets NaN units;
         a row with a sampled stratum of fewer than 4 pairs falls back to jackknife units
-        over groups of the sampled pairs (sampling variance only). **Measured:** 95%
-        coverage 0.956 on a 12-player game with dividends up to order 5 at ``n_evals=8``
-        (0.975 with "max"); 0.86-1.00 on the sampled cells of the benchmark games at
-        ``n_evals`` 2-16, 0.81-0.88 on the one-reference Adult rows at ``n_evals=2``
-        (``doc/benchmarks.md``).
+        over groups of the sampled pairs (sampling variance only). **Student-t
+        intervals:** a standard error estimated from few sampled pairs is itself noisy
+        (4 pairs, one per fold, leave it 3 degrees of freedom), so the returned one is
+        widened by ``t(0.975, df) / z(0.975)`` (:func:`_t_widened`), ``df`` the
+        Welch-Satterthwaite degrees of freedom of the sampled strata (the jackknife's
+        ``G - 1``; for a mean game, Welch-Satterthwaite's combination over the
+        components): ``phi +- 1.96 se`` is then a 95 % Student-t interval, and the
+        widening vanishes as the pairs grow. **Measured** (8 seeds,
+        ``doc/benchmarks.md``): 95 % coverage 0.96-0.97 on the one-reference Adult rows
+        at ``n_evals=2`` (0.86-0.88 with normal intervals), 0.94-0.95 on the background
+        games at ``n_evals`` 2-4 (0.92-0.96 before), 0.97-1.00 at 8-16.
     paths : list or None, default=None
         When a list, receives each row's path (one str per row): ``"exact"`` (every
         coalition of the active players evaluated), ``"dummy"`` (at most one active
@@ -542,18 +548,36 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
     _check_generators(generators, game.n_rows)
     split = game.imputation_components() if cfg["by_component"] else None
     if split is not None:
-        phi_k, base_k, se_k, path_k = frontier_components(
-            game, n_evals, generators, components=split, with_se=return_units, **config)
+        phi_k, base_k, se_k, df_k, path_k = _components(
+            game, n_evals, generators, split, return_units, cfg)
         K = split[1]
         if paths is not None:
             paths.extend(row_path(p) for p in path_k)
         phi, base = phi_k.mean(axis=1), base_k.mean(axis=1)
         if not return_units:
             return phi, base
-        # independent designs: the variance of the mean is sum_k se_k^2 / K^2
-        se = np.sqrt((se_k**2).sum(axis=1)) / K
-        return phi, base, _units_from_se(phi, se)
-    return _frontier_rows(game, n_evals, generators, cfg, return_units, paths=paths)
+        # independent designs: the variance of the mean is sum_k se_k^2 / K^2, its degrees
+        # of freedom Welch-Satterthwaite's over the components
+        v_k = se_k**2
+        den = np.where(v_k > 0, v_k**2 / df_k, 0.0).sum(axis=1)
+        tot = v_k.sum(axis=1)
+        df = np.where(den > 0, tot**2 / np.where(den > 0, den, 1.0), np.inf)
+        return phi, base, _units_from_se(phi, _t_widened(np.sqrt(tot) / K, df))
+    out = _frontier_rows(game, n_evals, generators, cfg, return_units, paths=paths)
+    if not return_units or out[2] is None:
+        return out[:3]
+    phi, base, units, df = out
+    return phi, base, _units_from_se(phi, _t_widened(unit_std(units), df))
+
+
+def _t_widened(se, df):
+    """``se * t(0.975, df) / z(0.975)``: ``+-1.96`` times it is the 95 % Student-t
+    interval of an estimate whose standard error ``se`` has ``df`` degrees of freedom
+    (``inf``: the normal interval, ``se`` unchanged; NaN stays NaN)."""
+    from scipy.stats import norm, t
+    ok = np.isfinite(df) & (df > 0)
+    factor = np.where(ok, t.ppf(0.975, np.where(ok, df, 1.0)) / norm.ppf(0.975), 1.0)
+    return se * factor
 
 
 def row_path(component_paths: Sequence[str]) -> str:
@@ -618,12 +642,19 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
     """
     cfg = dict(DEFAULTS, **config)
     n_evals = _check_n_evals(n_evals)
-    n = game.n_rows
-    _check_generators(generators, n)
+    _check_generators(generators, game.n_rows)
     if components is None:
         components = game.imputation_components()
     if components is None:
         raise ValueError("frontier_components needs a game with imputation components.")
+    phi, base, se, _, path = _components(game, n_evals, generators, components, with_se, cfg)
+    return phi, base, se, path
+
+
+def _components(game, n_evals, generators, components, with_se, cfg):
+    """:func:`frontier_components` (checked arguments, full ``cfg``), with the degrees
+    of freedom of each standard error (``None`` without ``with_se``) before the path."""
+    n = game.n_rows
     comp, K = components
     seeds = [g.integers(0, 2**63 - 1, size=K, dtype=np.int64) for g in generators]
     gens = [np.random.default_rng(int(s)) for row in seeds for s in row]
@@ -635,10 +666,11 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
     # K component coalitions cost as many model rows as one coalition of the mean
     game.n_evaluations += -(-(comp.n_evaluations - evals0) // K)
     P, O = phi.shape[1], phi.shape[2]
-    se = None
+    se = df = None
     if with_se:
         se = (np.zeros_like(phi) if out[2] is None else unit_std(out[2])).reshape(n, K, P, O)
-    return (phi.reshape(n, K, P, O), base.reshape(n, K, O), se,
+        df = out[3].reshape(n, K, P, O)
+    return (phi.reshape(n, K, P, O), base.reshape(n, K, O), se, df,
             np.array(paths, dtype=object).reshape(n, K))
 
 
@@ -677,10 +709,11 @@ def _pooled_budgets(active, K, budget):
 
 
 def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, pool=None):
-    """The frontier estimate of each row's game (no component split); ``paths``, when a
-    list, receives each row's path (see :func:`frontier_components`); ``pool=K``: the
-    rows are the components of ``n_rows / K`` rows, whose budgets are pooled
-    (:func:`_pooled_budgets`)."""
+    """The frontier estimate of each row's game (no component split): ``(phi, base)``,
+    with ``return_units`` also the units and the degrees of freedom of their standard
+    errors (:func:`_row_units`); ``paths``, when a list, receives each row's path (see
+    :func:`frontier_components`); ``pool=K``: the rows are the components of ``n_rows /
+    K`` rows, whose budgets are pooled (:func:`_pooled_budgets`)."""
     xfit = cfg["mode"] in ("xfit", "hybrid", "choose")
     P, n = game.n_players, game.n_rows
     v0, v1, active = _ends_and_active(game)
@@ -694,7 +727,7 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     base = v0.copy()
     if not return_units:
         return phi, base
-    return phi, base, _row_units(phi, unit_rows)
+    return (phi, base, *_row_units(phi, unit_rows))
 
 
 def _path_name(plan):
@@ -749,25 +782,27 @@ def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1):
 
 
 def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi):
-    """Write each planned row's values into ``phi``; the units of the sampled rows,
-    ``{row: (players, units)}`` (empty without ``return_units``)."""
+    """Write each planned row's values into ``phi``; the units of the sampled rows and
+    the degrees of freedom of their standard errors, ``{row: (players, units, df)}``
+    (empty without ``return_units``)."""
     unit_rows = {}
     for r, (kind, masks, extra) in enumerate(plans):
         if kind == "exact":
             players, coef, c0, c1 = extra
             phi[r, players] = coef.T @ vals[r] + np.outer(c0, v0[r]) + np.outer(c1, v1[r])
         elif kind == "fit":
-            players, est, u = _solve_fit_row(extra, vals[r], v0[r], v1[r], cfg, xfit,
-                                             return_units)
+            players, est, u, df = _solve_fit_row(extra, vals[r], v0[r], v1[r], cfg, xfit,
+                                                 return_units)
             phi[r, players] = est
             if u is not None:
-                unit_rows[r] = (players, u)
+                unit_rows[r] = (players, u, df)
     return unit_rows
 
 
 def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
-    """``(players, phi of the active players, units or None)`` of a sampled row from the
-    values ``vals`` of its pairs (a coalition, then its complement)."""
+    """``(players, phi of the active players, units or None, degrees of freedom of the
+    units' standard error)`` of a sampled row from the values ``vals`` of its pairs (a
+    coalition, then its complement)."""
     players, S, W, strat, incl = extra
     X = np.where(S, 1.0, -1.0)
     y = (vals[0::2] - vals[1::2]) / 2.0
@@ -780,14 +815,14 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
         est = _project(_border_row(S, vals[0::2], vals[1::2], v0, v1, cfg["border_c"]),
                        2 * yN)
         u = np.full((2, players.size, v0.shape[-1]), np.nan) if return_units else None
-        return players, est, u
+        return players, est, u, np.inf
     if xfit and _n_halves_ok(strat, cfg["folds"]) and (return_units or not hybrid):
-        est, se = _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid)
+        est, se, df = _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid)
         est = _project(est, 2 * yN)
         u = None
         if return_units:
             u = _pattern_units(est, se, MAX_GROUPS)
-        return players, est, u
+        return players, est, u, df
     est = _fit_row(X, y, W, yN, cfg["orders"], cfg["ratio"], ard=rcfg["ard"], lam=cfg["lam"])
     u = None
     if return_units:
@@ -795,18 +830,20 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
         if u is None:
             # no sampled pair: deterministic but not exact; no error estimate
             u = np.full((2,) + est.shape, np.nan)
-    return players, _project(est, 2 * yN), u
+    return players, _project(est, 2 * yN), u, u.shape[0] - 1.0 if return_units else np.inf
 
 
 def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid):
-    """``(estimate, standard error)`` of a row from the cross-fit, combined with the plain
-    fit on all pairs unless ``mode="xfit"`` (see :func:`frontier_shapley`)."""
+    """``(estimate, standard error, degrees of freedom)`` of a row from the cross-fit,
+    combined with the plain fit on all pairs unless ``mode="xfit"`` (see
+    :func:`frontier_shapley`); the degrees of freedom are the cross-fit's
+    (Welch-Satterthwaite over the sampled strata)."""
     # the fold surrogates without ARD: the estimate is the plain fit's (with ARD), the
     # folds only size its error; measured: coverage within +-2 % of the ARD folds' on the
     # benchmark games, at half the cost of a row with units
-    est, se, mse = _xfit(S, X, y, W, strat, incl, yN, dict(rcfg, ard=0))
+    est, se, mse, df = _xfit(S, X, y, W, strat, incl, yN, dict(rcfg, ard=0))
     if cfg["mode"] == "xfit":
-        return est, se
+        return est, se, df
     full = _fit_row(X, y, W, yN, cfg["orders"], cfg["ratio"], ard=rcfg["ard"], lam=cfg["lam"])
     d = est - full
     if hybrid and cfg["se_mode"] == "pooled":
@@ -820,18 +857,21 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid):
         # squared bias of the plain fit estimated by d**2 - se**2 (>= 0)
         est, se = full, np.sqrt(cfg["se_scale"]**2 * se**2 + cfg["bias_w"]
                                 * np.maximum(d**2 - cfg["bias_sub"] * se**2, 0.0))
-    return est, se
+    return est, se, df
 
 
 def _row_units(phi, unit_rows):
     """Units of shape (n_rows, G_all, n_players, n_outputs): copies of ``phi`` for the
     exact rows, each other row's own units (repeated to the most groups of a row,
-    ``G_all``); ``None`` when no row has units (every row exact)."""
-    G_all = max((u.shape[0] for _, u in unit_rows.values()), default=0)
+    ``G_all``), ``None`` when no row has units (every row exact); and the degrees of
+    freedom of their standard errors (n_rows, n_players, n_outputs), inf where exact."""
+    df = np.full(phi.shape, np.inf)
+    G_all = max((u.shape[0] for _, u, _ in unit_rows.values()), default=0)
     if G_all == 0:
-        return None
+        return None, df
     units = np.repeat(phi[:, None], G_all, axis=1)
-    for r, (players, u) in unit_rows.items():
+    for r, (players, u, d) in unit_rows.items():
+        df[r][players] = d
         # rows with fewer groups: their pseudo-values repeated keeps mean and spread
         # (the standard error uses G_all; rescale so unit_std gives the row's own one)
         G = u.shape[0]
@@ -842,7 +882,7 @@ def _row_units(phi, unit_rows):
         else:
             units[r][:, players] = _pattern_units(u.mean(axis=0),
                                                   u.std(axis=0, ddof=1) / np.sqrt(G), G_all)
-    return units
+    return units, df
 
 
 def _n_halves_ok(strat, K=2):
@@ -908,24 +948,29 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg):
         Z[mine] = contrib[mine]
         R[h] = tot - phi_h
         est += tot / K
+    den = np.zeros((Pa, O))             # Welch-Satterthwaite: sum_j v_j^2 / (n_j - 1)
     for j in js:
         sel = strat == j
         s2 = Z[sel].var(axis=0, ddof=1)
         pj = incl[sel][0]
         nj = int(sel.sum())
+        v_j = np.zeros((Pa, O))
         for h in range(K):
             nB = int(((fold == h) & sel).sum())
             Np = m[j] - (nj - nB)
             vh = s2 * Np**2 * max(0.0, 1.0 - nB / Np) / nB / pj**2
-            var += vh / K**2
+            v_j += vh / K**2
             var_h[h] += vh
         if pj < 1:
-            var += Tk[j] ** 2 * (1 - pj) / pj**2
+            v_j += Tk[j] ** 2 * (1 - pj) / pj**2
             var_h += Tk[j] ** 2 * (1 - pj) / pj**2
+        var += v_j
+        den += v_j**2 / (nj - 1)
     # mean squared error of the surrogate's own Shapley values phi(g_h): E R_h^2 - Var R_h,
     # pooled over the players (per output) and the folds
     mse = (R**2 - var_h).mean(axis=0).sum(axis=0)                   # (O,)
-    return est, np.sqrt(var), mse
+    df = np.where(den > 0, var**2 / np.where(den > 0, den, 1.0), np.inf)
+    return est, np.sqrt(var), mse, df
 
 
 def _unit_pattern(G):
