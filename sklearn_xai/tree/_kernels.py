@@ -30,20 +30,24 @@ contiguous dimension of every work array, and threads share the row blocks.
 
 Threads
 -------
-Every kernel but one is compiled serial, without the GIL (``nogil=True``), and takes a
-range of tasks ``lo .. hi`` (row blocks, rows or trees) whose outputs do not overlap;
+Every kernel is compiled serial, without the GIL (``nogil=True``), and takes a range of
+tasks ``lo .. hi`` (row blocks, rows or trees) whose outputs do not overlap;
 :func:`~sklearn_xai.tree._ensemble.run_in_threads` splits the tasks among numba's current
 number of threads (Python threads, each calling the kernel on its ranges), so the split
 never changes a result. Numba's own ``parallel=True`` would do the same at run time, but
-compiling a kernel for it costs seconds more than a serial one, which every fresh
-installation (empty numba cache) pays on its first explanation. Hot loops route a value
-with :func:`~sklearn_xai.tree._ensemble._goes_left_numeric` (scalars read once per node)
-rather than a helper that takes the routing arrays: in a serial kernel each inlined call
-with array arguments updates their reference counts (atomic operations), which made the
-pairwise and LightGBM paths about 2.5x slower. The exception is the pattern tables' kernel
-(:func:`_shap_tables`, the interventional values of shallow trees), whose per-node helpers
-take arrays: serial it ran at 0.6x its speed, so it keeps ``parallel=True`` (``prange``
-over the row blocks, numba's own threads) at a few seconds more of first compilation.
+compiling a kernel for it costs seconds more than a serial one (the pattern tables'
+kernel: 12 s against 2 s), which every fresh installation (empty numba cache) pays on its
+first explanation.
+
+Hot loops take no helper with array arguments: in a serial kernel each call of an inlined
+helper that takes arrays (or a slice, a new array) updates their reference counts with
+atomic operations, a fixed cost per node comparable to routing a block of rows (numba's
+parallel kernels do not count references, which is why they did not pay it). Routing
+reads the node's scalars once: one value with
+:func:`~sklearn_xai.tree._ensemble._goes_left_numeric`, a block of rows at the common
+numeric split with NaN as missing with :func:`_left_nan_split` (scalars), the rarer splits
+(other missing rules, categories) with :func:`_route_rows`; the break sets of a block on
+entering a node are written in the kernel itself.
 
 Interactions use the same pass: an edge on ``i`` adds
 ``1/2 sum_q H_q Delta g_i(t_q) g_j(t_q)`` to ``(i, j)`` and ``(j, i)`` for every other
@@ -71,7 +75,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._ensemble import (
     MISSING_NAN,
@@ -251,54 +255,54 @@ class PathTables:
 
 
 @njit(cache=True, inline="always")
-def _route_block(node, xr, xr32, bn, gl, threshold, mode, missing, default_left, cat_offsets,
-                 cat_values):
-    """``gl[b] = 1.0`` where row ``b`` goes left at ``node`` (vectorisable per mode)."""
-    m = mode[node]
-    if missing[node] == MISSING_NAN and m <= MODE_LT32:  # numeric split
-        t = threshold[node]
-        dl = 1.0 if default_left[node] else 0.0
-        if m == MODE_LE64:
-            for b in range(bn):
-                x = xr[b]
-                g = 1.0 if x <= t else 0.0
-                gl[b] = dl if np.isnan(x) else g
-        elif m == MODE_LE32:
-            for b in range(bn):
-                x = xr32[b]
-                g = 1.0 if x <= t else 0.0
-                gl[b] = dl if np.isnan(x) else g
-        else:
-            for b in range(bn):
-                x = xr32[b]
-                g = 1.0 if x < t else 0.0
-                gl[b] = dl if np.isnan(x) else g
+def _left_nan_split(x, x32, m, t, dl):
+    """1.0 where value ``x`` (``x32``: rounded to float32) goes left at a numeric split of
+    mode ``m`` whose missing values are NaN (they go to ``dl``, 1.0 for left), else 0.0.
+
+    The common split, routed a block of rows at a time in the kernels' loops. Scalars
+    only: an inlined helper that takes arrays costs a serial kernel an atomic update of
+    each array's reference count on every call (numba's parallel kernels do not count
+    references), comparable to the routing of a block itself.
+    """
+    if m == MODE_LE64:
+        g = 1.0 if x <= t else 0.0
+    elif m == MODE_LE32:
+        g = 1.0 if x32 <= t else 0.0
     else:
-        miss = missing[node]
-        t = threshold[node]
-        dl = default_left[node]
-        if m <= MODE_LT32:
-            for b in range(bn):
-                gl[b] = 1.0 if _goes_left_numeric(xr[b], m, miss, t, dl) else 0.0
-        else:
-            lo = cat_offsets[node]
-            hi = cat_offsets[node + 1]
-            for b in range(bn):
-                gl[b] = 1.0 if _goes_left_value(xr[b], m, miss, t, dl, cat_values, lo,
-                                                hi) else 0.0
+        g = 1.0 if x32 < t else 0.0
+    return dl if np.isnan(x) else g
 
 
 @njit(cache=True, inline="always")
-def _block_columns(X, r0, bn, M, block):
-    """Rows ``r0 .. r0 + bn`` of ``X`` column-major (M, block), and rounded to float32
-    (for XGBoost's float32 split comparisons)."""
-    XT = np.empty((M, block))
-    XT32 = np.empty((M, block))
+def _route_rows(node, fn, d, c0, bn, XT, XT32, gl, threshold, mode, missing, default_left,
+                cat_offsets, cat_values):
+    """``gl[d, b] = 1.0`` where row ``b`` (column ``c0 + b`` of ``XT``'s row ``fn``) goes
+    left at ``node``, for the splits :func:`_left_nan_split` does not take (other missing
+    rules, categorical splits); the kernels route those (rarer) nodes through this
+    array-taking helper."""
+    m = mode[node]
+    miss = missing[node]
+    t = threshold[node]
+    dl = default_left[node]
+    if m <= MODE_LT32:
+        for b in range(bn):
+            gl[d, b] = 1.0 if _goes_left_numeric(XT[fn, c0 + b], m, miss, t, dl) else 0.0
+    else:
+        lo = cat_offsets[node]
+        hi = cat_offsets[node + 1]
+        for b in range(bn):
+            gl[d, b] = 1.0 if _goes_left_value(XT[fn, c0 + b], m, miss, t, dl, cat_values,
+                                               lo, hi) else 0.0
+
+
+@njit(cache=True, inline="always")
+def _fill_columns(X, r0, bn, M, XT, XT32):
+    """Rows ``r0 .. r0 + bn`` of ``X`` column-major into ``XT`` (M, block), and rounded to
+    float32 into ``XT32`` (for XGBoost's float32 split comparisons)."""
     for b in range(bn):
         for j in range(M):
             XT[j, b] = X[r0 + b, j]
             XT32[j, b] = np.float64(np.float32(X[r0 + b, j]))
-    return XT, XT32
 
 
 @njit(cache=True, inline="always")
@@ -352,7 +356,9 @@ def _shap_path(lo, hi, X, block, order, depth, starts, use_tree, Qt, qw, RH, RC,
         node_at = np.zeros(Dm, dtype=np.int64)
         featd = np.zeros(Dm, dtype=np.int64)
         sacc = np.zeros(block)
-        XT, XT32 = _block_columns(X, r0, bn, M, block)
+        XT = np.empty((M, block))
+        XT32 = np.empty((M, block))
+        _fill_columns(X, r0, bn, M, XT, XT32)
         for t in range(T):
             if not use_tree[t]:
                 continue
@@ -425,8 +431,15 @@ def _shap_path(lo, hi, X, block, order, depth, starts, use_tree, Qt, qw, RH, RC,
                 cur = d
                 if children_left[node] >= 0:
                     fn = feature[node]
-                    _route_block(node, XT[fn], XT32[fn], bn, gl[d], threshold, mode, missing,
-                                 default_left, cat_offsets, cat_values)
+                    sm = mode[node]
+                    if missing[node] == MISSING_NAN and sm <= MODE_LT32:
+                        th = threshold[node]
+                        dl = 1.0 if default_left[node] else 0.0
+                        for b in range(bn):
+                            gl[d, b] = _left_nan_split(XT[fn, b], XT32[fn, b], sm, th, dl)
+                    else:
+                        _route_rows(node, fn, d, 0, bn, XT, XT32, gl, threshold, mode, missing,
+                                    default_left, cat_offsets, cat_values)
                 else:
                     for kk in range(kv):
                         for q in range(Q):
@@ -863,49 +876,6 @@ def _popcount(v):
 
 
 @njit(cache=True, inline="always")
-def _enter(d, node, bn, is_left, pos, ux, gl, node_at):
-    """Break sets ``ux[d]`` of a block of rows on entering ``node`` at depth ``d``.
-
-    Bit ``j`` is set where the row breaks a condition, on the way from the root, of the
-    path's ``j``-th feature.
-    """
-    if d > 0:
-        p = node_at[d - 1]
-        bit = np.int64(1) << pos[p]
-        if is_left[node]:
-            for b in range(bn):
-                ux[d, b] = ux[d - 1, b] | ((np.int64(1) - np.int64(gl[d - 1, b])) * bit)
-        else:
-            for b in range(bn):
-                ux[d, b] = ux[d - 1, b] | (np.int64(gl[d - 1, b]) * bit)
-    else:
-        for b in range(bn):
-            ux[0, b] = 0
-    node_at[d] = node
-
-
-@njit(cache=True, inline="always")
-def _unit_keys(idx0, size, g_nu, bn, c0, ux_d, key, gtmp, order, children_left, feature, XT,
-               XT32, threshold, mode, missing, default_left, cat_offsets, cat_values):
-    """Keys of a block of rows (columns ``c0 ..`` of ``XT``) at the unit rooted at pre-order
-    index ``idx0``: the breaks above the root, then one bit per internal node (1: left)."""
-    mask = (np.int64(1) << g_nu) - 1
-    for b in range(bn):
-        key[b] = ux_d[b] & mask
-    sh = g_nu
-    for idx in range(idx0, idx0 + size):
-        n2 = order[idx]
-        if children_left[n2] < 0:
-            continue
-        fn = feature[n2]
-        _route_block(n2, XT[fn, c0:], XT32[fn, c0:], bn, gtmp, threshold, mode, missing,
-                     default_left, cat_offsets, cat_values)
-        for b in range(bn):
-            key[b] |= np.int64(gtmp[b]) << sh
-        sh += 1
-
-
-@njit(cache=True, inline="always")
 def _unit_walk(fill, key, c, idx0, size, g_nu, order, depth, children_left, player, pos, nu,
                is_left, ys, iidx, node_at, pf, lc_off, lcnt, ltab, value, kv, fdim, out, o):
     """Walk the unit for one key.
@@ -1131,28 +1101,52 @@ def _count_background(t, RT, RT32, m, block, order, depth, starts, pos, nu, is_l
     ux = np.zeros((Dm, block), dtype=np.int64)
     gl = np.zeros((Dm, block))
     key = np.zeros(block, dtype=np.int64)
-    gtmp = np.zeros(block)
     for r0 in range(0, m, block):
         bn = min(block, m - r0)
-        idx = starts[t]
-        while idx < starts[t + 1]:
+        u = -1  # as in _shap_tables: the unit being keyed, its last node, its next bit
+        u_last = -1
+        sh = 0
+        for idx in range(starts[t], starts[t + 1]):
             node = order[idx]
             d = depth[idx]
-            _enter(d, node, bn, is_left, pos, ux, gl, node_at)
-            u = unit_of[node]
-            if u < 0:
+            if idx > u_last:
+                # break sets on entering node: bit pos[parent] where the row goes the
+                # other way at the parent
+                if d > 0:
+                    bit = np.int64(1) << pos[node_at[d - 1]]
+                    go = 1.0 if is_left[node] else 0.0
+                    for b in range(bn):
+                        ux[d, b] = ux[d - 1, b] | (np.int64(gl[d - 1, b] != go) * bit)
+                else:
+                    for b in range(bn):
+                        ux[0, b] = 0
+                node_at[d] = node
+                u = unit_of[node]
+                if u >= 0:
+                    sh = nu[node]
+                    u_last = idx + u_size[u] - 1
+                    mask = (np.int64(1) << sh) - 1
+                    for b in range(bn):
+                        key[b] = ux[d, b] & mask
+            if children_left[node] >= 0:
                 fn = feature[node]
-                _route_block(node, RT[fn, r0:], RT32[fn, r0:], bn, gl[d], threshold, mode,
-                             missing, default_left, cat_offsets, cat_values)
-                idx += 1
-                continue
-            _unit_keys(idx, u_size[u], nu[node], bn, r0, ux[d], key, gtmp, order,
-                       children_left, feature, RT, RT32, threshold, mode, missing,
-                       default_left, cat_offsets, cat_values)
-            off = uc_off[u]
-            for b in range(bn):
-                ucnt[off + key[b]] += 1.0
-            idx += u_size[u]
+                sm = mode[node]
+                if missing[node] == MISSING_NAN and sm <= MODE_LT32:
+                    th = threshold[node]
+                    dl = 1.0 if default_left[node] else 0.0
+                    for b in range(bn):
+                        gl[d, b] = _left_nan_split(RT[fn, r0 + b], RT32[fn, r0 + b], sm, th, dl)
+                else:
+                    _route_rows(node, fn, d, r0, bn, RT, RT32, gl, threshold, mode,
+                                missing, default_left, cat_offsets, cat_values)
+                if u >= 0:
+                    for b in range(bn):
+                        key[b] |= np.int64(gl[d, b]) << sh
+                    sh += 1
+            if idx == u_last:
+                off = uc_off[u]
+                for b in range(bn):
+                    ucnt[off + key[b]] += 1.0
     dummy = np.zeros(1)
     for idx in range(starts[t], starts[t + 1]):
         node = order[idx]
@@ -1342,49 +1336,78 @@ def _local_offsets(sizes, group, n_groups):
     return start - first[group]
 
 
-@njit(cache=True, parallel=True, nogil=True, fastmath=_FLAGS)
+@njit(cache=True, nogil=True, fastmath=_FLAGS)
 def _shap_tables(lo, hi, X, block, order, depth, starts, use_tree, pos, nu, is_left, unit_of,
                  u_size, u_foff, u_feat, u_off, tree_kv, table, tree_output, max_depth,
                  children_left, feature, threshold, mode, missing, default_left, cat_offsets,
                  cat_values, phi):
     """Row blocks ``lo .. hi - 1`` (of ``block`` rows) of :func:`shap_pattern_tables`.
 
-    The one kernel left with numba's ``parallel=True`` (``prange`` over the row blocks):
-    its serial form ran at 0.6x the speed (XGBoost depth 6, Adult, marginal: 164k -> 99k
-    rows/s; its per-node helpers take arrays), which costs every call, against a few
-    seconds more of compilation once per installation."""
+    One pass over each tree in pre-order: outside units, a node's break sets come from
+    its parent's routing; at a unit root the rows' keys start from those break sets, and
+    each internal node of the unit adds the rows' direction as the next key bit; after
+    the unit's last node the rows read their table rows. Every node is routed by the one
+    :func:`_route_rows` call, so the routing is compiled once."""
     n, M = X.shape
     T = len(starts) - 1
-    for blk in prange(lo, hi):
+    Dm = max_depth + 2
+    ux = np.zeros((Dm, block), dtype=np.int64)
+    gl = np.zeros((Dm, block))
+    node_at = np.zeros(Dm, dtype=np.int64)
+    key = np.zeros(block, dtype=np.int64)
+    XT = np.empty((M, block))
+    XT32 = np.empty((M, block))
+    for blk in range(lo, hi):
         r0 = blk * block
         bn = min(block, n - r0)
-        Dm = max_depth + 2
-        ux = np.zeros((Dm, block), dtype=np.int64)
-        gl = np.zeros((Dm, block))
-        node_at = np.zeros(Dm, dtype=np.int64)
-        key = np.zeros(block, dtype=np.int64)
-        gtmp = np.zeros(block)
-        XT, XT32 = _block_columns(X, r0, bn, M, block)
+        _fill_columns(X, r0, bn, M, XT, XT32)
         for t in range(T):
             if not use_tree[t]:
                 continue
             tout = tree_output[t]
             kv = tree_kv[t]
-            idx = starts[t]
-            while idx < starts[t + 1]:
+            u = -1  # the unit being keyed (-1: none)
+            u_last = -1  # pre-order index of its last node
+            sh = 0  # its next key bit
+            for idx in range(starts[t], starts[t + 1]):
                 node = order[idx]
                 d = depth[idx]
-                _enter(d, node, bn, is_left, pos, ux, gl, node_at)
-                u = unit_of[node]
-                if u < 0:
+                if idx > u_last:  # outside a unit
+                    # break sets on entering node: bit pos[parent] where the row goes the
+                    # other way at the parent
+                    if d > 0:
+                        bit = np.int64(1) << pos[node_at[d - 1]]
+                        go = 1.0 if is_left[node] else 0.0
+                        for b in range(bn):
+                            ux[d, b] = ux[d - 1, b] | (np.int64(gl[d - 1, b] != go) * bit)
+                    else:
+                        for b in range(bn):
+                            ux[0, b] = 0
+                    node_at[d] = node
+                    u = unit_of[node]
+                    if u >= 0:
+                        sh = nu[node]
+                        u_last = idx + u_size[u] - 1
+                        mask = (np.int64(1) << sh) - 1
+                        for b in range(bn):
+                            key[b] = ux[d, b] & mask
+                if children_left[node] >= 0:
                     fn = feature[node]
-                    _route_block(node, XT[fn], XT32[fn], bn, gl[d], threshold, mode, missing,
-                                 default_left, cat_offsets, cat_values)
-                    idx += 1
+                    sm = mode[node]
+                    if missing[node] == MISSING_NAN and sm <= MODE_LT32:
+                        th = threshold[node]
+                        dl = 1.0 if default_left[node] else 0.0
+                        for b in range(bn):
+                            gl[d, b] = _left_nan_split(XT[fn, b], XT32[fn, b], sm, th, dl)
+                    else:
+                        _route_rows(node, fn, d, 0, bn, XT, XT32, gl, threshold, mode,
+                                    missing, default_left, cat_offsets, cat_values)
+                    if u >= 0:
+                        for b in range(bn):
+                            key[b] |= np.int64(gl[d, b]) << sh
+                        sh += 1
+                if idx != u_last:
                     continue
-                _unit_keys(idx, u_size[u], nu[node], bn, 0, ux[d], key, gtmp, order,
-                           children_left, feature, XT, XT32, threshold, mode, missing,
-                           default_left, cat_offsets, cat_values)
                 f0 = u_foff[u]
                 dims = u_foff[u + 1] - f0
                 row = dims * kv
@@ -1400,7 +1423,6 @@ def _shap_tables(lo, hi, X, block, order, depth, starts, use_tree, pos, nu, is_l
                             f = u_feat[f0 + j]
                             for kk in range(kv):
                                 phi[r0 + b, f, kk] += table[o + j * kv + kk]
-                idx += u_size[u]
 
 
 @njit(cache=True, nogil=True, fastmath=_FLAGS)
@@ -1422,7 +1444,9 @@ def _inter_tables(lo, hi, X, block, order, depth, starts, use_tree, pos, nu, is_
         gl = np.zeros((Dm, block))
         node_at = np.zeros(Dm, dtype=np.int64)
         pf = np.zeros(Dm, dtype=np.int64)
-        XT, XT32 = _block_columns(X, r0, bn, M, block)
+        XT = np.empty((M, block))
+        XT32 = np.empty((M, block))
+        _fill_columns(X, r0, bn, M, XT, XT32)
         for t in range(T):
             if not use_tree[t]:
                 continue
@@ -1431,12 +1455,29 @@ def _inter_tables(lo, hi, X, block, order, depth, starts, use_tree, pos, nu, is_
             for idx in range(starts[t], starts[t + 1]):
                 node = order[idx]
                 d = depth[idx]
-                _enter(d, node, bn, is_left, pos, ux, gl, node_at)
+                # break sets on entering node: bit pos[parent] where the row goes the
+                # other way at the parent
+                if d > 0:
+                    bit = np.int64(1) << pos[node_at[d - 1]]
+                    go = 1.0 if is_left[node] else 0.0
+                    for b in range(bn):
+                        ux[d, b] = ux[d - 1, b] | (np.int64(gl[d - 1, b] != go) * bit)
+                else:
+                    for b in range(bn):
+                        ux[0, b] = 0
+                node_at[d] = node
                 if children_left[node] >= 0:
                     fn = feature[node]
                     pf[pos[node]] = player[node]
-                    _route_block(node, XT[fn], XT32[fn], bn, gl[d], threshold, mode, missing,
-                                 default_left, cat_offsets, cat_values)
+                    sm = mode[node]
+                    if missing[node] == MISSING_NAN and sm <= MODE_LT32:
+                        th = threshold[node]
+                        dl = 1.0 if default_left[node] else 0.0
+                        for b in range(bn):
+                            gl[d, b] = _left_nan_split(XT[fn, b], XT32[fn, b], sm, th, dl)
+                    else:
+                        _route_rows(node, fn, d, 0, bn, XT, XT32, gl, threshold, mode, missing,
+                                    default_left, cat_offsets, cat_values)
                     continue
                 dl = nu[node]
                 full = (np.int64(1) << dl) - 1
@@ -1512,13 +1553,12 @@ def shap_pattern_tables(ens, tables, X, n_outputs, block=128):
     if X.shape[0] == 0 or not tables.use_tree.any():
         return phi
     block = int(block)
-    # parallel=True: numba's own threads (its current thread count) share the row blocks
-    _shap_tables(0, _n_blocks(X, block), X, block, tables.order, tables.depth,
-                 tables.starts, tables.use_tree, tables.pos, tables.nu, tables.is_left,
-                 tables.unit_of, tables.u_size, tables.u_foff, tables.u_feat, tables.u_off,
-                 tables.tree_kv, tables.table, np.asarray(ens.tree_output, dtype=np.int64),
-                 tables.max_depth, ens.children_left, ens.feature, ens.threshold, ens.mode,
-                 ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi)
+    run_in_threads(_shap_tables, _n_blocks(X, block), X, block, tables.order, tables.depth,
+                   tables.starts, tables.use_tree, tables.pos, tables.nu, tables.is_left,
+                   tables.unit_of, tables.u_size, tables.u_foff, tables.u_feat, tables.u_off,
+                   tables.tree_kv, tables.table, np.asarray(ens.tree_output, dtype=np.int64),
+                   tables.max_depth, ens.children_left, ens.feature, ens.threshold, ens.mode,
+                   ens.missing, ens.default_left, ens.cat_offsets, ens.cat_values, phi)
     return phi
 
 
