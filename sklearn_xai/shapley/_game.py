@@ -334,11 +334,10 @@ class ImputationGame(Game):
                 size += (piece[2] - piece[1]) * K
                 continue
             if call:
-                hybrid = np.concatenate([self._hybrid(r, masks[r][c0:c1])
-                                         for r, c0, c1 in call])
-                y = np.asarray(self.model_fn(hybrid), dtype=np.float64)
-                y = y.reshape(-1, K, y.shape[-1] if y.ndim == 2 else 1)
-                y = y.reshape(y.shape[0], -1) if self.per_imputation else y.mean(axis=1)
+                hybrid = np.concatenate([
+                    self._hybrids(np.array([r]), self._feature_masks(masks[r][c0:c1])[None])[0]
+                    for r, c0, c1 in call])                           # (C, K, M)
+                y = self._outputs(hybrid[None])[0]
                 at = 0
                 for r, c0, c1 in call:
                     parts[r].append(y[at:at + c1 - c0])
@@ -350,12 +349,27 @@ class ImputationGame(Game):
             self._count(1, m.shape[0], count)
         return out
 
-    def _hybrid(self, r, masks):
-        """Hybrid rows of row ``r`` for coalitions ``masks`` (C, P): (C * K, M)."""
-        fm = masks.astype(np.uint8) @ self._G.astype(np.uint8) > 0           # (C, M)
-        R = self.imputation[0 if self._shared else r]                        # (K, M)
-        return np.where(fm[:, None, :], self.X[r][None, None, :], R[None]).reshape(
-            -1, self.n_features)
+    def _feature_masks(self, masks):
+        """The columns each coalition keeps: masks (..., C, P) -> (..., C, M) bool."""
+        return masks.astype(np.uint8) @ self._G.astype(np.uint8) > 0
+
+    def _hybrids(self, rows, feature_masks):
+        """Hybrid rows of the explained ``rows`` (r,): the row's columns where
+        ``feature_masks`` (r or 1, C, M) holds, each imputation row's elsewhere:
+        (r, C, K, M)."""
+        x = self.X[rows][:, None, None, :]                                  # (r, 1, 1, M)
+        R = self.imputation[0 if self._shared else rows]                    # (K, M) | (r, K, M)
+        R = R[None, None] if self._shared else R[:, None]                   # (r|1, 1, K, M)
+        return np.where(feature_masks[:, :, None, :], x, R)
+
+    def _outputs(self, hybrid):
+        """The model on hybrid rows (r, C, K, M): the mean over the ``K`` imputation rows
+        (r, C, n_model_outputs), or with ``per_imputation`` every one (r, C, K *
+        n_model_outputs)."""
+        r, C, K = hybrid.shape[:3]
+        y = np.asarray(self.model_fn(hybrid.reshape(-1, self.n_features)), dtype=np.float64)
+        y = y.reshape(r, C, K, -1)
+        return y.reshape(r, C, -1) if self.per_imputation else y.mean(axis=2)
 
     def value(self, masks: ArrayLike, rows: slice | ArrayLike | None = None,
               count: bool = True) -> np.ndarray:
@@ -382,7 +396,7 @@ class ImputationGame(Game):
         masks, row_ids = self._check_masks(masks, rows)
         per_row = masks.ndim == 3
         n_coal = masks.shape[-2]
-        feat_masks = masks.astype(np.uint8) @ self._G.astype(np.uint8) > 0  # (..., C, M)
+        feat_masks = self._feature_masks(masks)                            # (..., C, M)
         K = self.n_imputations
         per_row_cost = n_coal * K
         out = None
@@ -394,14 +408,7 @@ class ImputationGame(Game):
                 c1 = min(n_coal, c0 + coal_chunk)
                 fm = feat_masks[r0:r0 + rsel.size, c0:c1] if per_row else np.broadcast_to(
                     feat_masks[None, c0:c1], (rsel.size, c1 - c0, self.n_features))
-                x = self.X[rsel][:, None, None, :]                     # (r, 1, 1, M)
-                R = self.imputation[0 if self._shared else rsel]      # (K, M) or (r, K, M)
-                R = R[None, None] if self._shared else R[:, None]      # (r|1, 1, K, M)
-                hybrid = np.where(fm[:, :, None, :], x, R)             # (r, c, K, M)
-                flat = hybrid.reshape(-1, self.n_features)
-                y = np.asarray(self.model_fn(flat), dtype=np.float64)
-                y = y.reshape(rsel.size, c1 - c0, K, -1)
-                y = y.reshape(rsel.size, c1 - c0, -1) if self.per_imputation else y.mean(axis=2)
+                y = self._outputs(self._hybrids(rsel, fm))
                 if out is None:
                     out = np.empty((row_ids.size, n_coal, y.shape[-1]))
                 out[r0:r0 + rsel.size, c0:c1] = y
