@@ -420,7 +420,38 @@ def main(argv=None):
                   f"{_ratio(ours_best, sp):>6s} {sk:9.2e}")
             if fr["evals_per_row"] > b * n_players + 2:
                 print(f"  !! frontier used {fr['evals_per_row']} evaluations per row")
+    if "adult_mlp_ref" in games:
+        print("\nadult_mlp_ref: time outside the model against the model's own time (the "
+              "torch MLP on the rows the frontier evaluated, one call per game)")
+        print(f"{'n_ev':>4s} {'evals/row':>9s} {'model ms/row':>12s} {'ours ms/row':>11s} "
+              f"{'ours/model':>10s}")
+        for b, model_ms in mlp_model_ms(ours, _load_game(out, "adult_mlp_ref")[0].n_rows):
+            fr = ours[("adult_mlp_ref", "frontier", b)]
+            ms = fr["sec_per_row"] * 1e3
+            print(f"{b:4d} {fr['evals_per_row']:9.1f} {model_ms:12.3f} {ms:11.3f} "
+                  f"{ms / model_ms:10.2f}")
     return 0
+
+
+def mlp_model_ms(ours, n_rows, repeats=5):
+    """The Adult MLP's own time per explained row at each budget: the model (rebuilt as
+    in :func:`build`, same seed) on as many rows as the frontier evaluated for the game's
+    ``n_rows`` rows, in one call (as ``ImputationGame`` calls it); best of ``repeats``.
+    The model's time does not depend on the values, so the rows are training rows."""
+    A, y, _ = _adult()
+    f = _mlp(A, y)
+    rng = np.random.default_rng(0)
+    out = []
+    for b in BUDGETS:
+        m = int(round(ours[("adult_mlp_ref", "frontier", b)]["evals_per_row"] * n_rows))
+        Z = A[rng.choice(len(A), max(m, 1))]
+        best = np.inf
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            f(Z)
+            best = min(best, time.perf_counter() - t0)
+        out.append((b, best * 1e3 / n_rows))
+    return out
 
 
 if __name__ == "__main__":
