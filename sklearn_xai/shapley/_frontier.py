@@ -429,7 +429,8 @@ def _exact_coefs(Pa):
 DEFAULTS = {"alloc": "greedy", "orders": (3,), "ratio": 100.0, "ht": True,
             "mode": "hybrid", "folds": 4, "ard": 2, "lam": 0.9, "ard_min": 8,
             "bias_w": 1.0, "bias_sub": 1.0, "border_c": 0.5, "se_scale": 1.0,
-            "se_mode": "pooled", "k2_min": 0.7, "k2_max": 1.0, "by_component": True, "pool": True}
+            "se_mode": "pooled", "k2_min": 0.7, "k2_max": 1.0, "by_component": True, "pool": True,
+            "linear_below": 2}
 
 
 def _border_row(S, vS, vC, v0, v1, c):
@@ -503,9 +504,13 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
        games with at most third-order odd structure are fitted far better. With at least
        ``8 Pa`` pairs (``ard_min``) the triples' prior variances are re-estimated twice
        from the fit (automatic relevance determination: a sparse order-3 surrogate).
-       Measured (benchmark games, 4 seeds): from ``4 Pa`` pairs on, ARD cost 1.4-2.6x
-       the time of the plain fit and changed its error by -9 % to +4 % between 4 and
-       8 ``Pa`` pairs; from ``8 Pa`` on it lowers the error by 9-42 %.
+       With fewer than ``2 Pa`` pairs (``linear_below``) the fit is the linear term
+       alone (paired KernelSHAP): the order-3 term has too little to learn from
+       (measured: 4-5 % lower error on the background games at ``n_evals=2``, the only
+       cells where it applies). ARD, measured (benchmark games, 4 seeds): from ``4 Pa``
+       pairs on it cost 1.4-2.6x the time of the plain fit and changed its error by -9 %
+       to +4 % between 4 and 8 ``Pa`` pairs; from ``8 Pa`` on it lowers the error by
+       9-42 %.
        The sampled pairs are drawn in units of ``folds = 4`` per stratum (for the
        cross-fit below); the ``< 4`` pairs left over are drawn after them from the
        strata that have units (in proportion to their mass) and enter every fit. They
@@ -565,9 +570,9 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         term over the misfit variance), ``ht`` (Horvitz-Thompson weights of the sampled
         pairs), ``mode`` ("hybrid": as above; "xfit": return the cross-fitted ``phi_x``
         and ``se_x`` themselves (unbiased, higher error); "fit": plain fit with jackknife
-        units), ``folds``, ``ard`` (rounds), ``lam``, ``ard_min``, ``by_component``,
-        ``pool`` (components share their row's budget). The defaults are the measured
-        best (``benchmarks/bench_shapley.py``).
+        units), ``folds``, ``ard`` (rounds), ``lam``, ``ard_min``, ``linear_below``,
+        ``by_component``, ``pool`` (components share their row's budget). The defaults
+        are the measured best (``benchmarks/bench_shapley.py``).
 
     Returns
     -------
@@ -845,7 +850,10 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
     y = (vals[0::2] - vals[1::2]) / 2.0
     yN = (v1 - v0) / 2.0
     big = S.shape[0] >= cfg["ard_min"] * players.size
-    rcfg = dict(cfg, ard=cfg["ard"] if big else 0)
+    # fewer than linear_below * Pa pairs: the linear fit (paired KernelSHAP) alone, the
+    # order-3 term has too little to learn from
+    small = S.shape[0] < cfg["linear_below"] * players.size
+    rcfg = dict(cfg, ard=cfg["ard"] if big else 0, orders=() if small else cfg["orders"])
     hybrid = cfg["mode"] == "hybrid"
     if S.shape[0] == players.size and np.all(S.sum(axis=1) == 1):
         # exactly the size-1 stratum (n_evals = 2): deterministic, not exact
@@ -861,7 +869,7 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
         if return_units:
             u = _pattern_units(est, se, MAX_GROUPS)
         return players, est, u, df
-    est = _fit_row(X, y, W, yN, cfg["orders"], cfg["ratio"], ard=rcfg["ard"], lam=cfg["lam"])
+    est = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"], lam=cfg["lam"])
     u = None
     if return_units:
         # groups of the units' pairs (the extra pairs stay in every fit): with none, the
@@ -885,7 +893,8 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
     est, se, mse, df = _xfit(S, X, y, W, strat, incl, yN, dict(rcfg, ard=0), is_extra)
     if cfg["mode"] == "xfit":
         return est, se, df
-    full = _fit_row(X, y, W, yN, cfg["orders"], cfg["ratio"], ard=rcfg["ard"], lam=cfg["lam"])
+    full = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"],
+                    lam=cfg["lam"])
     d = est - full
     if hybrid and cfg["se_mode"] == "pooled":
         # level from the surrogate's estimated mean squared error, shape
