@@ -292,14 +292,14 @@ def writeable_state(state):
             for k, v in state.items()}
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _go_left(node, x, threshold, mode, missing, default_left, cat_offsets, cat_values):
     """Routing of one present-or-missing value ``x`` at ``node``."""
     return _goes_left_value(x, mode[node], missing[node], threshold[node], default_left[node],
                             cat_values, cat_offsets[node], cat_offsets[node + 1])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _goes_left_numeric(x, m, miss, threshold, default_left):
     """:func:`_goes_left_value` at a numeric split (``m <= MODE_LT32``): no array."""
     if np.isnan(x):
@@ -315,7 +315,7 @@ def _goes_left_numeric(x, m, miss, threshold, default_left):
     return np.float64(np.float32(x)) < threshold
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _goes_left_value(x, m, miss, threshold, default_left, cat_values, lo, hi):
     """Routing of ``x`` at a split of mode ``m``, missing rule ``miss``, threshold,
     default direction and (categorical) sorted left categories ``cat_values[lo:hi]``."""
@@ -349,7 +349,7 @@ def _goes_left_value(x, m, miss, threshold, default_left, cat_values, lo, hi):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _goes_left_many(nodes, xs, children_left, children_right, feature, threshold, mode,
                     missing, default_left, cat_offsets, cat_values):
     out = np.empty(len(nodes), dtype=np.bool_)
@@ -388,7 +388,7 @@ def goes_left(ens: FlatEnsemble, node_indices: ArrayLike, x_values: ArrayLike) -
     return _goes_left_many(nodes, xs, *ens.arrays()).reshape(shape)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _predict_leaves(lo, hi, X, tree_offsets, children_left, children_right, feature, threshold,
                     mode, missing, default_left, cat_offsets, cat_values, out):
     """Rows ``lo .. hi - 1`` of :func:`apply` into ``out``."""
@@ -612,7 +612,7 @@ def _fill_internal_values(ens):
     _fill_values_jit(ens.tree_offsets, ens.children_left, ens.children_right, z, ens.value)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _preorder_jit(children_left, children_right, root, nodes, depths):
     """Write the pre-order (left first) of the tree at ``root``; return the count.
 
@@ -641,7 +641,7 @@ def _preorder_jit(children_left, children_right, root, nodes, depths):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _fill_values_jit(tree_offsets, children_left, children_right, z, value):
     n_nodes = len(children_left)
     nodes = np.empty(n_nodes, dtype=np.int64)

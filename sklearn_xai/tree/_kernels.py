@@ -108,7 +108,7 @@ def _w(a, dtype=np.float64):
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _orders(tree_offsets, children_left, children_right):
     n = len(children_left)
     order = np.empty(n, dtype=np.int64)
@@ -133,7 +133,7 @@ def _path_stats(order, depth, starts, children_left, feature, n_features):
     return U, D
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _restore_z(Z, saved, slot, cur, d):
     """Undo the factors of the path below depth ``d`` (a pre-order walk leaving depth
     ``cur``): ``Z[slot[c]] = saved[c]`` from ``c = cur`` up; the new depth."""
@@ -143,7 +143,7 @@ def _restore_z(Z, saved, slot, cur, d):
     return cur
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _scale_z(Z, saved, slot, d, j, factor):
     """Multiply ``Z[j]`` by the edge's factor on entering depth ``d``, saving the old value
     for :func:`_restore_z`; ``(old, new)``."""
@@ -155,7 +155,7 @@ def _scale_z(Z, saved, slot, d, j, factor):
     return zold, znew
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _edge_tables(order, depth, starts, feature, zf, qt, Qt, n_features):
     """Per-node factor and return tables at each tree's quadrature nodes."""
     n = len(zf)
@@ -254,7 +254,7 @@ class PathTables:
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _left_nan_split(x, x32, m, t, dl):
     """1.0 where value ``x`` (``x32``: rounded to float32) goes left at a numeric split of
     mode ``m`` whose missing values are NaN (they go to ``dl``, 1.0 for left), else 0.0.
@@ -273,7 +273,7 @@ def _left_nan_split(x, x32, m, t, dl):
     return dl if np.isnan(x) else g
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _route_rows(node, fn, d, c0, bn, XT, XT32, gl, threshold, mode, missing, default_left,
                 cat_offsets, cat_values):
     """``gl[d, b] = 1.0`` where row ``b`` (column ``c0 + b`` of ``XT``'s row ``fn``) goes
@@ -295,7 +295,7 @@ def _route_rows(node, fn, d, c0, bn, XT, XT32, gl, threshold, mode, missing, def
                                                lo, hi) else 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _fill_columns(X, r0, bn, M, XT, XT32):
     """Rows ``r0 .. r0 + bn`` of ``X`` column-major into ``XT`` (M, block), and rounded to
     float32 into ``XT32`` (for XGBoost's float32 split comparisons)."""
@@ -305,35 +305,7 @@ def _fill_columns(X, r0, bn, M, XT, XT32):
             XT32[j, b] = np.float64(np.float32(X[r0 + b, j]))
 
 
-@njit(cache=True, inline="always")
-def _pop_edge(d, b_n, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, Kv, phi, rows0,
-              tree_out, sacc, first):
-    node = node_at[d]
-    f = featd[d]
-    for kk in range(Kv):
-        k = tree_out if tree_out >= 0 else kk
-        for b in range(b_n):
-            sacc[b] = 0.0
-        for q in range(Q):
-            gc = GC[node, q]
-            dg = GH[node, q] - gc
-            if first:
-                for b in range(b_n):
-                    hv = Hs[d, kk, q, b]
-                    sacc[b] += hv * (gc + hot[d, b] * dg)
-                    Hs[d - 1, kk, q, b] = hv
-            else:
-                for b in range(b_n):
-                    hv = Hs[d, kk, q, b]
-                    sacc[b] += hv * (gc + hot[d, b] * dg)
-                    Hs[d - 1, kk, q, b] += hv
-        for b in range(b_n):
-            phi[rows0 + b, f, k] += saved[d, b] * sacc[b]
-    for b in range(b_n):
-        alive[f, b] = saved[d, b]
-
-
-@njit(cache=True, nogil=True, fastmath=_FLAGS)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, fastmath=_FLAGS)
 def _shap_path(lo, hi, X, block, order, depth, starts, use_tree, Qt, qw, RH, RC, GH, GC, zf,
                is_left, value, tree_output, max_depth, children_left, children_right, feature,
                player, threshold, mode, missing, default_left, cat_offsets, cat_values, phi):
@@ -366,13 +338,41 @@ def _shap_path(lo, hi, X, block, order, depth, starts, use_tree, Qt, qw, RH, RC,
             tout = tree_output[t]
             kv = Kv if tout < 0 else 1
             cur = 0
-            for idx in range(starts[t], starts[t + 1]):
-                node = order[idx]
-                d = depth[idx]
+            end = starts[t + 1]
+            for idx in range(starts[t], end + 1):
+                # idx == end: depth 0, which pops every edge still open
+                d = depth[idx] if idx < end else 0
                 while cur >= d and cur > 0:
-                    _pop_edge(cur, bn, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, kv,
-                              phi, r0, tout, sacc, is_left[node_at[cur]])
+                    # pop the edge into node_at[cur]: its feature's term over the rows'
+                    # H sums, H passed up, the feature's alive state restored
+                    pn = node_at[cur]
+                    pfe = featd[cur]
+                    first = is_left[pn]
+                    for kk in range(kv):
+                        k = tout if tout >= 0 else kk
+                        for b in range(bn):
+                            sacc[b] = 0.0
+                        for q in range(Q):
+                            gc = GC[pn, q]
+                            dg = GH[pn, q] - gc
+                            if first:
+                                for b in range(bn):
+                                    hv = Hs[cur, kk, q, b]
+                                    sacc[b] += hv * (gc + hot[cur, b] * dg)
+                                    Hs[cur - 1, kk, q, b] = hv
+                            else:
+                                for b in range(bn):
+                                    hv = Hs[cur, kk, q, b]
+                                    sacc[b] += hv * (gc + hot[cur, b] * dg)
+                                    Hs[cur - 1, kk, q, b] += hv
+                        for b in range(bn):
+                            phi[r0 + b, pfe, k] += saved[cur, b] * sacc[b]
+                    for b in range(bn):
+                        alive[pfe, b] = saved[cur, b]
                     cur -= 1
+                if idx == end:
+                    break
+                node = order[idx]
                 if d > 0:
                     p = node_at[d - 1]
                     f = player[p]
@@ -438,18 +438,14 @@ def _shap_path(lo, hi, X, block, order, depth, starts, use_tree, Qt, qw, RH, RC,
                         for b in range(bn):
                             gl[d, b] = _left_nan_split(XT[fn, b], XT32[fn, b], sm, th, dl)
                     else:
-                        _route_rows(node, fn, d, 0, bn, XT, XT32, gl, threshold, mode, missing,
-                                    default_left, cat_offsets, cat_values)
+                        _route_rows(node, fn, d, np.int64(0), bn, XT, XT32, gl, threshold, mode,
+                                    missing, default_left, cat_offsets, cat_values)
                 else:
                     for kk in range(kv):
                         for q in range(Q):
                             w = value[node, kk] * qw[t, q]
                             for b in range(bn):
                                 Hs[d, kk, q, b] = C[d, q, b] * w
-            while cur > 0:
-                _pop_edge(cur, bn, node_at, featd, saved, hot, alive, Hs, GH, GC, Q, kv,
-                          phi, r0, tout, sacc, is_left[node_at[cur]])
-                cur -= 1
 
 
 def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=128,
@@ -499,7 +495,7 @@ def shap_path_dependent(ens, tables, X, values, tree_output, n_outputs, block=12
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True, fastmath=_FLAGS)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, fastmath=_FLAGS)
 def _shap_inter(lo, hi, X, order, depth, starts, Qt, qt, qw, RH, RC, GH, GC, GA, zf, is_left, value,
                 tree_output, max_depth, slot, n_slots, children_left, children_right,
                 feature, player, threshold, mode, missing, default_left, cat_offsets,
@@ -721,7 +717,7 @@ _CH_INTER = _CH_VALUES + ((_W_BB, 0), (_W_AB, 0), (_W_AB, 1), (_W_AA, 0), (_W_AA
                           (_W_AA, 2))
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _leaf_positions(order, depth, starts, children_left, feature, n_features):
     """Bit positions of the path features.
 
@@ -775,7 +771,7 @@ def _leaf_positions(order, depth, starts, children_left, feature, n_features):
     return pos, nu, U
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _units(order, depth, starts, candidate, children_left, children_right, feature, pos, nu,
            n_features, max_depth, slack):
     """Cut each candidate tree into units: maximal subtrees whose key fits ``d + slack`` bits.
@@ -866,7 +862,7 @@ def _units(order, depth, starts, candidate, children_left, children_right, featu
     return unit_of, u_idx[:nun], u_tree[:nun], u_size, u_bits, u_foff, u_feat[:k]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _popcount(v):
     c = 0
     while v:
@@ -875,7 +871,7 @@ def _popcount(v):
     return c
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _unit_walk(fill, key, c, idx0, size, g_nu, order, depth, children_left, player, pos, nu,
                is_left, ys, iidx, node_at, pf, lc_off, lcnt, ltab, value, kv, fdim, out, o):
     """Walk the unit for one key.
@@ -919,7 +915,7 @@ def _unit_walk(fill, key, c, idx0, size, g_nu, order, depth, children_left, play
                 out[slot + kk] += value[node, kk] * val
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _leaf_table(counts, off, d, W, ch_w, ch_s, scale, out, out_off):
     """Pattern table of one leaf from its background pattern counts.
 
@@ -951,7 +947,7 @@ def _leaf_table(counts, off, d, W, ch_w, ch_s, scale, out, out_off):
             out[o + c] = s * scale
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _build_path_tables(lo, hi, zf, order, depth, starts, use_tree, pos, nu, is_left, unit_of,
                        u_size, u_bits, u_foff, u_feat, u_off, lc_off, lc_size, leaf_start, W,
                        ch_w, ch_s, to_units, value, tree_kv, max_depth, children_left, player,
@@ -973,7 +969,7 @@ def _build_path_tables(lo, hi, zf, order, depth, starts, use_tree, pos, nu, is_l
                             children_left, player, n_players, out, reach)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _build_background_tables(lo, hi, RT, RT32, order, depth, starts, use_tree, pos, nu,
                              is_left, unit_of, u_size, u_bits, u_foff, u_feat, u_off, uc_off,
                              uc_size, lc_off, lc_size, leaf_start, W, ch_w, ch_s, to_units,
@@ -1006,7 +1002,7 @@ def _build_background_tables(lo, hi, RT, RT32, order, depth, starts, use_tree, p
                             children_left, player, n_players, out, reach)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _tables_from_counts(t, lcnt, scale, order, depth, starts, pos, nu, is_left, unit_of,
                         u_size, u_bits, u_foff, u_feat, u_off, lc_off, lc_size, leaf_start, W,
                         ch_w, ch_s, to_units, value, tree_kv, max_depth, children_left,
@@ -1063,7 +1059,7 @@ def _tables_from_counts(t, lcnt, scale, order, depth, starts, pos, nu, is_left, 
         idx += u_size[u]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _path_weights(t, order, depth, starts, pos, nu, children_left, zf, lc_off, lcnt, Dm):
     """Leaf weights of every break set under the path-dependent game (see _build_tables)."""
     Zc = np.ones(Dm)
@@ -1090,7 +1086,7 @@ def _path_weights(t, order, depth, starts, pos, nu, children_left, zf, lc_off, l
             lcnt[off + y] = w
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True)
 def _count_background(t, RT, RT32, m, block, order, depth, starts, pos, nu, is_left, unit_of,
                       u_size, u_bits, uc_off, uc_size, lc_off, lcnt, ys, iidx, pf, node_at,
                       fdim, value, children_left, feature, player, threshold, mode, missing,
@@ -1336,7 +1332,7 @@ def _local_offsets(sizes, group, n_groups):
     return start - first[group]
 
 
-@njit(cache=True, nogil=True, fastmath=_FLAGS)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, fastmath=_FLAGS)
 def _shap_tables(lo, hi, X, block, order, depth, starts, use_tree, pos, nu, is_left, unit_of,
                  u_size, u_foff, u_feat, u_off, tree_kv, table, tree_output, max_depth,
                  children_left, feature, threshold, mode, missing, default_left, cat_offsets,
@@ -1400,7 +1396,7 @@ def _shap_tables(lo, hi, X, block, order, depth, starts, use_tree, pos, nu, is_l
                         for b in range(bn):
                             gl[d, b] = _left_nan_split(XT[fn, b], XT32[fn, b], sm, th, dl)
                     else:
-                        _route_rows(node, fn, d, 0, bn, XT, XT32, gl, threshold, mode,
+                        _route_rows(node, fn, d, np.int64(0), bn, XT, XT32, gl, threshold, mode,
                                     missing, default_left, cat_offsets, cat_values)
                     if u >= 0:
                         for b in range(bn):
@@ -1425,7 +1421,7 @@ def _shap_tables(lo, hi, X, block, order, depth, starts, use_tree, pos, nu, is_l
                                 phi[r0 + b, f, kk] += table[o + j * kv + kk]
 
 
-@njit(cache=True, nogil=True, fastmath=_FLAGS)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, fastmath=_FLAGS)
 def _inter_tables(lo, hi, X, block, order, depth, starts, use_tree, pos, nu, is_left, leaf_start,
                   table, value, tree_output, max_depth, slot, children_left, feature,
                   player, threshold, mode, missing, default_left, cat_offsets, cat_values, phi,
@@ -1476,8 +1472,8 @@ def _inter_tables(lo, hi, X, block, order, depth, starts, use_tree, pos, nu, is_
                         for b in range(bn):
                             gl[d, b] = _left_nan_split(XT[fn, b], XT32[fn, b], sm, th, dl)
                     else:
-                        _route_rows(node, fn, d, 0, bn, XT, XT32, gl, threshold, mode, missing,
-                                    default_left, cat_offsets, cat_values)
+                        _route_rows(node, fn, d, np.int64(0), bn, XT, XT32, gl, threshold, mode,
+                                    missing, default_left, cat_offsets, cat_values)
                     continue
                 dl = nu[node]
                 full = (np.int64(1) << dl) - 1
@@ -1598,7 +1594,7 @@ def interactions_pattern_tables(ens, tables, table, X, values, tree_output, n_ou
 # ---------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True, fastmath=_FLAGS)
+@njit(cache=True, no_cfunc_wrapper=True, nogil=True, fastmath=_FLAGS)
 def _shap_interv(lo, hi, X, R, tree_offsets, use_tree, value, tree_output, W, max_depth, fx, fr, px,
                  pr, rescale, slot, do_inter, children_left, children_right, feature, player,
                  threshold, mode, missing, default_left, cat_offsets, cat_values, phi, inter):
