@@ -359,16 +359,27 @@ def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam):
     a = np.ones(Pa + Fn)                                          # the full coalition
     m = Pa + Fn
 
+    pen = np.arange(Pa, m)
+    rhs_a = np.hstack([rhs, a[:, None]])
+
     def solve(tau):
-        M = np.zeros((m + 1, m + 1))
-        M[:m, :m] = G
-        M[np.arange(Pa, m), np.arange(Pa, m)] += Fn / (ratio * tau)
-        M[:m, m] = M[m, :m] = a
-        b = np.vstack([rhs, yN[None, :]])
-        try:
-            theta = np.linalg.solve(M, b)
-        except np.linalg.LinAlgError:
-            theta = np.linalg.lstsq(M, b, rcond=None)[0]
+        # min theta' H theta - 2 theta' rhs subject to a' theta = yN, H = G + penalty:
+        # theta = H^-1 (rhs - a lam), lam from the constraint (Cholesky of H; the
+        # bordered system by least squares when H is not numerically positive definite)
+        H = G.copy()
+        H[pen, pen] += Fn / (ratio * tau)
+        L, info = dpotrf(H, lower=1, clean=0)
+        if not info:
+            Z, info = dpotrs(L, rhs_a, lower=1)
+        if not info:
+            Hr, Ha = Z[:, :-1], Z[:, -1]
+            lam_ = (a @ Hr - yN) / (a @ Ha)                           # (O,)
+            theta = Hr - np.outer(Ha, lam_)
+        else:
+            M = np.zeros((m + 1, m + 1))
+            M[:m, :m] = H
+            M[:m, m] = M[m, :m] = a
+            theta = np.linalg.lstsq(M, np.vstack([rhs, yN[None, :]]), rcond=None)[0][:m]
         return theta[:Pa], theta[Pa:m]
 
     tau = np.ones(Fn)
