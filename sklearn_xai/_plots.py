@@ -137,6 +137,14 @@ def colour_values(att, j, data):
     return np.clip((col - lo) / (hi - lo), 0.0, 1.0)
 
 
+def by_importance(vals):
+    """Player indices, most important first: by ``|value|`` for one row (P,), by mean
+    ``|value|`` over the rows for many (n, P); ties keep the players' order (a stable sort,
+    so every plot orders equal players alike)."""
+    imp = np.abs(vals) if vals.ndim == 1 else np.abs(vals).mean(axis=0)
+    return np.argsort(-imp, kind="stable")
+
+
 # ---- one row ------------------------------------------------------------------------------
 
 
@@ -145,7 +153,7 @@ def waterfall(att, row, output, max_display, ax, label_width):
     vals = vals[row]
     errs = None if errors is None else np.nan_to_num(errors[row])
     base = float(base[row])
-    order = np.argsort(-np.abs(vals))
+    order = by_importance(vals)
     shown = order[:max_display]
     rest = vals[order[max_display:]].sum()
     data = player_data(att)
@@ -185,7 +193,7 @@ def force(att, row, output, max_display, ax, label_width):
     errs = np.zeros_like(vals) if errors is None else np.nan_to_num(errors[row])
     base = float(base[row])
     out = base + float(vals.sum())
-    order = [j for j in np.argsort(-np.abs(vals), kind="stable") if vals[j] != 0]
+    order = [j for j in by_importance(vals) if vals[j] != 0]
     shown, rest = order[:max_display], order[max_display:]
     # (label, value, standard error, summed others?); per sign, the largest nearest f(x)
     segments = {1: [], -1: []}
@@ -263,7 +271,7 @@ def _label_levels(ax, labels, n_levels=4):
 def bar(att, output, max_display, ax, label_width):
     k, vals, errors, _ = _output(att, output)
     imp = np.abs(vals).mean(axis=0)
-    order = np.argsort(-imp)[:max_display]
+    order = by_importance(vals)[:max_display]
     xerr = None
     if errors is not None:
         se = np.sqrt(np.sum(np.nan_to_num(errors) ** 2, axis=0)) / len(att)
@@ -281,7 +289,7 @@ def beeswarm(att, output, max_display, ax, random_state, label_width):
     import matplotlib.pyplot as plt
 
     k, vals, _, _ = _output(att, output)
-    order = np.argsort(-np.abs(vals).mean(axis=0))[:max_display]
+    order = by_importance(vals)[:max_display]
     rng = np.random.default_rng(random_state)
     data = player_data(att)
     own, ax = ax is None, _axes(ax, (7, 0.45 * len(order) + 1.5))
@@ -471,7 +479,7 @@ def cluster_order(values):
 def _top_players(vals, errors, max_display, names, label_width):
     """(matrix (n, m), std (n, m) or None, labels) of the players with the largest mean
     |value|, most important first, the others summed into a last column."""
-    order = np.argsort(-np.abs(vals).mean(axis=0), kind="stable")
+    order = by_importance(vals)
     shown, rest = order[:max_display], order[max_display:]
     cols = [vals[:, shown]]
     errs = None if errors is None else [np.nan_to_num(errors[:, shown])]
@@ -573,7 +581,7 @@ def interaction_matrix(att, output, max_display, interactions, ax, label_width):
                          "TreeShapExplainer.explain_interactions, or pass interactions=.")
     arr, players = block
     strength = np.abs(arr).mean(axis=0)[:, players]  # (S, S): rows and columns alike
-    keep = np.argsort(-np.abs(vals[:, players]).mean(axis=0), kind="stable")[:max_display]
+    keep = by_importance(vals[:, players])[:max_display]
     matrix = strength[np.ix_(keep, keep)]
     names = [shorten(att.feature_names[players[s]], label_width) for s in keep]
     m = len(keep)

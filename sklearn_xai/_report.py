@@ -1101,13 +1101,13 @@ def _cut_labels(att, row, max_display):
     """The full ``"feature = value"`` labels of the waterfall bars of ``row`` that the
     figure had to cut short (wrapped onto two lines, then ellipsized)."""
     from sklearn_xai._explanation import format_cell as fmt_value
-    from sklearn_xai._plots import LABEL_WIDTH, player_data, shorten
+    from sklearn_xai._plots import LABEL_WIDTH, by_importance, player_data, shorten
 
     data = player_data(att)
     if data is None:
         return []
     out = []
-    for j in np.argsort(-np.abs(att.values[row]))[:max_display]:
+    for j in by_importance(att.values[row])[:max_display]:
         full = f"{att.feature_names[j]} = {fmt_value(data[row, j])}"
         if shorten(full, LABEL_WIDTH).endswith("\u2026") and not full.endswith("\u2026"):
             out.append(full)
@@ -1189,6 +1189,8 @@ def _notes(names):
 def _comparison_section(atts, positions):
     """One table per row: feature value and each method's attribution, sorted by the first
     method's (a global explainer's, else the first registered) values."""
+    from sklearn_xai._plots import by_importance
+
     names = sorted(atts, key=lambda n: (n not in GLOBAL_EXPLAINERS,
                                         ATTRIBUTION_EXPLAINERS.index(n)))
     if not names:
@@ -1208,7 +1210,7 @@ def _comparison_section(atts, positions):
             a = atts[n]
             v = a._values3d()[i, :, 0]
             vals[n] = dict(zip(map(str, a.feature_names), v))
-            ranks = np.argsort(np.argsort(-np.abs(v)))
+            ranks = np.argsort(by_importance(v))
             vals[n + "_rank"] = dict(zip(map(str, a.feature_names), ranks + 1))
         key = vals[names[0]]
         feats = sorted(map(str, feats), key=lambda f: -abs(key.get(f, 0.0)))
