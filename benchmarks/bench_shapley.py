@@ -427,6 +427,11 @@ def main(argv=None):
                   f"{_ratio(ours_best, sp):>6s} {sk:9.2e}")
             if fr["evals_per_row"] > b * n_players + 2:
                 print(f"  !! frontier used {fr['evals_per_row']} evaluations per row")
+    if "dividend32" in games:
+        print("\ndividend32: the frontier's fit against the same fit told the support of the "
+              "order-3 part (an oracle; same designs and values, 4 seeds)")
+        for b, (e_fit, e_oracle) in support_oracle(out).items():
+            print(f"  n_evals={b:3d}  frontier fit {e_fit:.3e}  support oracle {e_oracle:.3e}")
     if "adult_mlp_ref" in games:
         print("\nadult_mlp_ref: time outside the model against the model's own time (the "
               "torch MLP on the rows the frontier evaluated, one call per game)")
@@ -438,6 +443,57 @@ def main(argv=None):
             print(f"{b:4d} {fr['evals_per_row']:9.1f} {model_ms:12.3f} {ms:11.3f} "
                   f"{ms / model_ms:10.2f}")
     return 0
+
+
+def support_oracle(out, budgets=(4, 8, 16), seeds=(0, 1, 2, 3)):
+    """dividend32: the frontier's fit against the same fit told which order-3 Walsh
+    coefficients of the odd part are non-zero (an oracle prior: equal variance on the
+    true support, none elsewhere), on the frontier's own designs and values. Measures how
+    much of the error is the surrogate not knowing the support (learnable structure) and
+    how much the budget. Returns {n_evals: (MAE frontier fit, MAE oracle fit)}."""
+    from itertools import combinations
+
+    from sklearn_xai.shapley import _frontier as F
+    z = np.load(out / "dividend32.npz")
+    P = int(z["n_players"])
+    sets = [tuple(p for p in range(P) if (int(s) >> p) & 1) for s in z["sets"]]
+    game, truth = _load_game(out, "dividend32")
+    T = F._triples(P)
+    index = {tuple(t): i for i, t in enumerate(T.tolist())}
+    support = np.zeros(T.shape[0], bool)
+    for D in sets:                    # chi_U has a non-zero coefficient iff U lies in a D
+        for U in combinations(D, 3):
+            support[index[U]] = True
+    res = {}
+    for b in budgets:
+        err_fit, err_oracle = [], []
+        for seed in seeds:
+            for r in range(game.n_rows):
+                rng = np.random.default_rng([seed, r])
+                S, W, *_ = F._design(P, b * P // 2, rng, "greedy", True, unit=4)
+                masks = np.empty((2 * len(S), P), bool)
+                masks[0::2], masks[1::2] = S, ~S
+                v = game.value(masks, rows=slice(r, r + 1))[0]
+                ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]),
+                                  rows=slice(r, r + 1))[0]
+                X, y, yN = np.where(S, 1.0, -1.0), (v[0::2] - v[1::2]) / 2, (ends[1] - ends[0]) / 2
+                fit = F._fit_row(X, y, W, yN, (3,), 100.0, ard=2 if len(S) >= 8 * P else 0)
+                err_fit.append(np.abs(F._project(fit, 2 * yN)[:, 0] - truth[r]).mean())
+                # the same kriging with the oracle's kernel: the true support's characters
+                pts = np.vstack([X, np.ones((1, P))])
+                C3 = F._chi3(pts, T[support])
+                C = 100.0 * (C3 @ C3.T) / support.sum()
+                n = len(S)
+                C[np.arange(n), np.arange(n)] += W.mean() / W
+                CiFY = np.linalg.solve(C, np.hstack([pts, np.vstack([y, yN[None]])]))
+                CiF, CiY = CiFY[:, :P], CiFY[:, P:]
+                bl = np.linalg.solve(pts.T @ CiF, pts.T @ CiY)
+                beta = np.zeros((T.shape[0], 1))
+                beta[support] = 100.0 / support.sum() * (C3.T @ (CiY - CiF @ bl))
+                oracle = F._order3_result(bl, beta, T, False)
+                err_oracle.append(np.abs(F._project(oracle, 2 * yN)[:, 0] - truth[r]).mean())
+        res[b] = (float(np.mean(err_fit)), float(np.mean(err_oracle)))
+    return res
 
 
 def mlp_model_ms(ours, n_rows, repeats=5):
