@@ -512,7 +512,10 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
        interactions (kernel ``e_3(x * x')`` on ``x in {-1, +1}^Pa``), with the full
        coalition imposed exactly; the estimate is the exact Shapley value of the fit.
        Without the order-3 term this is paired KernelSHAP with exact strata; with it,
-       games with at most third-order odd structure are fitted far better. With at least
+       games with at most third-order odd structure are fitted far better (a game with
+       dividends up to order 3 lies in the class: its error is the prior's shrinkage
+       alone, falling as ``1 / ratio``; the default ``ratio=100`` keeps that shrinkage
+       because a larger one raised the error of games outside the class). With at least
        ``8 Pa`` pairs (``ard_min``) the triples' prior variances are re-estimated twice
        from the fit (automatic relevance determination: a sparse order-3 surrogate).
        With fewer than ``2 Pa`` pairs (``linear_below``) the fit is the linear term
