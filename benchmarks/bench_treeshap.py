@@ -286,8 +286,10 @@ def main(argv=None):
         model = make().fit(Xa, ytr)
         exp = TreeShapExplainer(FrozenEstimator(model)).fit(Xa[:100])
         Q = int(exp.n_quadrature_points_.max())
-        print(f"# {title}: {exp.ensemble_.n_nodes:,} nodes, per-edge tables "
-              f"{exp._tables.nbytes / 2**20:.1f} MiB, algorithm {exp.algorithm_} "
+        edge = ("none (every tree has pattern tables)" if exp._tables is None else
+                f"{exp._tables.nbytes / 2**20:.1f} MiB")
+        print(f"# {title}: {exp.ensemble_.n_nodes:,} nodes, per-edge tables {edge}, "
+              f"algorithm {exp.algorithm_} "
               f"(pattern tables {exp.table_nbytes_ / 2**20:.1f} MiB)", flush=True)
         exp.set_params(n_jobs=1).explain(Xb[:5])  # load kernels
         for threads in (1, all_threads):

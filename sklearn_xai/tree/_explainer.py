@@ -580,16 +580,22 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         """``value`` of the kernels' outputs as the explained outputs: signed, offset."""
         return self._selection.offset + self._selection.sign * value
 
+    def _path_tables(self):
+        """The quadrature kernel's tables (fit builds them only when a tree needs them)."""
+        if self._tables is None:
+            from ._kernels import PathTables
+            self._tables = PathTables(self._sub, zero_fractions(self._sub), index=self.index)
+        return self._tables
+
     def _fit_path_dependent(self):
         """Path tables (quadrature) and, for shallow trees, pattern tables of the covers."""
-        from ._kernels import PATH_TABLE_FEATURES, PathTables, PatternTables
+        from ._kernels import PATH_TABLE_FEATURES, PathTables, PatternTables, quadrature_points
 
         sub = self._sub
         zf = zero_fractions(sub)
-        self._tables = PathTables(sub, zf, index=self.index)
-        self.n_quadrature_points_ = self._tables.Qt
         # shallow trees: pattern tables of the path-dependent game (faster per row)
         self._ptables = None
+        tables = None
         if self.max_table_mib > 0:
             with self._numba_threads():
                 tables = PatternTables(sub, None, zero_fractions=zf,
@@ -597,6 +603,15 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
                                        max_bytes=self.max_table_mib * 2**20, index=self.index)
             if tables.use_tree.any():
                 self._ptables = tables
+        # the quadrature kernel's tables only when a tree needs them (a fresh installation
+        # then compiles neither their builder nor that kernel); interactions build them
+        # when asked (_path_tables)
+        self._tables = None
+        if self._ptables is None or not self._ptables.use_tree.all():
+            self._tables = PathTables(sub, zf, index=self.index)
+            self.n_quadrature_points_ = self._tables.Qt
+        else:
+            self.n_quadrature_points_ = quadrature_points(tables.U, self.index)
         base = sub.base_score.copy()
         for t, r in enumerate(sub.tree_offsets[:-1]):
             k = sub.tree_output[t]
@@ -1073,8 +1088,10 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         if self.imputation == "tree_path_dependent":
             from ._kernels import shap_interactions
 
+            path_tables = self._path_tables()
+
             def func(B):
-                return shap_interactions(sub, self._tables, B, sub.value, sub.tree_output,
+                return shap_interactions(sub, path_tables, B, sub.value, sub.tree_output,
                                          K, feats)
 
             return func

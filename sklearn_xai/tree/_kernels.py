@@ -203,6 +203,18 @@ def gauss_legendre_01(Q):
     return (x + 1.0) / 2.0, w / 2.0
 
 
+def quadrature_points(U, index="shapley", min_points=None):
+    """Gauss-Legendre points per tree: ``max(1, (U + 1) // 2)`` for trees with at most ``U``
+    distinct features on a root-leaf path (exact for the degree-``U - 1`` integrand), at
+    least ``min_points``; one point (``t = 1/2``) for Banzhaf values."""
+    Qt = np.maximum(1, (np.asarray(U, dtype=np.int64) + 1) // 2)
+    if min_points is not None:
+        Qt = np.maximum(Qt, int(min_points))
+    if index == "banzhaf":
+        Qt = np.ones_like(Qt)
+    return Qt
+
+
 class PathTables:
     """Everything the path-dependent kernels need, computed once per ensemble.
 
@@ -216,11 +228,7 @@ class PathTables:
         order, depth, starts = _orders(ens.tree_offsets, ens.children_left, ens.children_right)
         player, n_players = ens.players()
         U, D = _path_stats(order, depth, starts, ens.children_left, player, n_players)
-        Qt = np.maximum(1, (U + 1) // 2)
-        if min_points is not None:
-            Qt = np.maximum(Qt, int(min_points))
-        if index == "banzhaf":
-            Qt = np.ones_like(Qt)
+        Qt = quadrature_points(U, index, min_points)
         Qmax = int(Qt.max()) if len(Qt) else 1
         qt = np.full((len(Qt), Qmax), 0.5)
         qw = np.zeros((len(Qt), Qmax))
@@ -706,9 +714,11 @@ def leaf_weights(max_d):
 #: Largest number of distinct features on a root-leaf path that a tree may have to be
 #: served by pattern tables; deeper trees use the pairwise algorithm.
 MAX_TABLE_FEATURES = 10
-#: The same for path-dependent values, where deeper trees use the quadrature kernel
-#: (as fast from about 8 features on, with no tables to build).
-PATH_TABLE_FEATURES = 6
+#: The same for path-dependent values, where deeper trees use the quadrature kernel.
+#: Measured (Adult, HistGradientBoosting 100 trees of 15 / 31 / 63 leaves, 2,000 rows, one
+#: thread): 8 instead of 6 gave 1.18x / 1.12x / 1.03x the rows/s, 0.5 -> 1.1, 0.3 -> 3.0
+#: and 0 -> 3.0 MiB of tables.
+PATH_TABLE_FEATURES = 8
 
 # leaf-table channels: (weight kind, shift of |B|); a leaf's entry for pattern beta is
 # sum over y subset of beta of count[y] * W[kind, |y|, d - |beta| - shift] / m
