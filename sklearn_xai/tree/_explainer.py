@@ -273,9 +273,10 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
     ``Q = ceil(U / 2)`` points per tree, ``U`` the tree's largest number of distinct
     features on a root-to-leaf path, which is exact (never fewer points). Work is
     ``O(n_rows * n_nodes * Q)``, in float64, in numba kernels that process blocks of
-    rows with the rows innermost. Trees with at most 6 distinct features on a path use
+    rows with the rows innermost. Trees with at most 8 distinct features on a path use
     pattern tables instead (as interventional values do, with the covers in place of a
-    background), which makes a row about 1.5x cheaper.
+    background), which makes a row about 1.5x cheaper; the quadrature kernel's tables are
+    then built only when some tree has more (or for interactions).
 
     Parameters
     ----------
