@@ -8,6 +8,7 @@ An explainer is an ordinary scikit-learn estimator: ``__init__`` stores paramete
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
@@ -822,7 +823,8 @@ class BaseExplainer(BaseEstimator):
         return Progress(total, verbose=getattr(self, "verbose", 0),
                         desc=type(self).__name__, unit=unit)
 
-    def _map_tasks(self, func, items, args=(), *, sizes=None, **parallel_params):
+    def _map_tasks(self, func, items, args=(), *, sizes=None, on_result=None,
+                   serial_context=None, worker_context=None, **parallel_params):
         """``[func(item, *args) for item in items]``, with ``n_jobs`` workers when there
         are several items.
 
@@ -831,23 +833,35 @@ class BaseExplainer(BaseEstimator):
         None or 1), each item runs with OpenMP and BLAS limited to one thread
         (threadpoolctl), so that the model's own threads do not multiply the workers;
         with ``n_jobs=None`` the user's thread settings are left as they are.
-        ``parallel_params`` go to :class:`sklearn.utils.parallel.Parallel` (``prefer``,
-        ``max_nbytes``).
+        ``on_result(i, result)``, when given, receives each result as it finishes
+        (workers finish in any order) instead of the returned list keeping it (whose
+        entries are then None). ``serial_context`` and ``worker_context`` are context
+        manager factories entered around the loop without workers and around each task
+        in a worker (e.g. the numba thread count of each case). ``parallel_params`` go to
+        :class:`sklearn.utils.parallel.Parallel` (``prefer``, ``max_nbytes``).
         """
         items = list(items)
         if sizes is None:
             sizes = [s.stop - s.start for s in items]
         what = [_rows_text(s) for s in items]
         results = [None] * len(items)
+
+        def done(i, result, seconds):
+            if on_result is None:
+                results[i] = result
+            else:
+                on_result(i, result)
+            progress.update(sizes[i], seconds=seconds, what=what[i])
+
         with self._progress(sum(sizes)) as progress, \
                 compile_notice(getattr(self, "verbose", 0)):
             if len(items) <= 1 or self.n_jobs in (None, 1):
-                for i, item in enumerate(items):
-                    t0 = time.perf_counter()
-                    results[i] = func(item, *args)
-                    progress.update(sizes[i], seconds=time.perf_counter() - t0, what=what[i])
+                with (serial_context or contextlib.nullcontext)():
+                    for i, item in enumerate(items):
+                        t0 = time.perf_counter()
+                        done(i, func(item, *args), time.perf_counter() - t0)
                 return results
-            calls = (delayed(_limited_call)(os.getpid(), i, func, item, args)
+            calls = (delayed(_limited_call)(os.getpid(), i, func, item, args, worker_context)
                      for i, item in enumerate(items))
             try:  # results as they finish, for the progress
                 parallel = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered",
@@ -856,8 +870,7 @@ class BaseExplainer(BaseEstimator):
                 parallel = Parallel(n_jobs=self.n_jobs, **parallel_params)
             with blas_limited():
                 for i, seconds, result in parallel(calls):
-                    results[i] = result
-                    progress.update(sizes[i], seconds=seconds, what=what[i])
+                    done(i, result, seconds)
         return results
 
     def __sklearn_tags__(self):
@@ -877,10 +890,10 @@ def _rows_text(item):
     return f"rows {item.start}-{item.stop - 1}"
 
 
-def _limited_call(parent_pid, index, func, item, args):
+def _limited_call(parent_pid, index, func, item, args, context=None):
     """One task of :meth:`BaseExplainer._map_tasks` in a worker: ``(index, seconds,
-    func(item, *args))``, run with one OpenMP/BLAS thread."""
-    with limited_threads(parent_pid):
+    func(item, *args))``, run with one OpenMP/BLAS thread (and inside ``context()``)."""
+    with limited_threads(parent_pid), (context or contextlib.nullcontext)():
         t0 = time.perf_counter()
         result = func(item, *args)
     return index, time.perf_counter() - t0, result

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 import warnings
 from dataclasses import replace
 from numbers import Integral, Real
@@ -13,10 +12,8 @@ import numpy as np
 from sklearn.frozen import FrozenEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
-from .._compile import compile_notice
 from .._explanation import Attribution, squeeze_single_output
 from .._model import frame_like, select_outputs
 from .._pipeline import input_column_map
@@ -835,43 +832,18 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         ``out(rows, result)`` receives each batch instead; else the list of batch results is
         returned.
         """
-        import numba
-
         slices = batch_slices(Z.shape[0], self.batch_size)
-        parts = []
 
-        def keep(rows, part, seconds, progress):
-            if out is None:
-                parts.append(part)
-            elif callable(out):
-                out(rows, part)
+        def write(i, part):
+            if callable(out):
+                out(slices[i], part)
             else:
-                out[rows] = part
-            progress.update(rows.stop - rows.start, seconds=seconds,
-                            what=f"rows {rows.start}-{rows.stop - 1}")
+                out[slices[i]] = part
 
-        with self._progress(Z.shape[0]) as progress, compile_notice(self.verbose):
-            if self.n_jobs in (None, 1) or len(slices) == 1:
-                with self._numba_threads():
-                    for s in slices:
-                        t0 = time.perf_counter()
-                        part = func(Z[s])
-                        keep(s, part, time.perf_counter() - t0, progress)
-                return parts if out is None else out
-
-            def one_batch(rows):
-                old = numba.get_num_threads()
-                numba.set_num_threads(1)  # thread-local in numba
-                t0 = time.perf_counter()
-                try:
-                    return rows, func(Z[rows]), time.perf_counter() - t0
-                finally:
-                    numba.set_num_threads(old)
-
-            results = Parallel(n_jobs=self.n_jobs, prefer="threads", return_as="generator")(
-                delayed(one_batch)(s) for s in slices)
-            for rows, part, seconds in results:
-                keep(rows, part, seconds, progress)
+        parts = self._map_tasks(_kernel_on_rows, slices, (func, Z),
+                                on_result=None if out is None else write,
+                                serial_context=self._numba_threads,
+                                worker_context=_one_numba_thread, prefer="threads")
         return parts if out is None else out
 
     def _phi(self, Z):
@@ -1159,6 +1131,25 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
                                             self.reference_)
         ref = np.nan_to_num(self.reference_)
         return faithfulness_correlation(self.model_fn_, Z, attribution, ref)
+
+def _kernel_on_rows(rows, func, Z):
+    """One batch of :meth:`TreeShapExplainer._run`: ``func(Z[rows])``."""
+    return func(Z[rows])
+
+
+@contextlib.contextmanager
+def _one_numba_thread():
+    """Numba's thread count at 1 for the current thread (a worker of ``n_jobs``: the
+    workers, not numba's threads, share the cores)."""
+    import numba
+
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)  # thread-local in numba
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
 
 def _max_depth(ens):
     from ._kernels import _orders
