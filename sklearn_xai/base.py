@@ -824,7 +824,8 @@ class BaseExplainer(BaseEstimator):
                         desc=type(self).__name__, unit=unit)
 
     def _map_tasks(self, func, items, args=(), *, sizes=None, on_result=None,
-                   serial_context=None, worker_context=None, **parallel_params):
+                   serial_context=None, worker_context=None, limit_threads=True,
+                   **parallel_params):
         """``[func(item, *args) for item in items]``, with ``n_jobs`` workers when there
         are several items.
 
@@ -837,7 +838,9 @@ class BaseExplainer(BaseEstimator):
         (workers finish in any order) instead of the returned list keeping it (whose
         entries are then None). ``serial_context`` and ``worker_context`` are context
         manager factories entered around the loop without workers and around each task
-        in a worker (e.g. the numba thread count of each case). ``parallel_params`` go to
+        in a worker (e.g. the numba thread count of each case). ``limit_threads=False``
+        skips the OpenMP/BLAS limits, for tasks that call no model (setting them costs
+        about a millisecond per task). ``parallel_params`` go to
         :class:`sklearn.utils.parallel.Parallel` (``prefer``, ``max_nbytes``).
         """
         items = list(items)
@@ -861,14 +864,15 @@ class BaseExplainer(BaseEstimator):
                         t0 = time.perf_counter()
                         done(i, func(item, *args), time.perf_counter() - t0)
                 return results
-            calls = (delayed(_limited_call)(os.getpid(), i, func, item, args, worker_context)
+            parent = os.getpid() if limit_threads else None
+            calls = (delayed(_limited_call)(parent, i, func, item, args, worker_context)
                      for i, item in enumerate(items))
             try:  # results as they finish, for the progress
                 parallel = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered",
                                     **parallel_params)
             except ValueError:  # a joblib backend that can only return the whole list
                 parallel = Parallel(n_jobs=self.n_jobs, **parallel_params)
-            with blas_limited():
+            with blas_limited() if limit_threads else contextlib.nullcontext():
                 for i, seconds, result in parallel(calls):
                     done(i, result, seconds)
         return results
@@ -892,8 +896,10 @@ def _rows_text(item):
 
 def _limited_call(parent_pid, index, func, item, args, context=None):
     """One task of :meth:`BaseExplainer._map_tasks` in a worker: ``(index, seconds,
-    func(item, *args))``, run with one OpenMP/BLAS thread (and inside ``context()``)."""
-    with limited_threads(parent_pid), (context or contextlib.nullcontext)():
+    func(item, *args))``, run with one OpenMP/BLAS thread (none of that when
+    ``parent_pid`` is None) and inside ``context()``."""
+    limits = contextlib.nullcontext() if parent_pid is None else limited_threads(parent_pid)
+    with limits, (context or contextlib.nullcontext)():
         t0 = time.perf_counter()
         result = func(item, *args)
     return index, time.perf_counter() - t0, result

@@ -843,7 +843,8 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         parts = self._map_tasks(_kernel_on_rows, slices, (func, Z),
                                 on_result=None if out is None else write,
                                 serial_context=self._numba_threads,
-                                worker_context=_one_numba_thread, prefer="threads")
+                                worker_context=_one_numba_thread, limit_threads=False,
+                                prefer="threads")
         return parts if out is None else out
 
     def _phi(self, Z):
