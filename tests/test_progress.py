@@ -230,3 +230,43 @@ def test_workers_run_the_model_on_one_thread_and_n_jobs_none_leaves_the_settings
         assert [lib["num_threads"] for lib in threadpool_info()] == \
             [lib["num_threads"] for lib in before]
     np.testing.assert_allclose(parallel, serial, rtol=1e-12, atol=1e-15)
+
+
+def test_map_tasks_streams_results_and_enters_the_contexts():
+    # _map_tasks' on_result gets every result once (workers finish in any order) and the
+    # returned list keeps none; serial_context wraps the loop without workers and
+    # worker_context each task in a worker; limit_threads=False leaves the thread limits
+    import contextlib
+    import threading
+
+    from sklearn_xai.shapley import ShearExplainer
+
+    state = threading.local()
+    entered = []
+
+    @contextlib.contextmanager
+    def tag(name):
+        entered.append(name)
+        state.name = name
+        try:
+            yield
+        finally:
+            state.name = None
+
+    def task(rows, scale):
+        return rows.start * scale, getattr(state, "name", None)
+
+    items = [slice(i, i + 3) for i in range(0, 30, 3)]
+    for n_jobs, expect in ((None, "serial"), (2, "worker")):
+        exp = ShearExplainer(n_jobs=n_jobs)
+        entered.clear()
+        got = {}
+        out = exp._map_tasks(task, items, (10,), on_result=got.__setitem__,
+                             serial_context=lambda: tag("serial"),
+                             worker_context=lambda: tag("worker"),
+                             limit_threads=False, prefer="threads")
+        assert out == [None] * len(items)
+        assert got == {i: (s.start * 10, expect) for i, s in enumerate(items)}
+        assert entered == (["serial"] if n_jobs is None else ["worker"] * len(items))
+        # without on_result the list keeps the results, in order
+        assert exp._map_tasks(task, items, (1,), prefer="threads")[3] == (9, None)
