@@ -330,16 +330,22 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     return phi, lambda Xq: Xq @ b + kern(Xq) @ alpha
 
 
-def _spd_solve(A, B):
+def _cholesky_solve(A, B):
     """``A^-1 B`` for a symmetric positive definite ``A`` through LAPACK's Cholesky
     directly (the fits are small and many: numpy's wrappers cost as much as the
-    arithmetic); least squares when ``A`` is not numerically positive definite."""
+    arithmetic); None when ``A`` is not numerically positive definite."""
     L, info = dpotrf(A, lower=1, clean=0)
-    if not info:
-        X, info = dpotrs(L, B, lower=1)
-        if not info:
-            return X
-    return np.linalg.lstsq(A, B, rcond=None)[0]
+    if info:
+        return None
+    X, info = dpotrs(L, B, lower=1)
+    return None if info else X
+
+
+def _spd_solve(A, B):
+    """:func:`_cholesky_solve`, or least squares when ``A`` is not numerically positive
+    definite."""
+    X = _cholesky_solve(A, B)
+    return np.linalg.lstsq(A, B, rcond=None)[0] if X is None else X
 
 
 def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam):
@@ -368,10 +374,8 @@ def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam):
         # bordered system by least squares when H is not numerically positive definite)
         H = G.copy()
         H[pen, pen] += Fn / (ratio * tau)
-        L, info = dpotrf(H, lower=1, clean=0)
-        if not info:
-            Z, info = dpotrs(L, rhs_a, lower=1)
-        if not info:
+        Z = _cholesky_solve(H, rhs_a)
+        if Z is not None:
             Hr, Ha = Z[:, :-1], Z[:, -1]
             lam_ = (a @ Hr - yN) / (a @ Ha)                           # (O,)
             theta = Hr - np.outer(Ha, lam_)
@@ -614,15 +618,22 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         # independent designs: the variance of the mean is sum_k se_k^2 / K^2, its degrees
         # of freedom Welch-Satterthwaite's over the components
         v_k = se_k**2
-        den = np.where(v_k > 0, v_k**2 / df_k, 0.0).sum(axis=1)
-        tot = v_k.sum(axis=1)
-        df = np.where(den > 0, tot**2 / np.where(den > 0, den, 1.0), np.inf)
-        return phi, base, _units_from_se(phi, _t_widened(np.sqrt(tot) / K, df))
+        se = np.sqrt(v_k.sum(axis=1)) / K
+        return phi, base, _units_from_se(phi, _t_widened(se, _welch_satterthwaite(v_k, df_k)))
     out = _frontier_rows(game, n_evals, generators, cfg, return_units, paths=paths)
     if not return_units or out[2] is None:
         return out[:3]
-    phi, base, units, df = out
-    return phi, base, _units_from_se(phi, _t_widened(unit_std(units), df))
+    phi, base, se, df = out
+    return phi, base, _units_from_se(phi, _t_widened(se, df))
+
+
+def _welch_satterthwaite(v, df, axis=1):
+    """Degrees of freedom of a sum over ``axis`` of independent variance estimates ``v``
+    with ``df`` degrees of freedom each: ``(sum v)^2 / sum(v^2 / df)``; inf where the sum
+    is exact (every ``v`` 0)."""
+    den = np.where(v > 0, v**2 / df, 0.0).sum(axis=axis)
+    tot = v.sum(axis=axis)
+    return np.where(den > 0, tot**2 / np.where(den > 0, den, 1.0), np.inf)
 
 
 def _t_widened(se, df):
@@ -723,7 +734,7 @@ def _components(game, n_evals, generators, components, with_se, cfg):
     P, O = phi.shape[1], phi.shape[2]
     se = df = None
     if with_se:
-        se = (np.zeros_like(phi) if out[2] is None else unit_std(out[2])).reshape(n, K, P, O)
+        se = (np.zeros_like(phi) if out[2] is None else out[2]).reshape(n, K, P, O)
         df = out[3].reshape(n, K, P, O)
     return (phi.reshape(n, K, P, O), base.reshape(n, K, O), se, df,
             np.array(paths, dtype=object).reshape(n, K))
@@ -734,7 +745,8 @@ def _units_from_se(phi, se):
     when every standard error is 0 (exact)."""
     if not np.any(np.isnan(se)) and not np.any(se > 0):
         return None
-    return _pattern_units(phi, se, MAX_GROUPS, axis=1)
+    z = _unit_pattern(MAX_GROUPS)
+    return phi[:, None] + z[None, :, None, None] * se[:, None] * np.sqrt(MAX_GROUPS)
 
 
 def _pooled_budgets(active, K, budget):
@@ -765,8 +777,8 @@ def _pooled_budgets(active, K, budget):
 
 def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, pool=None):
     """The frontier estimate of each row's game (no component split): ``(phi, base)``,
-    with ``return_units`` also the units and the degrees of freedom of their standard
-    errors (:func:`_row_units`); ``paths``, when a list, receives each row's path (see
+    with ``return_units`` also the standard errors and their degrees of freedom
+    (:func:`_solve_rows`); ``paths``, when a list, receives each row's path (see
     :func:`frontier_components`); ``pool=K``: the rows are the components of ``n_rows /
     K`` rows, whose budgets are pooled (:func:`_pooled_budgets`)."""
     xfit = cfg["mode"] in ("xfit", "hybrid", "choose")
@@ -778,20 +790,23 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     vals = game.value_each([p[1] for p in plans])
     if paths is not None:
         paths.extend(_path_name(p) for p in plans)
-    unit_rows = _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi)
+    se, df = _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi)
     base = v0.copy()
     if not return_units:
         return phi, base
-    return (phi, base, *_row_units(phi, unit_rows))
+    return phi, base, se, df
 
 
 def _path_name(plan):
     kind, masks, extra = plan
     if kind == "fit":
-        S = extra[1]
-        border = S.shape[0] == S.shape[1] and np.all(S.sum(axis=1) == 1)
-        return "border" if border else "sampled"
+        return "border" if _is_border(extra[1]) else "sampled"
     return {"done": "dummy", "exact": "exact"}[kind]
+
+
+def _is_border(S):
+    """The pairs ``S`` (n, Pa) are exactly the size-1 stratum (``n_evals = 2``)."""
+    return S.shape[0] == S.shape[1] and bool(np.all(S.sum(axis=1) == 1))
 
 
 def _ends_and_active(game):
@@ -838,27 +853,30 @@ def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1):
 
 
 def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi):
-    """Write each planned row's values into ``phi``; the units of the sampled rows and
-    the degrees of freedom of their standard errors, ``{row: (players, units, df)}``
-    (empty without ``return_units``)."""
-    unit_rows = {}
+    """Write each planned row's values into ``phi``. With ``return_units``, also
+    ``(se, df)`` of shape (n_rows, n_players, n_outputs): the standard errors (0 where
+    exact, NaN where a row has no error estimate; ``se`` None when no row is sampled) and
+    their degrees of freedom (inf where exact); ``(None, None)`` without."""
+    se = np.zeros(phi.shape) if return_units else None
+    df = np.full(phi.shape, np.inf) if return_units else None
+    sampled = False
     for r, (kind, masks, extra) in enumerate(plans):
         if kind == "exact":
             players, coef, c0, c1 = extra
             phi[r, players] = coef.T @ vals[r] + np.outer(c0, v0[r]) + np.outer(c1, v1[r])
         elif kind == "fit":
-            players, est, u, df = _solve_fit_row(extra, vals[r], v0[r], v1[r], cfg, xfit,
-                                                 return_units)
+            players, est, s, d = _solve_fit_row(extra, vals[r], v0[r], v1[r], cfg, xfit,
+                                                return_units)
             phi[r, players] = est
-            if u is not None:
-                unit_rows[r] = (players, u, df)
-    return unit_rows
+            if return_units:
+                se[r, players], df[r, players], sampled = s, d, True
+    return (se if sampled else None), df
 
 
 def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
-    """``(players, phi of the active players, units or None, degrees of freedom of the
-    units' standard error)`` of a sampled row from the values ``vals`` of its pairs (a
-    coalition, then its complement)."""
+    """``(players, phi of the active players, standard errors or None, their degrees of
+    freedom)`` of a sampled row from the values ``vals`` of its pairs (a coalition, then
+    its complement); NaN standard errors where the row has no error estimate."""
     players, S, W, strat, incl, is_extra = extra
     X = np.where(S, 1.0, -1.0)
     y = (vals[0::2] - vals[1::2]) / 2.0
@@ -869,31 +887,25 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
     small = S.shape[0] < cfg["linear_below"] * players.size
     rcfg = dict(cfg, ard=cfg["ard"] if big else 0, orders=() if small else cfg["orders"])
     hybrid = cfg["mode"] == "hybrid"
-    if S.shape[0] == players.size and np.all(S.sum(axis=1) == 1):
+    if _is_border(S):
         # exactly the size-1 stratum (n_evals = 2): deterministic, not exact
         est = _project(_border_row(S, vals[0::2], vals[1::2], v0, v1, cfg["border_c"]),
                        2 * yN)
-        u = np.full((2, players.size, v0.shape[-1]), np.nan) if return_units else None
-        return players, est, u, np.inf
+        return players, est, np.full(est.shape, np.nan) if return_units else None, np.inf
     if xfit and _n_halves_ok(strat[~is_extra], cfg["folds"]) and (return_units or not hybrid):
         est, se, df = _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid,
                                      is_extra)
-        est = _project(est, 2 * yN)
-        u = None
-        if return_units:
-            u = _pattern_units(est, se, MAX_GROUPS)
-        return players, est, u, df
+        return players, _project(est, 2 * yN), se if return_units else None, df
     est = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"], lam=cfg["lam"])
-    u = None
+    se, df = None, np.inf
     if return_units:
         # groups of the units' pairs (the extra pairs stay in every fit): with none, the
         # row has no error estimate (the extra pairs of a stratum alone say nothing of
-        # the rest of it)
+        # the rest of it; no sampled pair: deterministic but not exact)
         u = _jackknife(X, y, W, np.where(is_extra, -2, strat), yN, rcfg, est)
-        if u is None:
-            # no sampled pair: deterministic but not exact; no error estimate
-            u = np.full((2,) + est.shape, np.nan)
-    return players, _project(est, 2 * yN), u, u.shape[0] - 1.0 if return_units else np.inf
+        se = np.full(est.shape, np.nan) if u is None else unit_std(u, axis=0)
+        df = np.inf if u is None else u.shape[0] - 1.0
+    return players, _project(est, 2 * yN), se, df
 
 
 def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
@@ -922,31 +934,6 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
         est, se = full, np.sqrt(cfg["se_scale"]**2 * se**2 + cfg["bias_w"]
                                 * np.maximum(d**2 - cfg["bias_sub"] * se**2, 0.0))
     return est, se, df
-
-
-def _row_units(phi, unit_rows):
-    """Units of shape (n_rows, G_all, n_players, n_outputs): copies of ``phi`` for the
-    exact rows, each other row's own units (repeated to the most groups of a row,
-    ``G_all``), ``None`` when no row has units (every row exact); and the degrees of
-    freedom of their standard errors (n_rows, n_players, n_outputs), inf where exact."""
-    df = np.full(phi.shape, np.inf)
-    G_all = max((u.shape[0] for _, u, _ in unit_rows.values()), default=0)
-    if G_all == 0:
-        return None, df
-    units = np.repeat(phi[:, None], G_all, axis=1)
-    for r, (players, u, d) in unit_rows.items():
-        df[r][players] = d
-        # rows with fewer groups: their pseudo-values repeated keeps mean and spread
-        # (the standard error uses G_all; rescale so unit_std gives the row's own one)
-        G = u.shape[0]
-        if np.isnan(u).all():
-            units[r][:, players] = np.nan
-        elif G == G_all:
-            units[r][:, players] = u
-        else:
-            units[r][:, players] = _pattern_units(u.mean(axis=0),
-                                                  u.std(axis=0, ddof=1) / np.sqrt(G), G_all)
-    return units, df
 
 
 def _n_halves_ok(strat, K=2):
@@ -989,7 +976,6 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None):
     O = y.shape[1]
     Z = np.zeros((n, Pa, O))
     est = np.zeros((Pa, O))
-    var = np.zeros((Pa, O))
     var_h = np.zeros((K, Pa, O))
     Tk = {j: np.zeros((Pa, O)) for j in js}
     R = np.zeros((K, Pa, O))             # fold h: residual correction phi_x,h - phi(g_h)
@@ -1016,7 +1002,7 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None):
         Z[mine] = contrib[mine]
         R[h] = tot - phi_h
         est += tot / K
-    den = np.zeros((Pa, O))             # Welch-Satterthwaite: sum_j v_j^2 / (n_j - 1)
+    v_js, df_js = [], []                # each stratum's variance and degrees of freedom
     for j in js:
         sel = (strat == j) & ~is_extra
         s2 = Z[sel].var(axis=0, ddof=1)
@@ -1033,12 +1019,13 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None):
         if pj < 1:
             v_j += Tk[j] ** 2 * (1 - pj) / pj**2
             var_h += Tk[j] ** 2 * (1 - pj) / pj**2
-        var += v_j
-        den += v_j**2 / (nj - 1)
+        v_js.append(v_j)
+        df_js.append(nj - 1.0)
+    var = np.sum(v_js, axis=0)
     # mean squared error of the surrogate's own Shapley values phi(g_h): E R_h^2 - Var R_h,
     # pooled over the players (per output) and the folds
     mse = (R**2 - var_h).mean(axis=0).sum(axis=0)                   # (O,)
-    df = np.where(den > 0, var**2 / np.where(den > 0, den, 1.0), np.inf)
+    df = _welch_satterthwaite(np.array(v_js), np.array(df_js)[:, None, None], axis=0)
     return est, np.sqrt(var), mse, df
 
 
@@ -1047,15 +1034,6 @@ def _unit_pattern(G):
     z = np.where(np.arange(G) % 2 == 0, 1.0, -1.0)
     z -= z.mean()
     return z / z.std(ddof=1)
-
-
-def _pattern_units(mean, se, G, axis=0):
-    """``G`` units along a new axis ``axis`` whose mean is ``mean`` and whose
-    :func:`unit_std` is ``se`` (a standard error expressed as units)."""
-    shape = [1] * (mean.ndim + 1)
-    shape[axis] = G
-    z = _unit_pattern(G).reshape(shape)
-    return np.expand_dims(mean, axis) + z * np.expand_dims(se, axis) * np.sqrt(G)
 
 
 def _project(est, delta):
