@@ -570,7 +570,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         n, P = phi.shape[:2]
         n_units = 0 if units is None else units.shape[1]
         if not knockoffs:
-            std = None if units is None else unit_std(units)
+            std = est.std
             var_s = np.zeros(n) if std is None else np.nan_to_num(
                 std**2, nan=np.inf).max(axis=(1, 2))
             return phi, base, std, game.n_evaluations, n_units, var_s, np.zeros(n), paths

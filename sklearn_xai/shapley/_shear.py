@@ -1102,9 +1102,7 @@ class ShearExplainer(AttributionExplainer):
             raise ValueError("algorithm='frontier' takes an integer n_evals >= 2, not "
                              "'auto'.")
         n = 2 ** (AUTO_N_COOPERATORS + 1) if auto else int(self.n_evals)
-        if frontier:
-            pass
-        elif n & (n - 1):
+        if not frontier and n & (n - 1):
             raise ValueError(f"n_evals must be a power of two (2, 4, 8, ...) or 'auto'; got "
                              f"{n}.")
         R = int(self.n_rounds)
