@@ -578,16 +578,18 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         """``value`` of the kernels' outputs as the explained outputs: signed, offset."""
         return self._selection.offset + self._selection.sign * value
 
-    def _path_tables(self):
-        """The quadrature kernel's tables (fit builds them only when a tree needs them)."""
+    def _path_tables(self, zf=None):
+        """The quadrature kernel's tables, built on first use (fit builds them only when a
+        tree needs them); ``zf``: the trees' :func:`zero_fractions` when at hand."""
         if self._tables is None:
             from ._kernels import PathTables
-            self._tables = PathTables(self._sub, zero_fractions(self._sub), index=self.index)
+            zf = zero_fractions(self._sub) if zf is None else zf
+            self._tables = PathTables(self._sub, zf, index=self.index)
         return self._tables
 
     def _fit_path_dependent(self):
         """Path tables (quadrature) and, for shallow trees, pattern tables of the covers."""
-        from ._kernels import PATH_TABLE_FEATURES, PathTables, PatternTables, quadrature_points
+        from ._kernels import PATH_TABLE_FEATURES, PatternTables, quadrature_points
 
         sub = self._sub
         zf = zero_fractions(sub)
@@ -606,8 +608,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         # when asked (_path_tables)
         self._tables = None
         if self._ptables is None or not self._ptables.use_tree.all():
-            self._tables = PathTables(sub, zf, index=self.index)
-            self.n_quadrature_points_ = self._tables.Qt
+            self.n_quadrature_points_ = self._path_tables(zf).Qt
         else:
             self.n_quadrature_points_ = quadrature_points(tables.U, self.index)
         base = sub.base_score.copy()
