@@ -477,20 +477,14 @@ def support_oracle(out, budgets=(4, 8, 16), seeds=(0, 1, 2, 3)):
                 ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]),
                                   rows=slice(r, r + 1))[0]
                 X, y, yN = np.where(S, 1.0, -1.0), (v[0::2] - v[1::2]) / 2, (ends[1] - ends[0]) / 2
-                fit = F._fit_row(X, y, W, yN, (3,), 100.0, ard=2 if len(S) >= 8 * P else 0)
+                cfg = F.DEFAULTS
+                ard = cfg["ard"] if len(S) >= cfg["ard_min"] * P else 0
+                fit = F._fit_row(X, y, W, yN, (3,), cfg["ratio"], ard=ard, lam=cfg["lam"])
                 err_fit.append(np.abs(F._project(fit, 2 * yN)[:, 0] - truth[r]).mean())
-                # the same kriging with the oracle's kernel: the true support's characters
-                pts = np.vstack([X, np.ones((1, P))])
-                C3 = F._chi3(pts, T[support])
-                C = 100.0 * (C3 @ C3.T) / support.sum()
-                n = len(S)
-                C[np.arange(n), np.arange(n)] += W.mean() / W
-                CiFY = np.linalg.solve(C, np.hstack([pts, np.vstack([y, yN[None]])]))
-                CiF, CiY = CiFY[:, :P], CiFY[:, P:]
-                bl = np.linalg.solve(pts.T @ CiF, pts.T @ CiY)
-                beta = np.zeros((T.shape[0], 1))
-                beta[support] = 100.0 / support.sum() * (C3.T @ (CiY - CiF @ bl))
-                oracle = F._order3_result(bl, beta, T, False)
+                # the same kriging told the support: equal prior variance on the true
+                # triples (the same total as the fit's), none elsewhere
+                oracle = F._fit_row(X, y, W, yN, (3,), cfg["ratio"], primal=False,
+                                    prior=np.where(support, T.shape[0] / support.sum(), 0.0))
                 err_oracle.append(np.abs(F._project(oracle, 2 * yN)[:, 0] - truth[r]).mean())
         res[b] = (float(np.mean(err_fit)), float(np.mean(err_oracle)))
     return res

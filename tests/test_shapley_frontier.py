@@ -504,3 +504,25 @@ def test_order3_game_is_in_the_surrogates_class():
     assert err(inside, 1e2) > 30 * err(inside, 1e4) > 30 * 30 * err(inside, 1e6)
     assert err(inside, 1e8) < 1e-8
     assert err(outside, 1e8) > 1e-3
+
+
+def test_surrogate_prior_of_equal_variances_is_the_default_kernel():
+    # the order-3 kernel e_3(x * x') / C(Pa, 3) is the sum of the triples' characters with
+    # equal prior variance: prior=1 everywhere gives the default fit; a zero prior leaves
+    # a triple out (a prior on the triples of a game with one triple recovers it better)
+    from sklearn_xai.shapley._frontier import _design, _fit_row, _triples
+    rng = np.random.default_rng(2)
+    Pa = 9
+    S, W, *_ = _design(Pa, 60, rng, "greedy", True, unit=4)
+    X = np.where(S, 1.0, -1.0)
+    y = (X[:, :1] + 0.5 * X[:, 1:2] * X[:, 2:3] * X[:, 3:4])
+    yN = np.array([1.5])
+    default = _fit_row(X, y, W, yN, (3,), 100.0, primal=False)
+    ones = _fit_row(X, y, W, yN, (3,), 100.0, primal=False, prior=np.ones(84))
+    np.testing.assert_allclose(ones, default, rtol=1e-9, atol=1e-12)
+    T = _triples(Pa)
+    only = np.where((T == [1, 2, 3]).all(axis=1), 84.0, 0.0)
+    truth = np.zeros((Pa, 1))
+    truth[0], truth[1:4] = 2.0, 1.0 / 3.0
+    told = _fit_row(X, y, W, yN, (3,), 100.0, primal=False, prior=only)
+    assert np.abs(told - truth).max() < 0.1 * np.abs(default - truth).max()

@@ -249,7 +249,8 @@ def _chi3_t_dot(A, alpha):
     return G.reshape(Pa, O, -1)[first, :, pair]                     # (F, O)
 
 
-def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=None):
+def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=None,
+             prior=None):
     """Shapley values of the fitted odd part: linear + kernel of odd orders (universal kriging).
 
     X : (n, Pa) in {-1, +1}; y : (n, O) odd values (v(S) - v(~S)) / 2; W : (n,) weights;
@@ -268,6 +269,10 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     ``primal``: solve the same problem in its primal form (:func:`_fit_row_primal`;
     ``orders == (3,)`` only); ``None`` when it is the cheaper (more pairs than
     coefficients).
+
+    ``prior`` (F,) (``orders == (3,)``, kriging form, no ARD): the triples' relative prior
+    variances instead of equal ones (1 each), e.g. an oracle's support; 0 leaves a triple
+    out of the fit.
     """
     n, Pa = X.shape
     Wn = W / W.mean()
@@ -290,7 +295,6 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
             K += E[agree, k] / comb(Pa, k)
         return K
 
-    K = kern(pts)
     F = pts
     Y = np.vstack([y, yN[None, :]])
 
@@ -305,6 +309,16 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
         b = _spd_solve(F.T @ CiF, F.T @ CiY)                       # (Pa, O)
         return b, (CiY - CiF @ b) * ratio                          # alpha (n+1, O)
 
+    if prior is not None:
+        T = _triples(Pa)
+        scale = np.asarray(prior, dtype=np.float64) / T.shape[0]
+        sel = scale > 0
+        Xs = _chi3(pts, T[sel])
+        b, alpha = krige((Xs * scale[sel]) @ Xs.T)
+        beta = np.zeros((T.shape[0], Y.shape[1]))
+        beta[sel] = scale[sel][:, None] * (Xs.T @ alpha)
+        return _order3_result(b, beta, T, predict)
+    K = kern(pts)
     b, alpha = krige(K)
     if ard and tuple(orders) == (3,):
         T = _triples(Pa)
