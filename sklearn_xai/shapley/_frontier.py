@@ -249,8 +249,20 @@ def _chi3_t_dot(A, alpha):
     return G.reshape(Pa, O, -1)[first, :, pair]                     # (F, O)
 
 
+def _odd_kernel(A, pts, orders):
+    """The surrogate's kernel between the rows of ``A`` (m, Pa) and ``pts`` (p, Pa), both in
+    {-1, +1}: ``sum_k e_k(a * x) / C(Pa, k)`` over the odd ``orders`` -> (m, p)."""
+    Pa = pts.shape[1]
+    E = _esym_pm1(Pa, max(orders))
+    agree = ((A @ pts.T + Pa) / 2).round().astype(np.int64)   # count of +1 in x*x'
+    K = np.zeros(agree.shape)
+    for k in orders:
+        K += E[agree, k] / comb(Pa, k)
+    return K
+
+
 def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=None,
-             prior=None):
+             prior=None, gram=None, design=None):
     """Shapley values of the fitted odd part: linear + kernel of odd orders (universal kriging).
 
     X : (n, Pa) in {-1, +1}; y : (n, O) odd values (v(S) - v(~S)) / 2; W : (n,) weights;
@@ -273,27 +285,28 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     ``prior`` (F,) (``orders == (3,)``, kriging form, no ARD): the triples' relative prior
     variances instead of equal ones (1 each), e.g. an oracle's support; 0 leaves a triple
     out of the fit.
+
+    ``gram`` (n + 1, n + 1): :func:`_odd_kernel` of ``[X; 1]`` with itself (kriging form),
+    ``design`` (n, Pa + F): ``[X, chi3(X)]`` (primal form), when the caller has them (the
+    cross-fit's folds share one); with ``predict=True`` the returned function takes the
+    same of its points as an optional second argument (their kernel with ``[X; 1]``, or
+    their ``[Xq, chi3(Xq)]``).
     """
     n, Pa = X.shape
     Wn = W / W.mean()
     if not orders or ratio == 0:
         phi = _linear_row(X, y, Wn, yN)
-        return (phi, lambda Xq: Xq @ (phi / 2.0)) if predict else phi
+        return (phi, lambda Xq, feats=None: Xq @ (phi / 2.0)) if predict else phi
     if primal is None:
-        primal = tuple(orders) == (3,) and n + 1 > Pa + comb(Pa, 3)
+        primal = not _uses_kernel(orders, ratio, n, Pa)
     if primal:
         # more pairs than coefficients: the same fit in its primal form, cheaper
-        return _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam)
+        return _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam, design)
     pts = np.vstack([X, np.ones((1, Pa))])
     kmax = max(orders)
-    E = _esym_pm1(Pa, kmax)
 
     def kern(A):
-        agree = ((A @ pts.T + Pa) / 2).round().astype(np.int64)   # count of +1 in x*x'
-        K = np.zeros(agree.shape)
-        for k in orders:
-            K += E[agree, k] / comb(Pa, k)
-        return K
+        return _odd_kernel(A, pts, orders)
 
     F = pts
     Y = np.vstack([y, yN[None, :]])
@@ -318,7 +331,7 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
         beta = np.zeros((T.shape[0], Y.shape[1]))
         beta[sel] = scale[sel][:, None] * (Xs.T @ alpha)
         return _order3_result(b, beta, T, predict)
-    K = kern(pts)
+    K = kern(pts) if gram is None else gram
     b, alpha = krige(K)
     if ard and tuple(orders) == (3,):
         T = _triples(Pa)
@@ -341,7 +354,7 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     phi = 2.0 * b + D.T @ alpha
     if not predict:
         return phi
-    return phi, lambda Xq: Xq @ b + kern(Xq) @ alpha
+    return phi, lambda Xq, feats=None: Xq @ b + (kern(Xq) if feats is None else feats) @ alpha
 
 
 def _cholesky_solve(A, B):
@@ -362,7 +375,7 @@ def _spd_solve(A, B):
     return np.linalg.lstsq(A, B, rcond=None)[0] if X is None else X
 
 
-def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam):
+def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam, design=None):
     """:func:`_fit_row` with ``orders=(3,)`` in its primal form, for more pairs than
     coefficients: ``y ~ X b + chi3(X) beta`` with ``b`` unpenalized, ``beta_T ~ N(0,
     ratio tau_T / F)`` (``F = C(Pa, 3)``, ``tau = 1``, then the ARD rounds' variances),
@@ -372,7 +385,7 @@ def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam):
     n, Pa = X.shape
     T = _triples(Pa)
     Fn = T.shape[0]
-    A = np.hstack([X, _chi3(X, T)])                              # (n, Pa + F)
+    A = np.hstack([X, _chi3(X, T)]) if design is None else design  # (n, Pa + F)
     AW = A * Wn[:, None]
     G = A.T @ AW
     rhs = AW.T @ y                                                # (Pa + F, O)
@@ -405,7 +418,11 @@ def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam):
     for _ in range(ard):
         tau = _ard_variances((beta**2).sum(axis=1), lam, n + 1)[0]
         bl, beta = solve(tau)
-    return _order3_result(bl, beta, T, predict)
+    if not predict:
+        return _order3_result(bl, beta, T, False)
+    phi, pred = _order3_result(bl, beta, T, True)
+    theta = np.vstack([bl, beta])
+    return phi, lambda Xq, feats=None: pred(Xq) if feats is None else feats @ theta
 
 
 def _ard_variances(e, lam, n_keep):
@@ -427,7 +444,8 @@ def _order3_result(b, beta, T, predict):
         np.add.at(phi, T[:, c], (2.0 / 3.0) * beta)
     if not predict:
         return phi
-    return phi, lambda Xq: Xq @ b + _chi3(Xq, T) @ beta
+    # (the optional second argument of the fits' predictors is not needed here)
+    return phi, lambda Xq, feats=None: Xq @ b + _chi3(Xq, T) @ beta
 
 
 def _linear_row(X, y, W, yN):
@@ -930,11 +948,16 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
     # the fold surrogates without ARD: the estimate is the plain fit's (with ARD), the
     # folds only size its error; measured: coverage within +-2 % of the ARD folds' on the
     # benchmark games, at half the cost of a row with units
-    est, se, mse, df = _xfit(S, X, y, W, strat, incl, yN, dict(rcfg, ard=0), is_extra)
+    gram = None
+    if _uses_kernel(rcfg["orders"], cfg["ratio"], X.shape[0], X.shape[1]):
+        # the plain fit's kernel; the folds' are slices of it
+        P1 = np.vstack([X, np.ones((1, X.shape[1]))])
+        gram = _odd_kernel(P1, P1, rcfg["orders"])
+    est, se, mse, df = _xfit(S, X, y, W, strat, incl, yN, dict(rcfg, ard=0), is_extra, gram)
     if cfg["mode"] == "xfit":
         return est, se, df
     full = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"],
-                    lam=cfg["lam"])
+                    lam=cfg["lam"], gram=gram)
     d = est - full
     if hybrid and cfg["se_mode"] == "pooled":
         # level from the surrogate's estimated mean squared error, shape
@@ -956,7 +979,7 @@ def _n_halves_ok(strat, K=2):
     return js.size > 0 and bool(np.all(cnt >= K))
 
 
-def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None):
+def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None):
     """Cross-fitted regression-adjusted estimate and its standard error.
 
     The sampled pairs of each stratum are dealt round-robin (in their random draw order)
@@ -971,6 +994,11 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None):
     correction, folds taken as independent). The extra pairs (``is_extra``, see
     :func:`_design`) are in no fold: every fold's surrogate is fitted on them and they
     are summed exactly, the fold's draw extrapolating to the rest of the stratum.
+
+    ``gram``: :func:`_odd_kernel` of ``[X; 1]`` with itself (computed here when a fold's
+    fit needs it and not given); the folds' fits and predictions are slices of it.
+    Returns ``(estimate, se, mse, df)``: (Pa, O) each but ``mse`` (O,), the surrogates'
+    pooled mean squared error.
     """
     n, Pa = X.shape
     K = cfg["folds"]
@@ -982,65 +1010,93 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None):
     sampled = strat >= 0
     if is_extra is None:
         is_extra = np.zeros(n, bool)
+    unit = sampled & ~is_extra
+    js = np.unique(strat[unit])                              # the strata with units (J,)
+    J = js.size
+    # stratum of each pair among js (-1 elsewhere) and its fold (round robin in draw order)
+    lut = np.full(int(strat.max()) + 2, -1)
+    lut[js] = np.arange(J)
+    jj = lut[strat]                                          # strat -1 -> lut[-1] = -1
+    ju = jj[unit]
+    order = np.argsort(ju, kind="stable")
+    rank = np.empty(ju.size, dtype=np.int64)
+    rank[order] = np.arange(ju.size) - np.searchsorted(ju[order], ju[order])
     fold = np.full(n, -1)
-    js = np.unique(strat[sampled & ~is_extra])
-    for j in js:
-        idx = np.flatnonzero((strat == j) & ~is_extra)
-        fold[idx] = np.arange(idx.size) % K
+    fold[unit] = rank % K
+    in_j = (jj[None, :] == np.arange(J)[:, None]).astype(np.float64)          # (J, n)
+    cell = in_j[:, None, :] * (fold[None, None, :] == np.arange(K)[None, :, None])  # (J, K, n)
+    n_all = in_j.sum(axis=1)                                 # pairs of each stratum (J,)
+    n_jh = cell.sum(axis=2)                                  # unit pairs per fold (J, K)
+    m_j = m[js]
+    p_j = np.zeros(J)
+    p_j[jj[jj >= 0]] = incl[jj >= 0]                          # one value per stratum
     O = y.shape[1]
-    Z = np.zeros((n, Pa, O))
-    est = np.zeros((Pa, O))
-    var_h = np.zeros((K, Pa, O))
-    Tk = {j: np.zeros((Pa, O)) for j in js}
+    # kriging fits (of fewer pairs than coefficients) take their kernel from one gram
+    kriged = [_uses_kernel(cfg["orders"], cfg["ratio"], n - int(n_jh[:, h].sum()), Pa)
+              for h in range(K)]
+    if gram is None and any(kriged):
+        P1 = np.vstack([X, np.ones((1, Pa))])
+        gram = _odd_kernel(P1, P1, cfg["orders"])
+    design = None
+    if not all(kriged) and tuple(cfg["orders"]) == (3,) and cfg["ratio"]:
+        design = np.hstack([X, _chi3(X, _triples(Pa))])     # the primal folds' features
+    # per fold: the weight scale of each pair (its stratum's pairs over those fitted; 1
+    # outside the strata with units: the last entry, for jj = -1)
+    nA = n_all[:, None] - n_jh                               # pairs fitted (J, K)
+    scale = np.vstack([n_all[:, None] / nA, np.ones((1, K))])
+    # stratum totals, fold h's share and the enumerated pairs' total in one product
+    sums = np.concatenate([np.broadcast_to(in_j, (K, J, n)), cell.transpose(1, 0, 2),
+                           np.broadcast_to((~sampled)[None, None, :], (K, 1, n))], axis=1)
+    Z = np.zeros((n, Pa * O))
+    T_h = np.zeros((K, J, Pa * O))                           # each fold's stratum totals
     R = np.zeros((K, Pa, O))             # fold h: residual correction phi_x,h - phi(g_h)
+    est = np.zeros((Pa, O))
     for h in range(K):
         mine = fold == h
-        fitset = ~mine
-        Wh = W.copy()
-        for j in js:
-            in_j = strat == j
-            Wh[in_j] *= in_j.sum() / (in_j & fitset).sum()
-        phi_h, pred = _fit_row(X[fitset], y[fitset], Wh[fitset], yN, cfg["orders"],
-                               cfg["ratio"], predict=True, ard=cfg["ard"], lam=cfg["lam"])
-        contrib = coef[:, :, None] * (y - pred(X))[:, None, :]        # (n, Pa, O)
-        tot = phi_h + contrib[~sampled].sum(axis=0)
-        for j in js:
-            in_j = strat == j
-            sel = mine & in_j
-            nA = int((in_j & fitset).sum())
-            Tj = (contrib[in_j & fitset].sum(axis=0)
-                  + (m[j] - nA) / sel.sum() * contrib[sel].sum(axis=0))
-            pj = incl[in_j][0]
-            tot += Tj / pj
-            Tk[j] += Tj / K
+        idx = np.flatnonzero(~mine)
+        Wh = W[idx] * scale[jj[idx], h]
+        sub, feats = None, design
+        if kriged[h]:
+            idx1 = np.append(idx, n)
+            sub, feats = gram[idx1][:, idx1], gram[:n, idx1]
+        phi_h, pred = _fit_row(X[idx], y[idx], Wh, yN, cfg["orders"], cfg["ratio"],
+                               predict=True, ard=cfg["ard"], lam=cfg["lam"], gram=sub,
+                               design=None if design is None else design[idx])
+        contrib = (coef[:, :, None] * (y - pred(X, feats))[:, None, :]).reshape(n, Pa * O)
+        tot = sums[h] @ contrib                              # (2 J + 1, Pa O)
+        whole, part = tot[:J], tot[J:2 * J]
+        T_h[h] = whole - part + ((m_j - nA[:, h]) / n_jh[:, h])[:, None] * part
+        R[h] = (tot[2 * J] + (T_h[h] / p_j[:, None]).sum(axis=0)).reshape(Pa, O)
         Z[mine] = contrib[mine]
-        R[h] = tot - phi_h
-        est += tot / K
-    v_js, df_js = [], []                # each stratum's variance and degrees of freedom
-    for j in js:
-        sel = (strat == j) & ~is_extra
-        s2 = Z[sel].var(axis=0, ddof=1)
-        pj = incl[sel][0]
-        nj = int(sel.sum())
-        n_all = int((strat == j).sum())
-        v_j = np.zeros((Pa, O))
-        for h in range(K):
-            nB = int(((fold == h) & sel).sum())
-            Np = m[j] - (n_all - nB)
-            vh = s2 * Np**2 * max(0.0, 1.0 - nB / Np) / nB / pj**2
-            v_j += vh / K**2
-            var_h[h] += vh
-        if pj < 1:
-            v_j += Tk[j] ** 2 * (1 - pj) / pj**2
-            var_h += Tk[j] ** 2 * (1 - pj) / pj**2
-        v_js.append(v_j)
-        df_js.append(nj - 1.0)
-    var = np.sum(v_js, axis=0)
+        est += (phi_h + R[h]) / K
+    # each stratum's within variance of the units' residual contributions (ddof 1)
+    u_j = in_j * unit
+    n_u = u_j.sum(axis=1)
+    mean = (u_j @ Z) / n_u[:, None]
+    s2 = (u_j @ (Z - mean[np.maximum(jj, 0)]) ** 2) / (n_u - 1.0)[:, None]     # (J, Pa O)
+    Np = m_j[:, None] - (n_all[:, None] - n_jh)                                 # (J, K)
+    fpc = Np**2 * np.maximum(0.0, 1.0 - n_jh / Np) / n_jh / p_j[:, None] ** 2
+    vh = fpc[:, :, None] * s2[:, None, :]                                       # (J, K, Pa O)
+    v_j = vh.sum(axis=1) / K**2
+    var_h = vh.sum(axis=0)                                                      # (K, Pa O)
+    drawn = (1 - p_j) / p_j**2                                # 0 for strata always drawn
+    Tk = T_h.mean(axis=0)
+    v_j = v_j + Tk**2 * drawn[:, None]
+    var_h = var_h + (Tk**2 * drawn[:, None]).sum(axis=0)[None]
+    var = v_j.sum(axis=0).reshape(Pa, O)
     # mean squared error of the surrogate's own Shapley values phi(g_h): E R_h^2 - Var R_h,
     # pooled over the players (per output) and the folds
-    mse = (R**2 - var_h).mean(axis=0).sum(axis=0)                   # (O,)
-    df = _welch_satterthwaite(np.array(v_js), np.array(df_js)[:, None, None], axis=0)
+    mse = (R**2 - var_h.reshape(K, Pa, O)).mean(axis=0).sum(axis=0)          # (O,)
+    df = _welch_satterthwaite(v_j.reshape(J, Pa, O), (n_u - 1.0)[:, None, None], axis=0)
     return est, np.sqrt(var), mse, df
+
+
+def _uses_kernel(orders, ratio, n, Pa):
+    """Whether :func:`_fit_row` on ``n`` pairs of ``Pa`` players solves in the kriging
+    form (the one that uses the kernel)."""
+    if not orders or ratio == 0:
+        return False
+    return not (tuple(orders) == (3,) and n + 1 > Pa + comb(Pa, 3))
 
 
 def _unit_pattern(G):
