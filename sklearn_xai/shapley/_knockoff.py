@@ -9,6 +9,7 @@ and a model that detects off-manifold queries cannot steer the explanation.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
@@ -499,24 +500,19 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                                           self.n_evals_, self.n_knockoffs)
             return self._auto_rows(X, data, keys, idx, seed, ko_seed)
 
-        parts = self._map_batches(run, data.shape[0])
-        phi = np.concatenate([p[0] for p in parts])
-        base = np.concatenate([p[1] for p in parts])
-        std = None if parts[0][2] is None else np.concatenate([p[2] for p in parts])
-        paths = None if parts[0][-1] is None else np.concatenate([p[-1] for p in parts])
+        res = _KnockoffRows.concatenate(self._map_batches(run, data.shape[0]))
         extras = {"algorithm": self.algorithm_, "imputation": self.imputation,
                   "n_knockoffs": self.n_knockoffs,
-                  "n_evaluations": int(sum(p[3] for p in parts)),
-                  "n_units": int(parts[0][4])}
-        if paths is not None:
-            extras["paths"] = paths
+                  "n_evaluations": int(res.n_evaluations),
+                  "n_units": int(res.n_units)}
+        if res.paths is not None:
+            extras["paths"] = res.paths
         if auto:
-            budget = np.concatenate([p[5] for p in parts])
             if self.algorithm_ != "exact":
-                extras["n_evals"] = budget[:, 0]
+                extras["n_evals"] = res.budget[:, 0]
             if self.imputation == "knockoff":
-                extras["n_knockoffs"] = budget[:, 1]
-            capped = int(np.sum(~np.concatenate([p[6] for p in parts])))
+                extras["n_knockoffs"] = res.budget[:, 1]
+            capped = int(np.sum(~res.converged))
             if capped:  # once per fitted explainer (score explains again)
                 self._warn_once(
                     f"KnockoffSHAP(n_evals='auto') stopped {capped} row(s) at the caps "
@@ -525,27 +521,25 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                     f"exceed tol={self.tol} times their range of attributions. Pass a "
                     "larger tol.", ConvergenceWarning, key="n_evals='auto' cap",
                     stacklevel=3)
-        return Attribution(phi, base, data, list(self.player_names_),
-                           list(self.output_names_), extras, std)
+        return Attribution(res.phi, res.base, data, list(self.player_names_),
+                           list(self.output_names_), extras, res.std)
 
     def _explain_rows(self, X, data, keys, idx, seed, ko_seed, n_evals, n_knockoffs,
                       parts=False):
-        """Values, base values and standard errors of the rows ``idx`` (positions in
-        ``data``), in sub-batches whose per-knockoff coalition values stay below about 16M
-        floats (a row's result does not depend on its batch). With ``parts``, also the
-        variances of the sampling and of the knockoff draws, per row."""
+        """:class:`_KnockoffRows` of the rows ``idx`` (positions in ``data``), in
+        sub-batches whose per-knockoff coalition values stay below about 16M floats (a
+        row's result does not depend on its batch). With ``parts``, the variances of the
+        sampling and of the knockoff draws are estimated (else the sampling's is 0 on the
+        frontier's knockoff path)."""
         P = len(self.groups_)
         knockoffs = self.imputation == "knockoff"
         K = n_knockoffs if knockoffs else 1
         coalitions = 2**P if self.algorithm_ == "exact" else n_evals * P + 2
         step = max(1, 2**24 // max(coalitions * K * len(self.output_names_), 1))
-        outs = [self._run_rows(X, data, keys, idx[a:a + step], seed, ko_seed, n_evals,
-                               n_knockoffs, parts)
-                for a in range(0, len(idx), step)]
-        cat = [None if outs[0][i] is None else np.concatenate([o[i] for o in outs])
-               for i in (0, 1, 2, 5, 6, 7)]
-        result = (cat[0], cat[1], cat[2], sum(o[3] for o in outs), outs[0][4])
-        return result + ((cat[3], cat[4]) if parts else ()) + (cat[5],)
+        return _KnockoffRows.concatenate(
+            [self._run_rows(X, data, keys, idx[a:a + step], seed, ko_seed, n_evals,
+                            n_knockoffs, parts)
+             for a in range(0, len(idx), step)])
 
     def _run_rows(self, X, data, keys, idx, seed, ko_seed, n_evals, n_knockoffs, parts=False):
         knockoffs = self.imputation == "knockoff"
@@ -573,7 +567,8 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
             std = est.std
             var_s = np.zeros(n) if std is None else np.nan_to_num(
                 std**2, nan=np.inf).max(axis=(1, 2))
-            return phi, base, std, game.n_evaluations, n_units, var_s, np.zeros(n), paths
+            return _KnockoffRows(phi, base, std, game.n_evaluations, n_units, var_s,
+                                 np.zeros(n), paths)
         K = game.n_imputations
         per_draw = phi.reshape(n, P, K, n_out)
         crossed = (per_draw[:, None] if units is None else
@@ -584,8 +579,8 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
             axis=(1, 2)) if n_units else np.zeros(n)
         var_k = np.nan_to_num(unit_std(crossed.mean(axis=1)) ** 2, nan=np.inf).max(
             axis=(1, 2))
-        return (per_draw.mean(axis=2), base.reshape(n, K, n_out).mean(axis=1), std,
-                game.n_evaluations, n_units, var_s, var_k, paths)
+        return _KnockoffRows(per_draw.mean(axis=2), base.reshape(n, K, n_out).mean(axis=1),
+                             std, game.n_evaluations, n_units, var_s, var_k, paths)
 
     def _auto_rows(self, X, data, keys, idx, seed, ko_seed):
         """``n_evals="auto"``: per row, double the budget of the larger error source (the
@@ -612,20 +607,22 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
             todo = np.flatnonzero(~done)
             for ne, K in np.unique(budget[todo], axis=0):
                 sel = todo[(budget[todo, 0] == ne) & (budget[todo, 1] == K)]
-                phi, base, std, n_ev, units, var_s, var_k, how = self._explain_rows(
+                part = self._explain_rows(
                     X, data, keys, idx[sel], seed, ko_seed, int(ne) if sampled else None,
                     int(K) if knockoffs else self.n_knockoffs, parts=True)
-                if how is not None:
+                phi, base, std = part.phi, part.base, part.std
+                var_s, var_k = part.var_sampling, part.var_knockoff
+                if part.paths is not None:
                     paths = np.empty(n, dtype=object) if paths is None else paths
-                    paths[sel] = how
-                evaluations += n_ev
-                n_units = max(n_units, units)
-                for i, part in enumerate((phi, base, std)):
-                    if part is None:
+                    paths[sel] = part.paths
+                evaluations += part.n_evaluations
+                n_units = max(n_units, part.n_units)
+                for i, values in enumerate((phi, base, std)):
+                    if values is None:
                         continue
                     if out[i] is None:
-                        out[i] = np.zeros((n,) + part.shape[1:])
-                    out[i][sel] = part
+                        out[i] = np.zeros((n,) + values.shape[1:])
+                    out[i][sel] = values
                 if std is None:  # exact values
                     done[sel] = converged[sel] = True
                     continue
@@ -650,7 +647,41 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                 budget[up_s, 0] = np.minimum(2 * budget[up_s, 0], cap[0])
                 budget[up_k, 1] = np.minimum(2 * budget[up_k, 1], cap[1])
                 done[sel] |= ok | ~(more_s | more_k)
-        return out[0], out[1], out[2], evaluations, n_units, budget, converged, paths
+        return _KnockoffRows(out[0], out[1], out[2], evaluations, n_units, None, None, paths,
+                             budget, converged)
+
+
+@dataclass
+class _KnockoffRows:
+    """KnockoffSHAP's results for a batch of rows: values ``phi`` (n, P, O), ``base`` (n,
+    O), standard errors ``std`` (n, P, O; None for exact values), the model evaluations
+    and units (the most of any row) spent, each row's largest variance of the sampling
+    and of the knockoff draws ``var_sampling`` / ``var_knockoff`` (n,; None where not
+    kept), the frontier's ``paths`` (n,; None for other algorithms) and, for
+    ``n_evals="auto"``, each row's final ``budget`` (n, 2: n_evals, n_knockoffs) and
+    whether it ``converged`` (n,)."""
+
+    phi: np.ndarray
+    base: np.ndarray
+    std: np.ndarray | None
+    n_evaluations: int
+    n_units: int
+    var_sampling: np.ndarray | None
+    var_knockoff: np.ndarray | None
+    paths: np.ndarray | None
+    budget: np.ndarray | None = None
+    converged: np.ndarray | None = None
+
+    @classmethod
+    def concatenate(cls, parts):
+        """The batches' results, rows in order (evaluations summed, units the most)."""
+        def cat(name):
+            first = getattr(parts[0], name)
+            return None if first is None else np.concatenate([getattr(p, name) for p in parts])
+        return cls(cat("phi"), cat("base"), cat("std"),
+                   sum(p.n_evaluations for p in parts), max(p.n_units for p in parts),
+                   cat("var_sampling"), cat("var_knockoff"), cat("paths"), cat("budget"),
+                   cat("converged"))
 
 
 def _frontier_by_knockoff(game, split, n_evals, generators, parts):
@@ -668,8 +699,8 @@ def _frontier_by_knockoff(game, split, n_evals, generators, parts):
     var_s = (se_k**2).sum(axis=1) / K**2 if parts else np.zeros_like(std)
     var_k = np.maximum(std**2 - var_s, 0.0)
     worst = lambda v: np.nan_to_num(v, nan=np.inf).max(axis=(1, 2))  # noqa: E731
-    return (phi_k.mean(axis=1), base_k.mean(axis=1), std, game.n_evaluations, K,
-            worst(var_s), worst(var_k), paths)
+    return _KnockoffRows(phi_k.mean(axis=1), base_k.mean(axis=1), std, game.n_evaluations,
+                         K, worst(var_s), worst(var_k), paths)
 
 
 def _auto_start_n_evals(algorithm, n_players):
