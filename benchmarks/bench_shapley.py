@@ -487,7 +487,12 @@ def support_oracle(out, budgets=(4, 8, 16), seeds=(0, 1, 2, 3)):
                 X, y, yN = np.where(S, 1.0, -1.0), (v[0::2] - v[1::2]) / 2, (ends[1] - ends[0]) / 2
                 cfg = F.DEFAULTS
                 ard = cfg["ard"] if len(S) >= cfg["ard_min"] * P else 0
-                fit = F._fit_row(X, y, W, yN, (3,), cfg["ratio"], ard=ard, lam=cfg["lam"])
+                # the frontier's own prior: the players' activities below ARD's budget
+                act = (F._row_activity(S, v[0::2], v[1::2], ends[0], ends[1],
+                                       cfg["activity_floor"])
+                       if cfg["prior"] == "activity" and not ard else None)
+                fit = F._fit_row(X, y, W, yN, (3,), cfg["ratio"], ard=ard, lam=cfg["lam"],
+                                 activity=act)
                 err_fit.append(np.abs(F._project(fit, 2 * yN)[:, 0] - truth[r]).mean())
                 # the same kriging told the support: equal prior variance on the true
                 # triples (the same total as the fit's), none elsewhere
