@@ -807,7 +807,7 @@ class ShearExplainer(AttributionExplainer):
         (not ``"auto"``); ``n_rounds``, ``cooperators``, ``antithetic``,
         ``non_cooperators`` and ``efficiency`` are not used. Measured on the Adult MLP of
         ``benchmarks/bench_shear.py`` (13 players, exact truth): at ``n_evals`` 8 / 16 / 32
-        its absolute error is about 0.2x / 0.03x / 0.01x SHEAR's and antithetic
+        its absolute error is about 0.1x / 0.03x / 0.01x SHEAR's and antithetic
         permutation sampling's, at several times SHEAR's time per row (the surrogate
         fits run per row in numpy; ``doc/benchmarks.md``). SHEAR's cooperator selection
         is the cheaper per row; the frontier is the more accurate per model evaluation.
