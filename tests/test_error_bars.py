@@ -460,6 +460,46 @@ def test_shear_auto_warns_at_the_cap(poly_data):
     np.testing.assert_array_equal(att.extras["n_evals"], 1024)
 
 
+def test_shear_frontier_auto_stops_at_the_tolerance():
+    # ShearExplainer(algorithm="frontier", n_evals="auto") doubles each row's budget from
+    # 16 until every standard error is at most tol times the row's range (or the cap):
+    # a tighter tol spends more, every row meets it, the values stay efficient, and a
+    # row's result depends only on the row and the seed
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 12))                # 12 players: sampled below n_evals=512
+    model = FrozenEstimator(_Polynomial(order=3).fit(X))
+    rows = X[:20]
+    truth = ShearExplainer(model, n_evals=4096).fit(X).explain(rows).values  # exact
+    kw = {"algorithm": "frontier", "n_evals": "auto", "random_state": 0}
+    loose = ShearExplainer(model, tol=0.05, **kw).fit(X).explain(rows)
+    tight = ShearExplainer(model, tol=0.005, **kw).fit(X).explain(rows)
+    for att, tol in ((loose, 0.05), (tight, 0.005)):
+        n_evals = att.extras["n_evals"]
+        assert set(np.unique(n_evals)) <= {16, 32, 64, 128, 256, 512, 1024}
+        spread = np.ptp(att.values, axis=1)
+        assert np.all(np.max(att.std, axis=1) <= tol * spread + 1e-12)
+        np.testing.assert_allclose(att.base_values + att.values.sum(axis=1),
+                                   model.predict(rows), rtol=0, atol=1e-9)
+    assert np.all(tight.extras["n_evals"] >= loose.extras["n_evals"])
+    assert tight.extras["n_evals"].sum() > loose.extras["n_evals"].sum()
+    assert np.abs(tight.values - truth).mean() < np.abs(loose.values - truth).mean()
+    again = ShearExplainer(model, tol=0.005, batch_size=7, **kw).fit(X).explain(rows[::-1])
+    np.testing.assert_allclose(again.values[::-1], tight.values, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(again.extras["n_evals"][::-1], tight.extras["n_evals"])
+
+
+def test_shear_frontier_auto_warns_at_the_cap(poly_data, monkeypatch):
+    from sklearn_xai.shapley import _shear
+
+    X, model = poly_data
+    # 8 players are exact from n_evals=32 (2^8 - 2 <= 32 * 8): the cap is the start, 16
+    monkeypatch.setattr(_shear, "MAX_AUTO_N_EVALS", 16)
+    with pytest.warns(ConvergenceWarning, match="MAX_AUTO_N_EVALS = 16"):
+        att = ShearExplainer(model, algorithm="frontier", n_evals="auto", tol=1e-9,
+                             random_state=0).fit(X).explain(X[:3])
+    np.testing.assert_array_equal(att.extras["n_evals"], 16)
+
+
 def test_knockoff_shap_auto(knockoff_data):
     X, model, _ = knockoff_data
     rows = X[:25]

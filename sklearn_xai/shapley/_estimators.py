@@ -497,6 +497,53 @@ def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | Non
         paths=None if paths is None else np.array(paths, dtype=object), units=units)
 
 
+# n_evals="auto" (KnockoffSHAP, ShearExplainer's frontier): at least this many units
+# (antithetic pairs of permutations, KernelSHAP's jackknife groups, the frontier's pairs)
+# before a row may stop, so that the standard errors it stops on are calibrated; the cap
+# on the budget
+AUTO_MIN_UNITS = 32
+MAX_AUTO_N_EVALS = 1024
+
+
+def auto_start_n_evals(algorithm, n_players):
+    """The first budget of ``n_evals="auto"``: the smallest power of two, at least 16,
+    that gives ``AUTO_MIN_UNITS`` units (antithetic pairs of ``n_evals * P // (P - 1)``
+    permutations, or ``n_evals * P / 2`` complementary pairs)."""
+    P = max(int(n_players), 2)
+    n_evals = 16
+    while n_evals < MAX_AUTO_N_EVALS:
+        units = n_evals * P // (P - 1) // 2 if algorithm == "permutation" else \
+            n_evals * P // 2
+        if units >= AUTO_MIN_UNITS:
+            break
+        n_evals *= 2
+    return n_evals
+
+
+def tol_reached(phi, std, base, full, tol):
+    """The stopping rule of ``tol``: rows whose every standard error is at most ``tol``
+    times the row's range of attributions (over players, the widest output), or
+    round-off (``64 eps`` of the row's largest value: equal attributions would otherwise
+    never stop). NaN is not small.
+
+    Parameters
+    ----------
+    phi, std : ndarray of shape (n, P, O)
+    base, full : ndarray of shape (n, O)
+        ``v(empty)`` and ``v(all)``.
+    tol : float
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+    """
+    spread = np.max(np.ptp(phi, axis=1), axis=1)
+    scale = np.maximum.reduce([np.max(np.abs(phi), axis=(1, 2)),
+                               np.max(np.abs(base), axis=1), np.max(np.abs(full), axis=1)])
+    worst = np.max(np.where(np.isnan(std), np.inf, std), axis=(1, 2))
+    return worst <= np.maximum(tol * spread, 64 * np.finfo(np.float64).eps * scale)
+
+
 def default_n_evals(algorithm, n_players):
     """The budget of a sampling algorithm when the user gives none.
 

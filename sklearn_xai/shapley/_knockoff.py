@@ -35,11 +35,15 @@ from ..base import (
 from ..knockoffs import GaussianKnockoffs, SequentialKnockoffs
 from ._estimators import (
     ALGORITHMS,
+    AUTO_MIN_UNITS,
+    MAX_AUTO_N_EVALS,
     MAX_EXACT_PLAYERS,
     all_masks,
+    auto_start_n_evals,
     crossed_std,
     default_n_evals,
     estimate_shapley,
+    tol_reached,
     unit_std,
 )
 from ._frontier import frontier_components, row_path
@@ -57,11 +61,8 @@ if TYPE_CHECKING:
 __all__ = ["KnockoffSHAP", "KnockoffSAGE"]
 
 MAX_AUTO_EXACT = 12
-# n_evals="auto": at least this many units (antithetic pairs of permutations, KernelSHAP's
-# jackknife groups) and knockoffs before a row may stop, so that the standard errors it
-# stops on are calibrated; caps on the budget and on the knockoffs (times n_knockoffs)
-AUTO_MIN_UNITS = 32
-MAX_AUTO_N_EVALS = 1024
+# n_evals="auto": at least AUTO_MIN_UNITS knockoffs before a row may stop (as units, see
+# sklearn_xai.shapley._estimators), and the cap on the knockoffs (times n_knockoffs)
 MAX_AUTO_KNOCKOFF_FACTOR = 16
 # permutation rounds of KnockoffSAGE when n_permutations=None (a ConvergenceWarning if hit)
 MAX_PERMUTATION_ROUNDS = 1000
@@ -593,7 +594,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         knockoffs = self.imputation == "knockoff"
         n, P = len(idx), len(self.groups_)
         budget = np.empty((n, 2), dtype=np.int64)
-        budget[:, 0] = _auto_start_n_evals(self.algorithm_, P) if sampled else 0
+        budget[:, 0] = auto_start_n_evals(self.algorithm_, P) if sampled else 0
         budget[:, 1] = max(self.n_knockoffs, AUTO_MIN_UNITS) if knockoffs else 0
         cap = (MAX_AUTO_N_EVALS if sampled else 0,
                max(MAX_AUTO_KNOCKOFF_FACTOR * self.n_knockoffs, budget[0, 1])
@@ -627,7 +628,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                     done[sel] = converged[sel] = True
                     continue
                 full = base + phi.sum(axis=1)
-                ok = _stop_rule(phi, std, base, full, self.tol)
+                ok = tol_reached(phi, std, base, full, self.tol)
                 converged[sel] |= ok
                 # a source is worth growing while it has room and an error above round-off
                 scale = np.maximum(np.max(np.abs(phi), axis=(1, 2)),
@@ -701,32 +702,6 @@ def _frontier_by_knockoff(game, split, n_evals, generators, parts):
     worst = lambda v: np.nan_to_num(v, nan=np.inf).max(axis=(1, 2))  # noqa: E731
     return _KnockoffRows(phi_k.mean(axis=1), base_k.mean(axis=1), std, game.n_evaluations,
                          K, worst(var_s), worst(var_k), paths)
-
-
-def _auto_start_n_evals(algorithm, n_players):
-    """The smallest power of two, at least 16, that gives ``AUTO_MIN_UNITS`` units:
-    antithetic pairs of ``n_evals * P // (P - 1)`` permutations, or KernelSHAP's
-    ``n_evals * P / 2`` complementary pairs."""
-    P = max(int(n_players), 2)
-    n_evals = 16
-    while n_evals < MAX_AUTO_N_EVALS:
-        units = n_evals * P // (P - 1) // 2 if algorithm == "permutation" else \
-            n_evals * P // 2
-        if units >= AUTO_MIN_UNITS:
-            break
-        n_evals *= 2
-    return n_evals
-
-
-def _stop_rule(phi, std, base, full, tol):
-    """Rows whose every standard error is at most ``tol`` times the row's range of
-    attributions (the widest output), or round-off (``64 eps`` of the row's largest
-    value); NaN is not small."""
-    spread = np.max(np.ptp(phi, axis=1), axis=1)
-    scale = np.maximum.reduce([np.max(np.abs(phi), axis=(1, 2)),
-                               np.max(np.abs(base), axis=1), np.max(np.abs(full), axis=1)])
-    worst = np.max(np.where(np.isnan(std), np.inf, std), axis=(1, 2))
-    return worst <= np.maximum(tol * spread, 64 * np.finfo(np.float64).eps * scale)
 
 
 def _loss_values(loss, pred, y, classes, positive=None):

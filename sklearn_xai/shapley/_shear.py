@@ -40,7 +40,12 @@ from ..base import (
     resolve_feature_groups,
     split_pipeline,
 )
-from ._estimators import estimate_shapley
+from ._estimators import (
+    MAX_AUTO_N_EVALS,
+    auto_start_n_evals,
+    estimate_shapley,
+    tol_reached,
+)
 from ._game import Game, ImputationGame
 
 if TYPE_CHECKING:
@@ -488,23 +493,6 @@ def _shear_estimate(value, cooperators, keys, seed, *, antithetic=True,
     return phi, base, full
 
 
-def _converged(phi, std, base, full, tol):
-    """Rows whose every standard error is at most ``tol`` times the row's range of
-    attributions (over players, the widest output), or round-off (``64 eps`` of the row's
-    largest value: equal attributions would otherwise never stop). NaN is not converged.
-
-    Returns
-    -------
-    ndarray of bool, shape (n,)
-    """
-    spread = np.max(np.ptp(phi, axis=1), axis=1)                        # (n,)
-    scale = np.maximum.reduce([np.max(np.abs(phi), axis=(1, 2)),
-                               np.max(np.abs(base), axis=1), np.max(np.abs(full), axis=1)])
-    floor = 64 * np.finfo(np.float64).eps * scale
-    worst = np.max(np.where(np.isnan(std), np.inf, std), axis=(1, 2))
-    return worst <= np.maximum(tol * spread, floor)
-
-
 # --------------------------------------------------------------------------- reference row
 
 
@@ -617,7 +605,7 @@ class _ShearBatch:
     """SHEAR's results for a batch of rows, with an output axis: values ``phi`` (n, P, O),
     ``base`` (n, O), ``coop`` (n, P, K) and, for sampled estimates, ``eta`` (the cross
     contributions, or None), ``std`` and ``dof`` (n, P, O) and ``rounds`` (n,); None for
-    exact values."""
+    exact values; the frontier's ``paths`` and budget ``n_evals`` (n,)."""
 
     phi: np.ndarray
     base: np.ndarray
@@ -627,6 +615,7 @@ class _ShearBatch:
     rounds: np.ndarray = None
     dof: np.ndarray = None
     paths: np.ndarray = None
+    n_evals: np.ndarray = None
 
     @classmethod
     def concatenate(cls, parts):
@@ -803,14 +792,18 @@ class ShearExplainer(AttributionExplainer):
         player equal to the reference is exactly 0, a row whose reduced game fits the
         budget is enumerated exactly, the others are fitted by a regression-adjusted odd
         surrogate; efficient by construction; ``extras["paths"]`` says which, per row.
-        ``n_evals`` may then be any integer >= 2
-        (not ``"auto"``); ``n_rounds``, ``cooperators``, ``antithetic``,
-        ``non_cooperators`` and ``efficiency`` are not used. Measured on the Adult MLP of
-        ``benchmarks/bench_shear.py`` (13 players, exact truth): at ``n_evals`` 8 / 16 / 32
-        its absolute error is about 0.1x / 0.03x / 0.01x SHEAR's and antithetic
-        permutation sampling's, at several times SHEAR's time per row (the surrogate
-        fits run per row in numpy; ``doc/benchmarks.md``). SHEAR's cooperator selection
-        is the cheaper per row; the frontier is the more accurate per model evaluation.
+        ``n_evals`` may then be any integer >= 2, or ``"auto"``: each row starts at 16
+        (or the least power of two giving 32 pairs) and doubles its budget until every
+        standard error is at most ``tol`` times its range of attributions, or
+        ``MAX_AUTO_N_EVALS = 1024`` (a ``ConvergenceWarning`` counts the rows stopped
+        there), as :class:`KnockoffSHAP`'s ``"auto"`` does; ``n_rounds``, ``cooperators``,
+        ``antithetic``, ``non_cooperators`` and ``efficiency`` are not used. Measured on
+        the Adult MLP of ``benchmarks/bench_shear.py`` (13 players, exact truth): at
+        ``n_evals`` 8 / 16 / 32 its absolute error is about 0.1x / 0.03x / 0.01x SHEAR's
+        and antithetic permutation sampling's, at several times SHEAR's time per row
+        (the surrogate fits run per row in numpy; ``doc/benchmarks.md``). SHEAR's
+        cooperator selection is the cheaper per row; the frontier is the more accurate
+        per model evaluation.
     n_rounds : int, default=1
         Rounds of random fills a fixed ``n_evals`` is split into: a power of two, at most
         ``n_evals / 2``; ignored by ``n_evals="auto"``. ``1``: the most cooperators the
@@ -1098,9 +1091,6 @@ class ShearExplainer(AttributionExplainer):
         """
         auto = isinstance(self.n_evals, str)
         frontier = self.algorithm == "frontier"
-        if frontier and auto:
-            raise ValueError("algorithm='frontier' takes an integer n_evals >= 2, not "
-                             "'auto'.")
         n = 2 ** (AUTO_N_COOPERATORS + 1) if auto else int(self.n_evals)
         if not frontier and n & (n - 1):
             raise ValueError(f"n_evals must be a power of two (2, 4, 8, ...) or 'auto'; got "
@@ -1176,12 +1166,18 @@ class ShearExplainer(AttributionExplainer):
         game = self._game(Xb, np.arange(rows.start, rows.stop))
         n = Xb.shape[0]
         if self.algorithm == "frontier":
-            est = estimate_shapley(game, "frontier", int(self.n_evals),
-                                   keyed_generators(base_seed, keys[rows]))
-            std = np.zeros_like(est.values) if est.std is None else est.std
-            return _ShearBatch(est.values, est.base, np.zeros((n, P, 0), dtype=np.intp), None,
-                               std, np.zeros(n, dtype=np.int64),
-                               np.full(est.values.shape, np.inf), est.paths)
+            if self.n_evals == "auto":
+                phi, base, std, paths, budget = self._auto_frontier(game, Xb, rows, keys[rows],
+                                                                    base_seed)
+            else:
+                est = estimate_shapley(game, "frontier", int(self.n_evals),
+                                       keyed_generators(base_seed, keys[rows]))
+                phi, base, paths = est.values, est.base, est.paths
+                std = np.zeros_like(phi) if est.std is None else est.std
+                budget = np.full(n, int(self.n_evals), dtype=np.int64)
+            return _ShearBatch(phi, base, np.zeros((n, P, 0), dtype=np.intp), None, std,
+                               np.zeros(n, dtype=np.int64), np.full(phi.shape, np.inf), paths,
+                               budget)
         if self._exact_regime():
             est = estimate_shapley(game, "exact", with_std=False)
             phi, base = est.values, est.base
@@ -1218,6 +1214,38 @@ class ShearExplainer(AttributionExplainer):
             phi, std = _make_efficient(phi, full - base, self.efficiency, std)
         return _ShearBatch(phi, base, coop, eta, std, rounds, dof)
 
+    def _auto_frontier(self, game, Xb, rows, keys, base_seed):
+        """``n_evals="auto"`` with the frontier: every row starts at
+        :func:`~sklearn_xai.shapley._estimators.auto_start_n_evals` and doubles its budget
+        until every standard error is at most ``tol`` times its range of attributions, or
+        ``MAX_AUTO_N_EVALS``. Each step recomputes the rows still running from scratch
+        (their draws are keyed by the row): a row's result depends only on it and the
+        seed, and costs at most twice its final budget. Returns ``(phi, base, std,
+        paths, n_evals)``."""
+        n = Xb.shape[0]
+        budget = np.full(n, auto_start_n_evals("frontier", len(self.groups_)), dtype=np.int64)
+        todo = np.ones(n, dtype=bool)
+        phi = base = std = None
+        paths = np.empty(n, dtype=object)
+        while todo.any():
+            idx = np.flatnonzero(todo)
+            b = int(budget[idx[0]])                    # the rows still running share it
+            sub = game if idx.size == n else self._game(Xb[idx], rows.start + idx)
+            est = estimate_shapley(sub, "frontier", b, keyed_generators(base_seed, keys[idx]))
+            s = np.zeros_like(est.values) if est.std is None else est.std
+            if phi is None:
+                phi = np.zeros((n,) + est.values.shape[1:])
+                base, std = np.zeros((n,) + est.base.shape[1:]), np.zeros_like(phi)
+            phi[idx], base[idx], std[idx], paths[idx] = est.values, est.base, s, est.paths
+            ok = tol_reached(est.values, s, est.base, est.base + est.values.sum(axis=1),
+                             self.tol)
+            todo[idx[ok]] = False
+            if b >= MAX_AUTO_N_EVALS:
+                todo[idx] = False
+            else:
+                budget[idx[~ok]] = min(2 * b, MAX_AUTO_N_EVALS)
+        return phi, base, std, paths, budget
+
     def _auto_rounds(self, game, Xb, rows, coop, keys, base_seed, kw):
         """Rounds of fresh fills (1, then 16, 32, ... up to ``MAX_AUTO_ROUNDS``) per row
         until every standard error of the row is at most ``tol`` times the row's range of
@@ -1232,7 +1260,7 @@ class ShearExplainer(AttributionExplainer):
         rounds = np.ones(len(keys), dtype=np.int64)
         # one round stops only rows whose values are exact (errors at round-off): its
         # pooled standard errors are too rough to stop on
-        todo = ~_converged(phi, std, base, full, 0.0)
+        todo = ~tol_reached(phi, std, base, full, 0.0)
         R = 1
         while todo.any() and R < MAX_AUTO_ROUNDS:
             R = min(max(16, 2 * R), MAX_AUTO_ROUNDS)
@@ -1241,7 +1269,7 @@ class ShearExplainer(AttributionExplainer):
             p, _, _, s, nu = _shear_estimate(sub.value, coop[idx], keys[idx], base_seed,
                                              n_rounds=R, return_std=True, **kw)
             phi[idx], std[idx], dof[idx], rounds[idx] = p, s, nu, R
-            todo[idx] = ~_converged(p, s, base[idx], full[idx], self.tol)
+            todo[idx] = ~tol_reached(p, s, base[idx], full[idx], self.tol)
         return phi, base, full, std, dof, rounds
 
     def _explain(self, X):
@@ -1256,16 +1284,25 @@ class ShearExplainer(AttributionExplainer):
         phi, base, coop, eta, std, dof = res.phi, res.base, res.coop, res.eta, res.std, res.dof
         K = self.n_cooperators_
         if self.algorithm == "frontier":
-            rounds = res.rounds
-            n_evals = np.full(Xa.shape[0], int(self.n_evals), dtype=np.int64)
+            rounds, n_evals = res.rounds, res.n_evals
             coop, dof = None, None
+            if self.n_evals == "auto":
+                capped = int(np.sum((n_evals >= MAX_AUTO_N_EVALS) & ~tol_reached(
+                    phi, std, base, base + phi.sum(axis=1), self.tol)))
+                if capped:  # once per fitted explainer (score explains again)
+                    self._warn_once(
+                        f"ShearExplainer(algorithm='frontier', n_evals='auto') stopped "
+                        f"{capped} row(s) at the cap of MAX_AUTO_N_EVALS = "
+                        f"{MAX_AUTO_N_EVALS}; their standard errors may exceed tol="
+                        f"{self.tol} times their range of attributions. Pass a larger tol.",
+                        ConvergenceWarning, key="n_evals='auto' cap", stacklevel=3)
         elif res.rounds is None:  # exact: 2^P coalitions per row
             rounds = np.zeros(Xa.shape[0], dtype=np.int64)
             n_evals = np.full(Xa.shape[0], 2 ** len(self.groups_), dtype=np.int64)
         else:
             rounds = res.rounds
             n_evals = rounds * 2 ** (K + 1)
-        if self.n_evals == "auto" and res.rounds is not None:
+        if self.n_evals == "auto" and self.algorithm == "shear" and res.rounds is not None:
             capped = int(np.sum(rounds >= MAX_AUTO_ROUNDS))
             if capped:  # once per fitted explainer (score explains again)
                 self._warn_once(
