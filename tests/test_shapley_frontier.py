@@ -610,3 +610,16 @@ def test_activity_prior_finds_the_interacting_players(n_evals):
                                - truth).mean() for s in range(5)])
 
     assert err("activity") < 0.3 * err("flat")
+
+
+def test_frontier_knobs_are_checked():
+    # a misspelt knob or value would otherwise be ignored silently
+    game = _dividend_game(6, ((1, 6), (2, 4), (3, 2)), n_rows=2)
+    with pytest.raises(TypeError, match="unknown frontier knob.*'prior_floor'"):
+        frontier_shapley(game, 4, _gens(2), prior_floor=0.1)
+    with pytest.raises(ValueError, match="prior must be one of"):
+        frontier_shapley(game, 4, _gens(2), prior="heredity")
+    with pytest.raises(ValueError, match="se_mode must be one of"):
+        frontier_shapley(game, 4, _gens(2), return_units=True, se_mode="pooled ")
+    flat = frontier_shapley(game, 4, _gens(2), prior="flat")[0]
+    assert np.isfinite(flat).all()

@@ -526,6 +526,25 @@ DEFAULTS = {"alloc": "greedy", "orders": (3,), "ratio": 100.0, "ht": True,
             "linear_below": 2, "prior": "activity", "activity_floor": 0.05}
 
 
+# the string knobs and their values (the numeric ones are the benchmarks' to set)
+_CHOICES = {"alloc": ("greedy", "kernel", "uniform"), "mode": ("hybrid", "xfit", "fit"),
+            "se_mode": ("max", "pooled"), "prior": ("activity", "flat")}
+
+
+def _config(config):
+    """:data:`DEFAULTS` updated by the caller's knobs; an unknown knob is a
+    ``TypeError`` and an unknown value of a string knob a ``ValueError``, both naming
+    the valid ones (a misspelt knob would otherwise be silently ignored)."""
+    unknown = sorted(set(config) - set(DEFAULTS))
+    if unknown:
+        raise TypeError(f"unknown frontier knob(s) {unknown}; the knobs are "
+                        f"{sorted(DEFAULTS)}.")
+    for key, valid in _CHOICES.items():
+        if key in config and config[key] not in valid:
+            raise ValueError(f"{key} must be one of {list(valid)}; got {config[key]!r}.")
+    return dict(DEFAULTS, **config)
+
+
 def _row_activity(S, vS, vC, v0, v1, floor):
     """Each player's activity (Pa,) from the size-1 pairs: ``|A_i| = |v(all) - v(all - i)
     - v({i}) + v(empty)|``, the sum of the player's dividends of order two and more (the
@@ -720,7 +739,7 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
     units : ndarray of shape (n_rows, G, n_players, n_outputs) or None
         Only with ``return_units=True``; ``None`` when every row is exact.
     """
-    cfg = dict(DEFAULTS, **config)
+    cfg = _config(config)
     n_evals = _check_n_evals(n_evals)
     _check_generators(generators, game.n_rows)
     split = game.imputation_components() if cfg["by_component"] else None
@@ -824,7 +843,7 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
         ``"exact"``, ``"border"`` (the size-1 stratum alone: deterministic, not exact) or
         ``"sampled"``.
     """
-    cfg = dict(DEFAULTS, **config)
+    cfg = _config(config)
     n_evals = _check_n_evals(n_evals)
     _check_generators(generators, game.n_rows)
     if components is None:
@@ -899,7 +918,7 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     (:func:`_solve_rows`); ``paths``, when a list, receives each row's path (see
     :func:`frontier_components`); ``pool=K``: the rows are the components of ``n_rows /
     K`` rows, whose budgets are pooled (:func:`_pooled_budgets`)."""
-    xfit = cfg["mode"] in ("xfit", "hybrid", "choose")
+    xfit = cfg["mode"] in ("xfit", "hybrid")
     P, n = game.n_players, game.n_rows
     v0, v1, active = _ends_and_active(game)
     phi = np.zeros((n, P, v0.shape[-1]))
