@@ -273,6 +273,34 @@ def _odd_kernel(A, pts, orders, activity=None):
     return K
 
 
+def _kernel_shapley(pts, orders, activity=None):
+    """Shapley values (p, Pa) of the kernel's functions ``k(x_j, .)`` of the points
+    ``pts`` (p, Pa) (see :func:`_odd_kernel`): ``sum_k (2/k) x_ji e_{k-1}(x_j without i) /
+    C(Pa, k)``, with ``activity`` ``(2/3) z_ji e_2(z_j without i) / e_3(w)``, ``z = w x``;
+    the fit ``sum_j alpha_j k(x_j, .)`` has Shapley values ``D.T @ alpha``."""
+    if activity is not None:
+        z = pts * activity
+        e1 = z.sum(axis=1, keepdims=True)
+        e2 = (e1**2 - np.sum(activity**2)) / 2.0
+        return (2.0 / 3.0) * z * (e2 - z * (e1 - z)) / _e3(activity)
+    Pa = pts.shape[1]
+    pos = ((pts + 1) / 2).astype(np.int64)                         # (p, Pa)
+    p_minus = pos.sum(axis=1, keepdims=True) - pos                 # +1 count without i
+    Em = _esym_pm1(Pa - 1, max(orders))
+    D = np.zeros(pts.shape)
+    for k in orders:
+        D += (2.0 / k) * pts * Em[p_minus, k - 1] / comb(Pa, k)
+    return D
+
+
+def _gram(X, orders, activity=None):
+    """:func:`_odd_kernel` of the pairs ``X`` (n, Pa) and the full coalition, ``[X; 1]``,
+    with themselves (n + 1, n + 1): the kriging fit's, whose slices the cross-fit's folds
+    take."""
+    P1 = np.vstack([X, np.ones((1, X.shape[1]))])
+    return _odd_kernel(P1, P1, orders, activity)
+
+
 def _e3(w):
     """The third elementary symmetric polynomial of the vector ``w``."""
     p1, p2, p3 = w.sum(), (w**2).sum(), (w**3).sum()
@@ -337,7 +365,6 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     if tuple(orders) != (3,):
         activity = None
     pts = np.vstack([X, np.ones((1, Pa))])
-    kmax = max(orders)
 
     def kern(A):
         return _odd_kernel(A, pts, orders, activity)
@@ -378,25 +405,7 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
             b, alpha = krige((1.0 - lam) * K + (Xs * (new[sel] / Fn)) @ Xs.T)
         beta = (tau / Fn)[:, None] * _chi3_t_dot(pts, alpha)       # (F, O)
         return _order3_result(b, beta, T, predict)
-    if activity is not None:
-        # Shapley value of g: sum_j alpha_j (2/3) z_ji e_2(z_j without i) / e_3(w), z = w x
-        z = pts * activity
-        e1 = z.sum(axis=1, keepdims=True)
-        e2 = (e1**2 - np.sum(activity**2)) / 2.0
-        D = (2.0 / 3.0) * z * (e2 - z * (e1 - z)) / _e3(activity)
-        phi = 2.0 * b + D.T @ alpha
-        if not predict:
-            return phi
-        return phi, lambda Xq, feats=None: Xq @ b + (kern(Xq) if feats is None else
-                                                     feats) @ alpha
-    # Shapley value of g: sum_j alpha_j sum_k (2/k) x_ji e_{k-1}(x_j without i) / C(Pa, k)
-    pos = ((pts + 1) / 2).astype(np.int64)                         # (n+1, Pa)
-    p_minus = pos.sum(axis=1, keepdims=True) - pos                 # +1 count without i
-    Em = _esym_pm1(Pa - 1, kmax)
-    D = np.zeros((n + 1, Pa))
-    for k in orders:
-        D += (2.0 / k) * pts * Em[p_minus, k - 1] / comb(Pa, k)
-    phi = 2.0 * b + D.T @ alpha
+    phi = 2.0 * b + _kernel_shapley(pts, orders, activity).T @ alpha
     if not predict:
         return phi
     return phi, lambda Xq, feats=None: Xq @ b + (kern(Xq) if feats is None else feats) @ alpha
@@ -1015,9 +1024,14 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
     freedom)`` of a sampled row from the values ``vals`` of its pairs (a coalition, then
     its complement); NaN standard errors where the row has no error estimate."""
     players, S, W, strat, incl, is_extra = extra
+    yN = (v1 - v0) / 2.0
+    if _is_border(S):
+        # exactly the size-1 stratum (n_evals = 2): deterministic, not exact
+        est = _project(_border_row(S, vals[0::2], vals[1::2], v0, v1, cfg["border_c"]),
+                       2 * yN)
+        return players, est, np.full(est.shape, np.nan) if return_units else None, np.inf
     X = np.where(S, 1.0, -1.0)
     y = (vals[0::2] - vals[1::2]) / 2.0
-    yN = (v1 - v0) / 2.0
     big = S.shape[0] >= cfg["ard_min"] * players.size
     # below ARD's budget, the order-3 prior follows the players' activities (measured on
     # the benchmark games: 0.55-0.8x the error at n_evals 2-8; with ARD it is worse on
@@ -1032,11 +1046,6 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
     rcfg = dict(cfg, ard=cfg["ard"] if big else 0, orders=() if small else cfg["orders"],
                 activity=act)
     hybrid = cfg["mode"] == "hybrid"
-    if _is_border(S):
-        # exactly the size-1 stratum (n_evals = 2): deterministic, not exact
-        est = _project(_border_row(S, vals[0::2], vals[1::2], v0, v1, cfg["border_c"]),
-                       2 * yN)
-        return players, est, np.full(est.shape, np.nan) if return_units else None, np.inf
     if xfit and _n_halves_ok(strat[~is_extra], cfg["folds"]) and (return_units or not hybrid):
         est, se, df = _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid,
                                      is_extra)
@@ -1064,9 +1073,7 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
     # benchmark games, at half the cost of a row with units
     gram = None
     if _uses_kernel(rcfg["orders"], cfg["ratio"], X.shape[0], X.shape[1]):
-        # the plain fit's kernel; the folds' are slices of it
-        P1 = np.vstack([X, np.ones((1, X.shape[1]))])
-        gram = _odd_kernel(P1, P1, rcfg["orders"], rcfg["activity"])
+        gram = _gram(X, rcfg["orders"], rcfg["activity"])   # the folds' are slices of it
     est, se, mse, df = _xfit(S, X, y, W, strat, incl, yN, dict(rcfg, ard=0), is_extra, gram)
     if cfg["mode"] == "xfit":
         return est, se, df
@@ -1149,8 +1156,7 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None):
     kriged = [_uses_kernel(cfg["orders"], cfg["ratio"], n - int(n_jh[:, h].sum()), Pa)
               for h in range(K)]
     if gram is None and any(kriged):
-        P1 = np.vstack([X, np.ones((1, Pa))])
-        gram = _odd_kernel(P1, P1, cfg["orders"], cfg.get("activity"))
+        gram = _gram(X, cfg["orders"], cfg["activity"])
     design = None
     if not all(kriged) and tuple(cfg["orders"]) == (3,) and cfg["ratio"]:
         design = np.hstack([X, _chi3(X, _triples(Pa))])     # the primal folds' features
@@ -1176,7 +1182,7 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None):
         phi_h, pred = _fit_row(X[idx], y[idx], Wh, yN, cfg["orders"], cfg["ratio"],
                                predict=True, ard=cfg["ard"], lam=cfg["lam"], gram=sub,
                                design=None if design is None else design[idx],
-                               activity=cfg.get("activity"))
+                               activity=cfg["activity"])
         contrib = (coef[:, :, None] * (y - pred(X, feats))[:, None, :]).reshape(n, Pa * O)
         tot = sums[h] @ contrib                              # (2 J + 1, Pa O)
         whole, part = tot[:J], tot[J:2 * J]
@@ -1245,6 +1251,6 @@ def _jackknife(X, y, W, strat, yN, cfg, est):
             if kept:
                 Wg[in_j] *= in_j.sum() / kept
         fit = _fit_row(X[keep], y[keep], Wg[keep], yN, cfg["orders"], cfg["ratio"],
-                       ard=cfg["ard"], lam=cfg["lam"], activity=cfg.get("activity"))
+                       ard=cfg["ard"], lam=cfg["lam"], activity=cfg["activity"])
         pseudo[g] = G * est - (G - 1) * _project(fit, 2 * yN)
     return pseudo
