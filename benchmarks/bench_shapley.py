@@ -453,6 +453,23 @@ def main(argv=None):
     return 0
 
 
+def _frontier_row(game, r, players, n_pairs, rng):
+    """Row ``r`` of ``game`` as the frontier samples it (its design over ``players``
+    from ``rng``, the values of the pairs and of both ends): the frontier's estimate of
+    the active players (Pa, O), and ``(X, y, W, yN)`` for other fits of the same pairs
+    (:func:`sklearn_xai.shapley._frontier._fit_row`)."""
+    from sklearn_xai.shapley import _frontier as F
+    cfg, P = F.DEFAULTS, game.n_players
+    extra = F._design(players.size, n_pairs, rng, cfg["alloc"], cfg["ht"], unit=cfg["folds"])
+    S, W = extra[0], extra[1]
+    masks = np.zeros((2 * len(S), P), bool)
+    masks[0::2, players], masks[1::2, players] = S, ~S
+    v = game.value(masks, rows=slice(r, r + 1))[0]
+    ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]), rows=slice(r, r + 1))[0]
+    _, est, _, _ = F._solve_fit_row((players, *extra), v, ends[0], ends[1], cfg, True, False)
+    return est, (np.where(S, 1.0, -1.0), (v[0::2] - v[1::2]) / 2, W, (ends[1] - ends[0]) / 2)
+
+
 def support_oracle(out, budgets=(4, 8, 16), seeds=(0, 1, 2, 3)):
     """dividend32: the frontier's fit against the same fit told which order-3 Walsh
     coefficients of the odd part are non-zero (an oracle prior: equal variance on the
@@ -477,26 +494,12 @@ def support_oracle(out, budgets=(4, 8, 16), seeds=(0, 1, 2, 3)):
         err_fit, err_oracle = [], []
         for seed in seeds:
             for r in range(game.n_rows):
-                rng = np.random.default_rng([seed, r])
-                S, W, *_ = F._design(P, b * P // 2, rng, "greedy", True, unit=4)
-                masks = np.empty((2 * len(S), P), bool)
-                masks[0::2], masks[1::2] = S, ~S
-                v = game.value(masks, rows=slice(r, r + 1))[0]
-                ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]),
-                                  rows=slice(r, r + 1))[0]
-                X, y, yN = np.where(S, 1.0, -1.0), (v[0::2] - v[1::2]) / 2, (ends[1] - ends[0]) / 2
-                cfg = F.DEFAULTS
-                ard = cfg["ard"] if len(S) >= cfg["ard_min"] * P else 0
-                # the frontier's own prior: the players' activities below ARD's budget
-                act = (F._row_activity(S, v[0::2], v[1::2], ends[0], ends[1],
-                                       cfg["activity_floor"])
-                       if cfg["prior"] == "activity" and not ard else None)
-                fit = F._fit_row(X, y, W, yN, (3,), cfg["ratio"], ard=ard, lam=cfg["lam"],
-                                 activity=act)
-                err_fit.append(np.abs(F._project(fit, 2 * yN)[:, 0] - truth[r]).mean())
+                est, (X, y, W, yN) = _frontier_row(game, r, np.arange(P), b * P // 2,
+                                                   np.random.default_rng([seed, r]))
+                err_fit.append(np.abs(est[:, 0] - truth[r]).mean())
                 # the same kriging told the support: equal prior variance on the true
                 # triples (the same total as the fit's), none elsewhere
-                oracle = F._fit_row(X, y, W, yN, (3,), cfg["ratio"], primal=False,
+                oracle = F._fit_row(X, y, W, yN, (3,), F.DEFAULTS["ratio"], primal=False,
                                     prior=np.where(support, T.shape[0] / support.sum(), 0.0))
                 err_oracle.append(np.abs(F._project(oracle, 2 * yN)[:, 0] - truth[r]).mean())
         res[b] = (float(np.mean(err_fit)), float(np.mean(err_oracle)))
@@ -537,18 +540,8 @@ def spectrum_oracle(out, name, n_evals=2, seeds=tuple(range(8))):
                 for k in err:
                     err[k].append(0.0)
                 continue
-            rng = np.random.default_rng([seed, r])
-            extra = F._design(Pa, n_evals * P // 2, rng, cfg["alloc"], cfg["ht"],
-                              unit=cfg["folds"])
-            S, W = extra[0], extra[1]
-            masks = np.zeros((2 * len(S), P), bool)
-            masks[0::2, players], masks[1::2, players] = S, ~S
-            v = game.value(masks, rows=slice(r, r + 1))[0]
-            ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]),
-                              rows=slice(r, r + 1))[0]
-            X, y, yN = np.where(S, 1.0, -1.0), (v[0::2] - v[1::2]) / 2, (ends[1] - ends[0]) / 2
-            _, est, _, _ = F._solve_fit_row((players, *extra), v, ends[0], ends[1], cfg,
-                                            True, False)
+            est, (X, y, W, yN) = _frontier_row(game, r, players, n_evals * P // 2,
+                                               np.random.default_rng([seed, r]))
             sub = np.array([index[tuple(players[t])] for t in F._triples(Pa).tolist()])
             priors = {"per-row spectrum oracle": w2[r, sub],
                       "other rows' mean spectrum": np.delete(w2, r, axis=0).mean(axis=0)[sub]}
