@@ -610,7 +610,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         if self._ptables is None or not self._ptables.use_tree.all():
             self.n_quadrature_points_ = self._path_tables(zf).Qt
         else:
-            self.n_quadrature_points_ = quadrature_points(tables.U, self.index)
+            self.n_quadrature_points_ = quadrature_points(self._ptables.U, self.index)
         base = sub.base_score.copy()
         for t, r in enumerate(sub.tree_offsets[:-1]):
             k = sub.tree_output[t]
