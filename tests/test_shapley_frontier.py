@@ -336,6 +336,41 @@ def test_components_share_the_row_budget():
     assert paths == ["sampled (1 of 4 components; 3 exact)"]
 
 
+def test_pooled_budget_follows_the_components_interactions():
+    # two components of one row, 9 active players each (510 coalitions to enumerate):
+    # each gets its border pairs (18 coalitions), and the rest of the row's 2 * 40 goes
+    # to the component with interactions; with no activity anywhere, by Pa^2 (equally)
+    from sklearn_xai.shapley._frontier import _pooled_budgets
+
+    active = np.ones((2, 9), dtype=bool)
+    np.testing.assert_array_equal(
+        _pooled_budgets(active, 2, 40, lambda comps: np.array([0.0, 3.0])), [18, 62])
+    np.testing.assert_array_equal(
+        _pooled_budgets(active, 2, 40, lambda comps: np.zeros(2)), [40, 40])
+    np.testing.assert_array_equal(_pooled_budgets(active, 2, 40), [40, 40])
+
+
+def test_components_evaluate_no_coalition_twice():
+    # the border pairs evaluated first (for the allocation) are not evaluated again
+    P, K = 10, 3
+    rng = np.random.default_rng(11)
+    x, bg = rng.normal(size=(1, P)), rng.normal(size=(K, P))
+    f = _interaction_model(P, seed=12)
+    seen = []
+
+    def model(Z):
+        seen.append(np.array(Z, dtype=np.float64))
+        return f(Z)
+
+    game = ImputationGame(model, x, bg)
+    phi, base = frontier_shapley(game, 4, _gens(1))
+    np.testing.assert_allclose(base + phi.sum(axis=1), f(x), rtol=0, atol=1e-12)
+    Z = np.concatenate(seen)
+    Z = Z[~np.all(Z == x, axis=1)]                  # v(all) is x for every component
+    assert np.unique(Z, axis=0).shape[0] == Z.shape[0]
+    assert Z.shape[0] + K <= K * (4 * P + 2)
+
+
 def test_knockoff_shap_auto_budget_with_the_frontier():
     # n_evals="auto" grows the frontier's budget until every standard error is at most tol
     # times the row's range of values (marginal imputation: the knockoff draws' own error,

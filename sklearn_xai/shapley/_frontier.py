@@ -820,7 +820,10 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
     components of a row share ``K * n_evals * n_players`` coalitions (the same model rows
     as ``n_evals`` on the mean game): those cheapest to enumerate are made exact while
     they cost at most the others' equal share, and the others get their border pairs and
-    the rest in proportion to their squared number of active players.
+    the rest in proportion to ``Pa**2 * sqrt(||A||)``: their squared number of active
+    players times the square root of the norm of their players' activities
+    (``A_i = v(all) - v(all - i) - v({i}) + v(empty)``, the higher-order dividends of
+    ``i``, read off the border pairs, which are evaluated first for that and not again).
 
     Parameters
     ----------
@@ -895,15 +898,20 @@ def _units_from_se(phi, se):
     return phi[:, None] + z[None, :, None, None] * se[:, None] * np.sqrt(MAX_GROUPS)
 
 
-def _pooled_budgets(active, K, budget):
+def _pooled_budgets(active, K, budget, activity_norms=None):
     """Coalitions of each component (rows ``r K .. r K + K - 1`` of ``active``) when the
     ``K`` components of a row share ``K * budget``: the components that are cheapest to
     enumerate are made exact while their cost is at most the others' equal share of what
     is left; the sampled ones get their border pairs (``2 Pa`` coalitions) and the rest in
-    proportion to ``Pa**2``."""
+    proportion to ``Pa**2 * sqrt(||A||)``, ``||A||`` the norm of the component's player
+    activities (:func:`_row_activity`, from its border pairs), without exceeding the
+    cost of its enumeration. ``activity_norms(comps)`` returns ``||A||`` of the listed
+    component rows (one call for all rows); without it, or where every norm of a row is
+    0, the rest goes in proportion to ``Pa**2``."""
     Pa = active.sum(axis=1).reshape(-1, K)
     cost = np.where(Pa <= 1, 0, np.minimum(2.0 ** Pa - 2, np.inf))
     out = np.empty(Pa.shape, dtype=np.int64)
+    pending = []
     for r in range(Pa.shape[0]):
         left, todo = K * budget, list(np.argsort(cost[r], kind="stable"))
         while todo and cost[r, todo[0]] <= left / len(todo):
@@ -911,14 +919,79 @@ def _pooled_budgets(active, K, budget):
             out[r, k] = int(cost[r, k])
             left -= out[r, k]
         if todo:
-            # the border pairs first, the rest in proportion to Pa^2 (a component's error
-            # grows with its active players; measured against an equal share: German bg16
-            # -9/-9/-34/-22/+10 %, Adult bg16 +1/-18/0/-29 % at n_evals 2-32, 4 seeds)
-            border = np.minimum(2 * Pa[r, todo], left // len(todo))
-            rest = left - border.sum()
-            wts = Pa[r, todo].astype(float) ** 2
-            out[r, todo] = border + np.floor(rest * wts / wts.sum()).astype(np.int64)
+            todo = np.array(todo)
+            out[r, todo] = np.minimum(2 * Pa[r, todo], left // todo.size)
+            rest = left - out[r, todo].sum()
+            if rest > 0:
+                pending.append((r, todo, rest))
+    if not pending:
+        return out.ravel()
+    comps = np.concatenate([r * K + todo for r, todo, _ in pending])
+    norms = (np.zeros(comps.size) if activity_norms is None else activity_norms(comps))
+    start = 0
+    for r, todo, rest in pending:
+        a = norms[start:start + todo.size]
+        start += todo.size
+        # a component's error grows with its active players (Pa^2, measured against an
+        # equal share: German bg16 -9/-9/-34/-22/+10 %, Adult bg16 +1/-18/0/-29 % at
+        # n_evals 2-32) and with the size of its interactions (sqrt ||A||, measured
+        # against Pa^2 alone: Adult bg16 -15/-19/-38/-31 %, German bg16 0/-2/-4/-10 % at
+        # n_evals 2-16, 8 seeds)
+        wts = Pa[r, todo].astype(float) ** 2 * (np.sqrt(a) if np.any(a > 0) else 1.0)
+        q = _water_fill(rest * wts / wts.sum(), cost[r, todo] - out[r, todo])
+        out[r, todo] += np.floor(q).astype(np.int64)
     return out.ravel()
+
+
+def _border_values(game, comps, active):
+    """``{row: (2 Pa, n_outputs) values}`` of the size-1 pairs of the rows ``comps`` of
+    ``game`` (``v({i})``, ``v(all - i)`` of each active player ``i`` in turn), in one
+    :meth:`~Game.value_each` call, with the masks :func:`_plan_rows` gives these pairs."""
+    n, P = active.shape
+    masks = [np.zeros((0, P), bool)] * n
+    for r in comps:
+        players = np.flatnonzero(active[r])
+        eye = np.eye(players.size, dtype=bool)
+        m = np.zeros((2 * players.size, P), bool)
+        m[0::2, players] = eye
+        m[1::2, players] = ~eye
+        masks[r] = m
+    vals = game.value_each(masks)
+    return {int(r): vals[r] for r in comps}
+
+
+def _values(game, plans, known, active):
+    """Each plan's values (:meth:`~Game.value_each`, one call), the coalitions of the rows
+    in ``known`` that hold one active player or all but one (:func:`_border_values`)
+    taken from there instead of evaluated again."""
+    if not known:
+        return game.value_each([p[1] for p in plans])
+    masks, fill = [], {}
+    for r, (kind, m, extra) in enumerate(plans):
+        if r not in known or not m.shape[0]:
+            masks.append(m)
+            continue
+        # the row of known[r] of each coalition: 2 i for {i}, 2 i + 1 for all - i
+        if kind == "fit":            # a pair's first member holds at most half the players
+            S = extra[1]
+            one = S.sum(axis=1) == 1
+            at = np.full(m.shape[0], -1)
+            at[0::2][one] = 2 * S[one].argmax(axis=1)
+            at[1::2][one] = at[0::2][one] + 1
+        else:
+            sub = m[:, active[r]]
+            size = sub.sum(axis=1)
+            at = np.where(size == 1, 2 * sub.argmax(axis=1),
+                          np.where(size == sub.shape[1] - 1, 2 * sub.argmin(axis=1) + 1, -1))
+        masks.append(m[at < 0])
+        fill[r] = at
+    vals = game.value_each(masks)
+    for r, at in fill.items():
+        v = np.empty((at.size,) + vals[r].shape[1:])
+        v[at < 0] = vals[r]
+        v[at >= 0] = known[r][at[at >= 0]]
+        vals[r] = v
+    return vals
 
 
 def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, pool=None):
@@ -926,14 +999,28 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     with ``return_units`` also the standard errors and their degrees of freedom
     (:func:`_solve_rows`); ``paths``, when a list, receives each row's path (see
     :func:`frontier_components`); ``pool=K``: the rows are the components of ``n_rows /
-    K`` rows, whose budgets are pooled (:func:`_pooled_budgets`)."""
+    K`` rows, whose budgets are pooled (:func:`_pooled_budgets`; the border pairs of the
+    components that get more are evaluated first, for their activities)."""
     xfit = cfg["mode"] in ("xfit", "hybrid")
     P, n = game.n_players, game.n_rows
     v0, v1, active = _ends_and_active(game)
     phi = np.zeros((n, P, v0.shape[-1]))
-    budget = n_evals * P if not pool else _pooled_budgets(active, pool, n_evals * P)
+    known = {}
+
+    def activity_norms(comps):
+        # ||A|| of each component: A_i = v(all) - v(all - i) - v({i}) + v(empty), over
+        # its active players and the outputs (:func:`_row_activity`)
+        known.update(_border_values(game, comps, active))
+        kv = np.concatenate([known[int(r)] for r in comps])
+        seg = np.repeat(np.arange(len(comps)), active[comps].sum(axis=1))
+        A = v1[comps][seg] - kv[1::2] - kv[0::2] + v0[comps][seg]
+        return np.sqrt(np.bincount(seg, (A**2).reshape(seg.size, -1).sum(axis=1),
+                                   minlength=len(comps)))
+
+    budget = (n_evals * P if not pool else
+              _pooled_budgets(active, pool, n_evals * P, activity_norms))
     plans = _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1)
-    vals = game.value_each([p[1] for p in plans])
+    vals = _values(game, plans, known, active)
     if paths is not None:
         paths.extend(_path_name(p) for p in plans)
     se, df = _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi)
