@@ -15,6 +15,7 @@ Usage::
     python benchmarks/bench_shapley.py [--quick] [--out DIR] [--skip-shapiq]
         [--shapiq-python VENV/bin/python]   (a Python 3.12 venv with shapiq 1.8; or SHAPIQ_PYTHON)
         [--skip-shap] [--cover-seeds 8]     (the coverage of frontier's intervals: 8 seeds)
+        [--shap-seeds 8]                    (shap's estimators: 8 seeds, each row its own)
 
 Steps: build the tables (cached in ``DIR``), run shapiq (cached), run ours, print the mean
 absolute error of every estimator, the ratio ours-best / shapiq-best per game and budget,
@@ -294,7 +295,9 @@ def run_shap(out, seeds, games=GAMES):
     number of coalition evaluations per row (``max_evals`` / ``nsamples`` =
     ``n_evals * P + 2``). The game is handed to shap as a model of binary inputs: the
     explained row is all ones, the one background row all zeros, so shap's masked rows
-    are the coalitions' indicator vectors and the model returns ``v(S)``."""
+    are the coalitions' indicator vectors and the model returns ``v(S)``. Each (seed,
+    row) gets its own seed: ``PermutationExplainer(seed=None)`` reseeds numpy's global
+    state from the operating system, so without one its draws are not reproducible."""
     import warnings
 
     import shap
@@ -312,12 +315,12 @@ def run_shap(out, seeds, games=GAMES):
                     def f(Z, r=r):
                         return game.value(np.asarray(Z) > 0.5, rows=slice(r, r + 1),
                                           count=False)[0, :, 0]
-                    np.random.seed(seed)  # noqa: NPY002 (shap draws from the global state)
                     t0 = time.perf_counter()
-                    ex = shap.PermutationExplainer(f, shap.maskers.Independent(zeros))
+                    ex = shap.PermutationExplainer(f, shap.maskers.Independent(zeros),
+                                                   seed=seed * 100_003 + r)
                     est["shap_permutation"][r] = ex(ones, max_evals=b * P + 2).values[0]
                     secs["shap_permutation"] += time.perf_counter() - t0
-                    np.random.seed(seed)  # noqa: NPY002 (shap draws from the global state)
+                    np.random.seed(seed * 100_003 + r)  # noqa: NPY002 (shap's global state)
                     t0 = time.perf_counter()
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
@@ -385,6 +388,9 @@ def main(argv=None):
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--skip-shap", action="store_true",
                     help="do not run shap's PermutationExplainer and KernelExplainer")
+    ap.add_argument("--shap-seeds", type=int, default=8,
+                    help="seeds of shap's estimators (default 8: their error is the "
+                         "denominator of the ratios)")
     ap.add_argument("--cover-seeds", type=int, default=8,
                     help="seeds of the coverage of frontier's intervals (default 8)")
     args = ap.parse_args(argv)
@@ -399,7 +405,7 @@ def main(argv=None):
     sq = (load_shapiq(out, games) if args.skip_shapiq else
           run_shapiq(out, args.shapiq_python, seeds, args.quick, games))
     ours = run_ours(out, seeds, games, cover_seeds=list(range(args.cover_seeds)))
-    theirs = {} if args.skip_shap else run_shap(out, seeds, games)
+    theirs = {} if args.skip_shap else run_shap(out, list(range(args.shap_seeds)), games)
     print(f"\n{'game':18s} {'n_ev':>4s} {'kernel':>9s} {'perm':>9s} {'frontier':>9s} "
           f"{'sq best':>9s} {'(which)':>22s} {'ratio':>7s} {'cover':>9s} {'ms/row':>7s} "
           f"{'sq ms/row':>9s} {'shap perm':>9s} {'ratio':>6s} {'shap kern':>9s}")
