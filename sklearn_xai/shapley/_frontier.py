@@ -1133,7 +1133,7 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
     rcfg = dict(cfg, ard=cfg["ard"] if big else 0, orders=() if small else cfg["orders"],
                 activity=act)
     hybrid = cfg["mode"] == "hybrid"
-    if xfit and _n_halves_ok(strat[~is_extra], cfg["folds"]) and (return_units or not hybrid):
+    if xfit and (return_units or not hybrid) and _n_halves_ok(strat[~is_extra], cfg["folds"]):
         est, se, df = _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid,
                                      is_extra)
         return players, _project(est, 2 * yN), se if return_units else None, df
