@@ -265,6 +265,26 @@ def test_component_intervals_cover():
     assert 0.90 <= hits / total <= 0.99, hits / total
 
 
+def test_standard_error_rule_of_single_and_mean_games():
+    # se_mode="auto": the max rule for a single game, the pooled (mean squared error)
+    # estimate for each component of a mean game, whose sum averages their noise
+    P, K = 10, 4
+    rng = np.random.default_rng(13)
+    X, bg = rng.normal(size=(2, P)), rng.normal(size=(K, P))
+    f = _interaction_model(P, seed=14)
+
+    def se(game, mode):
+        return unit_std(frontier_shapley(game, 4, _gens(2), return_units=True,
+                                         se_mode=mode)[2])
+
+    mean_game = ImputationGame(f, X, bg)
+    np.testing.assert_array_equal(se(mean_game, "auto"), se(mean_game, "pooled"))
+    assert np.nanmean(se(mean_game, "auto")) < np.nanmean(se(mean_game, "max"))
+    single = ImputationGame(f, X, bg[:1])
+    np.testing.assert_array_equal(se(single, "auto"), se(single, "max"))
+    assert not np.array_equal(se(single, "auto"), se(single, "pooled"), equal_nan=True)
+
+
 def test_components_rows_split_invariance():
     P, K = 12, 5
     rng = np.random.default_rng(6)
