@@ -368,6 +368,9 @@ def test_pooled_budget_follows_the_components_interactions():
     np.testing.assert_array_equal(
         _pooled_budgets(active, 2, 40, lambda comps: np.zeros(2)), [40, 40])
     np.testing.assert_array_equal(_pooled_budgets(active, 2, 40), [40, 40])
+    # a game with non-finite values gives no guide: Pa^2 alone (no NaN budget)
+    np.testing.assert_array_equal(
+        _pooled_budgets(active, 2, 40, lambda comps: np.full(2, np.nan)), [40, 40])
 
 
 def test_components_evaluate_no_coalition_twice():

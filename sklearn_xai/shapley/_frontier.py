@@ -938,6 +938,7 @@ def _pooled_budgets(active, K, budget, activity_norms=None):
     start = 0
     for r, todo, rest in pending:
         a = norms[start:start + todo.size]
+        a = np.where(np.isfinite(a), a, 0.0)      # a non-finite game: no guide, Pa^2 alone
         start += todo.size
         # a component's error grows with its active players (Pa^2, measured against an
         # equal share: German bg16 -9/-9/-34/-22/+10 %, Adult bg16 +1/-18/0/-29 % at
