@@ -926,6 +926,9 @@ def _pooled_budgets(active, K, budget, activity_norms=None):
             out[r, k] = int(cost[r, k])
             left -= out[r, k]
         if todo:
+            # the share left / len(todo) never falls below n_evals * P >= 2 P (a component
+            # is made exact only when it costs at most the share), so every sampled
+            # component gets all its border pairs, whose values the activities read
             todo = np.array(todo)
             out[r, todo] = np.minimum(2 * Pa[r, todo], left // todo.size)
             rest = left - out[r, todo].sum()
