@@ -446,6 +446,15 @@ def main(argv=None):
         sp = theirs.get((name, "shap_permutation", 2), {}).get("mae", float("nan"))
         for label, mae in spectrum_oracle(out, name).items():
             print(f"  {label:28s} MAE {mae:.3e}   / shap permutation {_ratio(mae, sp)}")
+    mean_games = [g for g in ("adult_xgb_bg16", "german_xgb_bg16") if g in games]
+    if mean_games:
+        print("\nmean games: the components' budget by their interactions against by their "
+              "size alone (pool_by), MAE over 4 seeds; 95 % coverage of the components' "
+              "standard-error rule (se_mode auto = pooled there, against max), 8 seeds")
+        for name, b, e_int, e_size, c_auto, c_max in component_ablation(out, mean_games):
+            cov = "" if c_auto is None else f"  coverage auto {c_auto:.3f}  max {c_max:.3f}"
+            print(f"  {name:16s} n_evals={b:3d}  interactions {e_int:.3e}  size {e_size:.3e}"
+                  f"  (ratio {_ratio(e_int, e_size)}){cov}")
     if "adult_mlp_ref" in games:
         print("\nadult_mlp_ref: time outside the model against the model's own time (the "
               "torch MLP on the rows the frontier evaluated, one call per game)")
@@ -457,6 +466,41 @@ def main(argv=None):
             print(f"{b:4d} {fr['evals_per_row']:9.1f} {model_ms:12.3f} {ms:11.3f} "
                   f"{ms / model_ms:10.2f}")
     return 0
+
+
+def component_ablation(out, games, seeds=(0, 1, 2, 3), cover_seeds=tuple(range(8))):
+    """Per mean game and budget: the frontier's MAE with the components' budget by their
+    interactions and by their size alone, and (budgets up to 16) the coverage of the
+    components' standard-error rule (``se_mode="auto"``) against the max rule."""
+    from sklearn_xai.shapley._frontier import frontier_shapley
+    rows = []
+    for name in games:
+        game, truth = load_game(out, name)
+        n = game.n_rows
+
+        def gens(s, n=n):
+            return [np.random.default_rng([s, r]) for r in range(n)]
+
+        def mae(b, game=game, truth=truth, **cfg):
+            return float(np.mean([np.abs(frontier_shapley(game, b, gens(s), **cfg)[0][:, :, 0]
+                                         - truth).mean() for s in seeds]))
+
+        def coverage(b, game=game, truth=truth, **cfg):
+            hit = tot = 0
+            for s in cover_seeds:
+                phi, _, units = frontier_shapley(game, b, gens(s), return_units=True, **cfg)
+                if units is None:
+                    continue
+                se = unit_std(units)[:, :, 0]
+                ok = se > 1e-12
+                hit += int((np.abs(phi[:, :, 0] - truth) <= 1.96 * se)[ok].sum())
+                tot += int(ok.sum())
+            return hit / tot if tot else float("nan")
+
+        for b in BUDGETS:
+            cov = (coverage(b), coverage(b, se_mode="max")) if b <= 16 else (None, None)
+            rows.append((name, b, mae(b), mae(b, pool_by="size"), *cov))
+    return rows
 
 
 def _frontier_row(game, r, players, n_pairs, rng):

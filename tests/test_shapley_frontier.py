@@ -385,13 +385,15 @@ def test_components_evaluate_no_coalition_twice():
         seen.append(np.array(Z, dtype=np.float64))
         return f(Z)
 
-    game = ImputationGame(model, x, bg)
-    phi, base = frontier_shapley(game, 4, _gens(1))
-    np.testing.assert_allclose(base + phi.sum(axis=1), f(x), rtol=0, atol=1e-12)
-    Z = np.concatenate(seen)
-    Z = Z[~np.all(Z == x, axis=1)]                  # v(all) is x for every component
-    assert np.unique(Z, axis=0).shape[0] == Z.shape[0]
-    assert Z.shape[0] + K <= K * (4 * P + 2)
+    for alloc in ("greedy", "kernel"):       # "kernel" may leave border pairs out: no reuse
+        seen.clear()
+        game = ImputationGame(model, x, bg)
+        phi, base = frontier_shapley(game, 4, _gens(1), alloc=alloc)
+        np.testing.assert_allclose(base + phi.sum(axis=1), f(x), rtol=0, atol=1e-12)
+        Z = np.concatenate(seen)
+        Z = Z[~np.all(Z == x, axis=1)]              # v(all) is x for every component
+        assert np.unique(Z, axis=0).shape[0] == Z.shape[0]
+        assert Z.shape[0] + K <= K * (4 * P + 2)
 
 
 def test_knockoff_shap_auto_budget_with_the_frontier():

@@ -532,12 +532,14 @@ DEFAULTS = {"alloc": "greedy", "orders": (3,), "ratio": 100.0, "ht": True,
             "mode": "hybrid", "folds": 4, "ard": 2, "lam": 0.9, "ard_min": 8,
             "bias_w": 1.0, "bias_sub": 1.0, "border_c": 0.5, "se_scale": 1.0,
             "se_mode": "auto", "k2_min": 0.7, "k2_max": 1.0, "by_component": True, "pool": True,
-            "linear_below": 2, "prior": "activity", "activity_floor": 0.05}
+            "linear_below": 2, "prior": "activity", "activity_floor": 0.05,
+            "pool_by": "interactions"}
 
 
 # the string knobs and their values (the numeric ones are the benchmarks' to set)
 _CHOICES = {"alloc": ("greedy", "kernel", "uniform"), "mode": ("hybrid", "xfit", "fit"),
-            "se_mode": ("auto", "max", "pooled"), "prior": ("activity", "flat")}
+            "se_mode": ("auto", "max", "pooled"), "prior": ("activity", "flat"),
+            "pool_by": ("interactions", "size")}
 
 
 def _config(config):
@@ -739,7 +741,9 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         and ``se_x`` themselves (unbiased, higher error); "fit": plain fit with jackknife
         units), ``folds``, ``ard`` (rounds), ``lam``, ``ard_min``, ``linear_below``,
         ``prior`` ("activity" or "flat"), ``activity_floor``, ``by_component``, ``pool``
-        (components share their row's budget). The defaults
+        (components share their row's budget), ``pool_by`` ("interactions": beyond their
+        border pairs in proportion to ``Pa**2 * sqrt(||A||)``; "size": to ``Pa**2``;
+        "interactions" needs ``alloc="greedy"`` and is "size" otherwise). The defaults
         are the measured best (``benchmarks/bench_shapley.py``).
 
     Returns
@@ -1028,8 +1032,11 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
         return np.sqrt(np.bincount(seg, (A**2).reshape(seg.size, -1).sum(axis=1),
                                    minlength=len(comps)))
 
+    # the border pairs evaluated first must be in the designs: "greedy" enumerates them
+    # first; the other allocations may not
+    by_activity = cfg["pool_by"] == "interactions" and cfg["alloc"] == "greedy"
     budget = (n_evals * P if not pool else
-              _pooled_budgets(active, pool, n_evals * P, activity_norms))
+              _pooled_budgets(active, pool, n_evals * P, activity_norms if by_activity else None))
     plans = _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1)
     vals = _values(game, plans, known, active)
     if paths is not None:
