@@ -465,3 +465,26 @@ def test_per_imputation_game_averages_to_the_mean_game():
     np.testing.assert_allclose(v[:, :, 2], single, atol=1e-12)
     phi = exact_shapley(per_draw)[0].reshape(4, 3, 5, 2).mean(axis=2)
     np.testing.assert_allclose(phi, exact_shapley(mean_game)[0], atol=1e-12)
+
+
+def test_value_each_groups_rows_by_their_number_of_coalitions():
+    # rows with as many coalitions share one value call, adjacent or not; each row gets
+    # the values of its own coalitions
+    class Counted(DividendGame):
+        calls = 0
+
+        def value(self, masks, rows=None, count=True):
+            Counted.calls += 1
+            return super().value(masks, rows=rows, count=count)
+
+    rng = np.random.default_rng(0)
+    P = 5
+    game = Counted(P, {(0, 1): rng.normal(size=6), (2,): rng.normal(size=6)}, n_rows=6)
+    masks = [rng.random((c, P)) < 0.5 for c in (3, 1, 3, 0, 1, 3)]
+    out = game.value_each(masks)
+    assert Counted.calls == 2                       # C = 3 and C = 1; C = 0 needs no call
+    assert game.n_evaluations == 11
+    for r, m in enumerate(masks):
+        assert out[r].shape == (m.shape[0], 1)
+        if m.shape[0]:
+            np.testing.assert_array_equal(out[r], game.value(m, rows=[r], count=False)[0])

@@ -125,23 +125,21 @@ class Game(metaclass=ABCMeta):
         Returns
         -------
         list of ndarray, length n_rows
-            ``out[r]`` of shape (C_r, n_outputs). Consecutive rows with as many coalitions
-            share one :meth:`value` call (a subclass may pack them more tightly).
+            ``out[r]`` of shape (C_r, n_outputs). The rows with as many coalitions share
+            one :meth:`value` call (a subclass may pack them more tightly).
         """
         n = len(masks)
         out = [None] * n
-        r = 0
-        while r < n:
-            C = masks[r].shape[0]
-            r1 = r + 1
-            while r1 < n and masks[r1].shape[0] == C:
-                r1 += 1
+        sizes = np.array([m.shape[0] for m in masks], dtype=np.int64)
+        for C in np.unique(sizes):
+            rows = np.flatnonzero(sizes == C)
             if C:
-                vals = self.value(np.stack(masks[r:r1]), rows=slice(r, r1), count=count)
-                out[r:r1] = list(vals)
+                vals = self.value(np.stack([masks[r] for r in rows]), rows=rows, count=count)
+                for r, v in zip(rows, vals):
+                    out[r] = v
             else:
-                out[r:r1] = [np.empty((0, self.n_outputs)) for _ in range(r, r1)]
-            r = r1
+                for r in rows:
+                    out[r] = np.empty((0, self.n_outputs))
         return out
 
     def imputation_components(self) -> tuple[Game, int] | None:
