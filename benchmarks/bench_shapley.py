@@ -248,6 +248,20 @@ GAMES = ("adult_xgb_ref", "adult_xgb_bg16", "adult_mlp_ref", "german_xgb_bg16", 
 
 # --------------------------------------------------------------------------- ours
 
+def _cover_counts(fn, game, truth, n_evals, seed, **cfg):
+    """``(hits, values)`` of the 95 % intervals of ``fn(..., return_units=True)`` on one
+    seed: the values whose ``phi +- 1.96 se`` holds the truth, among those with a
+    standard error (NaN, no estimate, and 0, exact up to round-off, left out)."""
+    gens = [np.random.default_rng([seed, r]) for r in range(game.n_rows)]
+    phi, _, units = fn(game, n_evals, gens, return_units=True, **cfg)
+    if units is None:
+        return 0, 0
+    se = unit_std(units)[:, :, 0]
+    ok = se > 1e-12
+    hit = np.abs(phi[:, :, 0] - truth) <= 1.96 * se
+    return int(hit[ok].sum()), int(ok.sum())
+
+
 def run_ours(out, seeds, games=GAMES, methods=None, max_units_budget=16, cover_seeds=None):
     """MAE, time and evaluations of our estimators over ``seeds``; the 95 % interval
     coverage of ``frontier`` over ``cover_seeds`` (default ``seeds``: coverage needs more
@@ -271,16 +285,9 @@ def run_ours(out, seeds, games=GAMES, methods=None, max_units_budget=16, cover_s
                     secs += time.perf_counter() - t0
                     evals = max(evals, game.n_evaluations)
                     errs.append(np.abs(phi - truth).mean())
-                for seed in (cover_seeds or seeds):
-                    if mname == "frontier" and b <= max_units_budget:
-                        gens = [np.random.default_rng([seed, r]) for r in range(n)]
-                        phi_u, _, units = fn(game, b, gens, return_units=True)
-                        if units is not None:
-                            se = unit_std(units)[:, :, 0]
-                            # NaN (no estimate) and 0 (exact, up to round-off) out
-                            ok = se > 1e-12
-                            hit = np.abs(phi_u[:, :, 0] - truth) <= 1.96 * se
-                            cover.append((hit[ok].sum(), ok.sum()))
+                if mname == "frontier" and b <= max_units_budget:
+                    cover = [_cover_counts(fn, game, truth, b, seed)
+                             for seed in (cover_seeds or seeds)]
                 res[(name, mname, b)] = {
                     "mae": float(np.mean(errs)), "sec_per_row": secs / (len(seeds) * n),
                     "evals_per_row": evals / n,
@@ -486,15 +493,8 @@ def component_ablation(out, games, seeds=(0, 1, 2, 3), cover_seeds=tuple(range(8
                                          - truth).mean() for s in seeds]))
 
         def coverage(b, game=game, truth=truth, **cfg):
-            hit = tot = 0
-            for s in cover_seeds:
-                phi, _, units = frontier_shapley(game, b, gens(s), return_units=True, **cfg)
-                if units is None:
-                    continue
-                se = unit_std(units)[:, :, 0]
-                ok = se > 1e-12
-                hit += int((np.abs(phi[:, :, 0] - truth) <= 1.96 * se)[ok].sum())
-                tot += int(ok.sum())
+            hit, tot = np.sum([_cover_counts(frontier_shapley, game, truth, b, s, **cfg)
+                               for s in cover_seeds], axis=0)
             return hit / tot if tot else float("nan")
 
         for b in BUDGETS:
@@ -512,9 +512,7 @@ def _frontier_row(game, r, players, n_pairs, rng):
     cfg, P = F.DEFAULTS, game.n_players
     extra = F._design(players.size, n_pairs, rng, cfg["alloc"], cfg["ht"], unit=cfg["folds"])
     S, W = extra[0], extra[1]
-    masks = np.zeros((2 * len(S), P), bool)
-    masks[0::2, players], masks[1::2, players] = S, ~S
-    v = game.value(masks, rows=slice(r, r + 1))[0]
+    v = game.value(F._pair_masks(S, players, P), rows=slice(r, r + 1))[0]
     ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]), rows=slice(r, r + 1))[0]
     _, est, _, _ = F._solve_fit_row((players, *extra), v, ends[0], ends[1], cfg, True, False)
     return est, (np.where(S, 1.0, -1.0), (v[0::2] - v[1::2]) / 2, W, (ends[1] - ends[0]) / 2)

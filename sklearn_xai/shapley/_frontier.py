@@ -185,6 +185,15 @@ def _design(Pa, n_pairs, rng, alloc="kernel", ht=True, unit=1):
             np.concatenate(incl), np.concatenate(extra))
 
 
+def _pair_masks(S, players, n_players):
+    """The coalitions (2 n, n_players) of the pairs whose members over ``players`` are
+    ``S`` (n, Pa): each member, then its complement; the other players in neither."""
+    masks = np.zeros((2 * S.shape[0], n_players), bool)
+    masks[0::2, players] = S
+    masks[1::2, players] = ~S
+    return masks
+
+
 def _water_fill(q, cap):
     """``q`` (non-negative, summing to at most ``cap.sum()``) capped at ``cap``, the excess
     shared among the uncapped entries in proportion to ``q``, until none exceeds its cap."""
@@ -572,13 +581,20 @@ def _row_activity(S, vS, vC, v0, v1, floor):
     one = S.sum(axis=1) == 1
     if int(one.sum()) != Pa:
         return None
-    A = np.zeros((Pa,) + np.shape(v0))
-    A[S[one].argmax(axis=1)] = v1 - vC[one] - (vS[one] - v0)
-    a = np.sqrt((A**2).reshape(Pa, -1).sum(axis=1))
+    a = np.zeros(Pa)
+    a[S[one].argmax(axis=1)] = _activities(vS[one], vC[one], v0, v1)
     top = a.max()
     if not top > 0:
         return None
     return a + floor * top
+
+
+def _activities(vS, vC, v0, v1):
+    """``|v(all) - v(all - i) - v({i}) + v(empty)|`` (its norm over the outputs) of each
+    size-1 pair: ``vS`` / ``vC`` (m, n_outputs) the values of ``{i}`` and ``all - i``,
+    ``v0`` / ``v1`` the ends, (n_outputs,) or one row per pair."""
+    A = v1 - vC - (vS - v0)
+    return np.sqrt((A**2).reshape(A.shape[0], -1).sum(axis=1))
 
 
 def _border_row(S, vS, vC, v0, v1, c):
@@ -966,11 +982,7 @@ def _border_values(game, comps, active):
     masks = [np.zeros((0, P), bool)] * n
     for r in comps:
         players = np.flatnonzero(active[r])
-        eye = np.eye(players.size, dtype=bool)
-        m = np.zeros((2 * players.size, P), bool)
-        m[0::2, players] = eye
-        m[1::2, players] = ~eye
-        masks[r] = m
+        masks[r] = _pair_masks(np.eye(players.size, dtype=bool), players, P)
     vals = game.value_each(masks)
     return {int(r): vals[r] for r in comps}
 
@@ -982,22 +994,15 @@ def _values(game, plans, known, active):
     if not known:
         return game.value_each([p[1] for p in plans])
     masks, fill = [], {}
-    for r, (kind, m, extra) in enumerate(plans):
+    for r, (_, m, _) in enumerate(plans):
         if r not in known or not m.shape[0]:
             masks.append(m)
             continue
         # the row of known[r] of each coalition: 2 i for {i}, 2 i + 1 for all - i
-        if kind == "fit":            # a pair's first member holds at most half the players
-            S = extra[1]
-            one = S.sum(axis=1) == 1
-            at = np.full(m.shape[0], -1)
-            at[0::2][one] = 2 * S[one].argmax(axis=1)
-            at[1::2][one] = at[0::2][one] + 1
-        else:
-            sub = m[:, active[r]]
-            size = sub.sum(axis=1)
-            at = np.where(size == 1, 2 * sub.argmax(axis=1),
-                          np.where(size == sub.shape[1] - 1, 2 * sub.argmin(axis=1) + 1, -1))
+        sub = m[:, active[r]]
+        size = sub.sum(axis=1)
+        at = np.where(size == 1, 2 * sub.argmax(axis=1),
+                      np.where(size == sub.shape[1] - 1, 2 * sub.argmin(axis=1) + 1, -1))
         masks.append(m[at < 0])
         fill[r] = at
     vals = game.value_each(masks)
@@ -1023,14 +1028,12 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     known = {}
 
     def activity_norms(comps):
-        # ||A|| of each component: A_i = v(all) - v(all - i) - v({i}) + v(empty), over
-        # its active players and the outputs (:func:`_row_activity`)
+        # ||A|| of each component: the norm of its players' activities (_activities)
         known.update(_border_values(game, comps, active))
         kv = np.concatenate([known[int(r)] for r in comps])
         seg = np.repeat(np.arange(len(comps)), active[comps].sum(axis=1))
-        A = v1[comps][seg] - kv[1::2] - kv[0::2] + v0[comps][seg]
-        return np.sqrt(np.bincount(seg, (A**2).reshape(seg.size, -1).sum(axis=1),
-                                   minlength=len(comps)))
+        a = _activities(kv[0::2], kv[1::2], v0[comps][seg], v1[comps][seg])
+        return np.sqrt(np.bincount(seg, a**2, minlength=len(comps)))
 
     # the border pairs evaluated first must be in the designs: "greedy" enumerates them
     # first; the other allocations may not
@@ -1095,11 +1098,7 @@ def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1):
         else:
             design = _design(Pa, budget // 2, generators[r], cfg["alloc"], cfg["ht"],
                              unit=cfg["folds"] if xfit else 1)
-            S = design[0]
-            masks = np.zeros((2 * S.shape[0], P), bool)
-            masks[0::2, players] = S
-            masks[1::2, players] = ~S
-            plans.append(("fit", masks, (players, *design)))
+            plans.append(("fit", _pair_masks(design[0], players, P), (players, *design)))
     return plans
 
 
