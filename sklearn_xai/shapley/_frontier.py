@@ -1184,6 +1184,8 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
     full = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"],
                     lam=cfg["lam"], gram=gram, activity=rcfg["activity"])
     d = est - full
+    # "auto" reaches here only for a single game, the max rule (_components turns it
+    # into "pooled" for the components of a mean game)
     if hybrid and cfg["se_mode"] == "pooled":
         # level from the surrogate's estimated mean squared error, shape
         # from se_x: se_i^2 = se_x,i^2 * max(mse, floor) / sum(se_x^2)
