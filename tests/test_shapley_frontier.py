@@ -683,3 +683,32 @@ def test_frontier_knobs_are_checked():
         frontier_shapley(game, 4, _gens(2), return_units=True, se_mode="pooled ")
     flat = frontier_shapley(game, 4, _gens(2), prior="flat")[0]
     assert np.isfinite(flat).all()
+
+
+def test_wide_pairwise_game_is_exact_and_efficient():
+    # from 61 active players on, C(Pa, k) k (Pa - k) passes 2**63: the strata's weights
+    # must stay exact (an OverflowError before); a pairwise game's odd part is linear, so
+    # the fit is exact at any width, in the ARD regime (n_evals=16) past ard_max_players
+    P = 70
+    game = _dividend_game(P, ((1, P), (2, 40)), n_rows=2)
+    truth = game.shapley_values()[0]
+    for n_evals in (2, 4, 16):
+        phi, base = frontier_shapley(game, n_evals, _gens(2))
+        np.testing.assert_allclose(phi, truth, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("knob, same", [({"ard_max_players": 11}, {"ard_min": 10**6}),
+                                        ({"max_unknowns": 40}, {"orders": ()})])
+def test_wide_fits_are_capped_as_documented(knob, same):
+    # ARD weighs all C(Pa, 3) triples (O(n Pa^3)): above ard_max_players the fit is the one
+    # below ARD's budget (activity prior, no ARD); the order-3 fit solves min(n + 1, Pa +
+    # C(Pa, 3)) unknowns: above max_unknowns the linear fit alone
+    game = _dividend_game(12, HIGH)
+    for n_evals in (8, 16):
+        capped = frontier_shapley(game, n_evals, _gens(3), return_units=True, **knob)
+        ref = frontier_shapley(game, n_evals, _gens(3), return_units=True, **same)
+        plain = frontier_shapley(game, n_evals, _gens(3), return_units=True)
+        for a, b in zip(capped, ref):
+            np.testing.assert_array_equal(a, b)
+        if n_evals == 16:
+            assert not np.allclose(capped[0], plain[0], rtol=0, atol=1e-9)

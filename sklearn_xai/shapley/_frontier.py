@@ -52,8 +52,10 @@ def _pair_strata(Pa):
     members of a pair, so a pair weighs twice that in the odd-part regression.
     """
     ks = np.arange(1, Pa // 2 + 1)
-    m = np.array([comb(Pa, int(k)) // (2 if 2 * k == Pa else 1) for k in ks], dtype=np.float64)
-    w = np.array([2.0 * (Pa - 1) / (comb(Pa, int(k)) * k * (Pa - k)) for k in ks])
+    # Python integers throughout: C(Pa, k) k (Pa - k) passes 2**63 from Pa = 61 on
+    m = np.array([comb(Pa, k) // (2 if 2 * k == Pa else 1) for k in range(1, Pa // 2 + 1)],
+                 dtype=np.float64)
+    w = np.array([2.0 * (Pa - 1) / (comb(Pa, k) * k * (Pa - k)) for k in range(1, Pa // 2 + 1)])
     return _read_only(ks, m, w)
 
 
@@ -103,17 +105,12 @@ def _k_subsets(Pa, k, count, rng, middle):
     return np.array(rows)
 
 
-def _design(Pa, n_pairs, rng, alloc="kernel", ht=True, unit=1):
-    """Border strata enumerated, the rest sampled (stratified, without replacement).
-
-    Returns the masks of one member of each pair (n_pairs, Pa), the regression weight of
-    each pair, the stratum of each pair (-1 where the stratum is enumerated), the
-    probability that its stratum is sampled at all, and, with ``unit > 1`` (the
-    cross-fit's folds), which pairs are *extra*: the ``< unit`` pairs left over by the
-    whole units, drawn after them (without replacement) from the strata that have units,
-    in proportion to their mass (from any sampled stratum when none has). The cross-fit
-    keeps them in every fold's fit (:func:`_xfit`).
-    """
+@lru_cache(maxsize=1024)
+def _design_plan(Pa, n_pairs, alloc, unit):
+    """What :func:`_design` does not draw: the strata enumerated whole (their ``k``, pair
+    count and middle flag, and the weight, stratum, inclusion and extra flags of their
+    pairs, in order), and the sampled strata's indices, shares of the pairs left and
+    expected counts (in units of ``unit`` pairs when ``unit > 1``)."""
     ks, m, w = _pair_strata(Pa)
     mass = m * w
     a = mass.copy() if alloc in ("kernel", "greedy") else np.where(2 * ks == Pa, 1.0, 2.0)
@@ -137,24 +134,37 @@ def _design(Pa, n_pairs, rng, alloc="kernel", ht=True, unit=1):
             break
         full |= grow
         left -= int(m[grow].sum())
-    masks, weights, stratum, incl, extra = [], [], [], [], []
-    for j in np.flatnonzero(full):
-        k = int(ks[j])
-        sub = _k_subsets(Pa, k, int(m[j]), rng, 2 * k == Pa)
-        masks.append(sub)
-        weights.append(np.full(len(sub), w[j]))
-        stratum.append(np.full(len(sub), -1))
-        incl.append(np.ones(len(sub)))
-        extra.append(np.zeros(len(sub), bool))
+    enum = tuple((int(ks[j]), int(m[j]), 2 * int(ks[j]) == Pa) for j in np.flatnonzero(full))
+    counts = [int(m[j]) for j in np.flatnonzero(full)]
+    fixed = (np.repeat(w[full], counts), np.full(sum(counts), -1),
+             np.ones(sum(counts)), np.zeros(sum(counts), bool))
     rem = np.flatnonzero(~full)
+    share = a[rem] / a[rem].sum() if rem.size else np.zeros(0)
+    qu = (left // unit) * share if unit > 1 else None
+    q = unit * qu if unit > 1 else left * share
+    return enum, _read_only(*fixed), left, _read_only(rem, share, q) + (qu,)
+
+
+def _design(Pa, n_pairs, rng, alloc="kernel", ht=True, unit=1):
+    """Border strata enumerated, the rest sampled (stratified, without replacement).
+
+    Returns the masks of one member of each pair (n_pairs, Pa), the regression weight of
+    each pair, the stratum of each pair (-1 where the stratum is enumerated), the
+    probability that its stratum is sampled at all, and, with ``unit > 1`` (the
+    cross-fit's folds), which pairs are *extra*: the ``< unit`` pairs left over by the
+    whole units, drawn after them (without replacement) from the strata that have units,
+    in proportion to their mass (from any sampled stratum when none has). The cross-fit
+    keeps them in every fold's fit (:func:`_xfit`).
+    """
+    ks, m, w = _pair_strata(Pa)
+    enum, fixed, left, (rem, share, q, qu) = _design_plan(Pa, n_pairs, alloc, unit)
+    masks = [_k_subsets(Pa, k, count, rng, middle) for k, count, middle in enum]
+    weights, stratum, incl, extra = ([a] for a in fixed)
     if rem.size and left > 0:
-        share = a[rem] / a[rem].sum()
         if unit > 1:
             # counts in units (one pair per fold and unit), at most the stratum; then the
             # pairs left over, in proportion to the mass, where the strata have room
-            qu = (left // unit) * share
             counts = np.minimum(unit * _systematic(qu, rng), m[rem]).astype(np.int64)
-            q = unit * qu
             room = m[rem] - counts
             if counts.any():
                 room = np.where(counts > 0, room, 0)
@@ -164,7 +174,6 @@ def _design(Pa, n_pairs, rng, alloc="kernel", ht=True, unit=1):
                 qe = _water_fill(n_extra * share, room)
             extras = np.minimum(_systematic(qe, rng), room).astype(np.int64)
         else:
-            q = left * share
             counts = _systematic(q, rng)
             qe = np.zeros(rem.size)
             extras = np.zeros(rem.size, dtype=np.int64)
@@ -176,7 +185,7 @@ def _design(Pa, n_pairs, rng, alloc="kernel", ht=True, unit=1):
             sub = _k_subsets(Pa, k, c + e, rng, 2 * k == Pa)
             masks.append(sub)
             # Horvitz-Thompson: E[count] = q (+ qe), so the weighted sums are unbiased
-            weights.append(np.full(c + e, mass[j] / (q[i] + qe[i] if ht else c + e)))
+            weights.append(np.full(c + e, m[j] * w[j] / (q[i] + qe[i] if ht else c + e)))
             stratum.append(np.full(c + e, j))
             # probability that the stratum is drawn at all (systematic rounding in units)
             incl.append(np.full(c + e, min(1.0, q[i] / unit)))
@@ -542,7 +551,7 @@ DEFAULTS = {"alloc": "greedy", "orders": (3,), "ratio": 100.0, "ht": True,
             "bias_w": 1.0, "bias_sub": 1.0, "border_c": 0.5, "se_scale": 1.0,
             "se_mode": "auto", "k2_min": 0.7, "k2_max": 1.0, "by_component": True, "pool": True,
             "linear_below": 2, "prior": "activity", "activity_floor": 0.05,
-            "pool_by": "interactions"}
+            "pool_by": "interactions", "ard_max_players": 64, "max_unknowns": 2048}
 
 
 # the string knobs and their values (the numeric ones are the benchmarks' to set)
@@ -684,6 +693,11 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
        16-64), so ARD starts from the flat prior. Per-row evidence: told each row's true
        order-3 spectrum, the same designs reach 0.38x / 0.44x the flat fit's error on
        the one-reference Adult games at ``n_evals=2``; the activities get 0.62x / 0.60x.
+       **Wide rows:** ARD weighs every one of the ``C(Pa, 3)`` triples each round
+       (``O(n Pa^3)`` time): it runs for at most ``ard_max_players = 64`` active players,
+       wider rows keep the activity prior; the order-3 fit solves ``min(n + 1, Pa +
+       C(Pa, 3))`` unknowns (kriging or primal form, cubic time): beyond
+       ``max_unknowns = 2048`` the row is fitted by the linear term alone.
        With the flat prior (``prior="flat"``) and fewer than ``2 Pa`` pairs
        (``linear_below``) the fit is the linear term alone (paired KernelSHAP): the flat
        order-3 term has too little to learn from there (measured: 4-5 % lower error on
@@ -759,7 +773,8 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         ``prior`` ("activity" or "flat"), ``activity_floor``, ``by_component``, ``pool``
         (components share their row's budget), ``pool_by`` ("interactions": beyond their
         border pairs in proportion to ``Pa**2 * sqrt(||A||)``; "size": to ``Pa**2``;
-        "interactions" needs ``alloc="greedy"`` and is "size" otherwise). The defaults
+        "interactions" needs ``alloc="greedy"`` and is "size" otherwise),
+        ``ard_max_players``, ``max_unknowns`` (the wide-row caps above). The defaults
         are the measured best (``benchmarks/bench_shapley.py``).
 
     Returns
@@ -1136,7 +1151,10 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
         return players, est, np.full(est.shape, np.nan) if return_units else None, np.inf
     X = np.where(S, 1.0, -1.0)
     y = (vals[0::2] - vals[1::2]) / 2.0
-    big = S.shape[0] >= cfg["ard_min"] * players.size
+    Pa = players.size
+    # ARD weighs every one of the C(Pa, 3) triples each round (O(n Pa^3) time, O(n Pa^2)
+    # memory): up to ard_max_players active players only
+    big = S.shape[0] >= cfg["ard_min"] * Pa and Pa <= cfg["ard_max_players"]
     # below ARD's budget, the order-3 prior follows the players' activities (measured on
     # the benchmark games: 0.55-0.8x the error at n_evals 2-8; with ARD it is worse on
     # games whose interactions ignore the activities, dividend32 1.3-3x, so ARD starts
@@ -1146,7 +1164,10 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
         act = _row_activity(S, vals[0::2], vals[1::2], v0, v1, cfg["activity_floor"])
     # fewer than linear_below * Pa pairs and a flat prior: the linear fit (paired
     # KernelSHAP) alone, the order-3 term has too little to learn from
-    small = act is None and S.shape[0] < cfg["linear_below"] * players.size
+    small = act is None and S.shape[0] < cfg["linear_below"] * Pa
+    # the order-3 fit solves min(n + 1, Pa + C(Pa, 3)) unknowns (kriging or primal form,
+    # O(unknowns^3)): beyond max_unknowns, the linear fit alone
+    small = small or min(S.shape[0] + 1, Pa + comb(Pa, 3)) > cfg["max_unknowns"]
     rcfg = dict(cfg, ard=cfg["ard"] if big else 0, orders=() if small else cfg["orders"],
                 activity=act)
     hybrid = cfg["mode"] == "hybrid"
