@@ -387,9 +387,13 @@ def _constrained_wls(masks, vals, weights, v0, v1, active=None, groups=None):
         if units is None:
             continue
         Aw, bw = A * sw, b * sw
-        member = (groups[None, :] == np.arange(G)[:, None]).astype(np.float64)  # (G, C)
-        M_out = np.einsum("gc,ci,cj->gij", member, Aw, Aw)
-        rhs_out = np.einsum("gc,ci,co->gio", member, Aw, bw)
+        # each group's share of the normal equations (one product per group: an einsum
+        # over all groups at once loops in C over G C P^2 terms, 19 s at 300 players)
+        M_out = np.empty((G, Aw.shape[1], Aw.shape[1]))
+        rhs_out = np.empty((G, Aw.shape[1], O))
+        for g in range(G):
+            Ag = Aw[groups == g]
+            M_out[g], rhs_out[g] = Ag.T @ Ag, Ag.T @ bw[groups == g]
         # the fit without group g, from the normal equations less the group's share (a
         # pseudo-inverse: a group may leave too few coalitions to pin every player)
         leave = np.linalg.pinv((Aw.T @ Aw)[None] - M_out) @ ((Aw.T @ bw)[None] - rhs_out)
