@@ -391,15 +391,10 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     Y = np.vstack([y, yN[None, :]])
 
     FY = np.hstack([F, Y])
-    diag, noise = np.arange(n), 1.0 / Wn
+    noise = 1.0 / Wn
 
     def krige(K):
-        C = K * ratio
-        C[diag, diag] += noise
-        CiFY = _spd_solve(C, FY)
-        CiF, CiY = CiFY[:, :Pa], CiFY[:, Pa:]
-        b = _spd_solve(F.T @ CiF, F.T @ CiY)                       # (Pa, O)
-        return b, (CiY - CiF @ b) * ratio                          # alpha (n+1, O)
+        return _krige(K, FY, Pa, noise, ratio)
 
     if prior is not None:
         T = _triples(Pa)
@@ -427,6 +422,22 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     if not predict:
         return phi
     return phi, lambda Xq, feats=None: Xq @ b + (kern(Xq) if feats is None else feats) @ alpha
+
+
+def _krige(K, FY, Pa, noise, ratio):
+    """Universal kriging of ``FY = [F, Y]`` ((n + 1, Pa + O): the points with the full
+    coalition last, and their values) with kernel ``K`` (n + 1, n + 1) times ``ratio``
+    plus ``noise`` (n,) on the first ``n`` diagonal entries (the full coalition is
+    noise-free): the linear coefficients ``b`` (Pa, O) and the kernel weights ``alpha``
+    (n + 1, O)."""
+    n = noise.shape[0]
+    C = K * ratio
+    C[np.arange(n), np.arange(n)] += noise
+    CiFY = _spd_solve(C, FY)
+    F = FY[:, :Pa]
+    CiF, CiY = CiFY[:, :Pa], CiFY[:, Pa:]
+    b = _spd_solve(F.T @ CiF, F.T @ CiY)                           # (Pa, O)
+    return b, (CiY - CiF @ b) * ratio
 
 
 def _cholesky_solve(A, B):
@@ -1298,19 +1309,33 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None):
     T_h = np.zeros((K, J, Pa * O))                           # each fold's stratum totals
     R = np.zeros((K, Pa, O))             # fold h: residual correction phi_x,h - phi(g_h)
     est = np.zeros((Pa, O))
+    if any(kriged) and not cfg["ard"]:
+        # the kriged folds' points, values and kernel Shapley values are rows of these
+        FY1 = np.vstack([np.hstack([X, y]), np.concatenate([np.ones(Pa), yN])[None]])
+        D1 = _kernel_shapley(FY1[:, :Pa], cfg["orders"],
+                             cfg["activity"] if tuple(cfg["orders"]) == (3,) else None)
     for h in range(K):
         mine = fold == h
         idx = np.flatnonzero(~mine)
         Wh = W[idx] * scale[jj[idx], h]
-        sub, feats = None, design
-        if kriged[h]:
+        if kriged[h] and not cfg["ard"]:
+            # _fit_row's kriging form on the fold's rows of the shared arrays
             idx1 = np.append(idx, n)
-            sub, feats = gram[idx1][:, idx1], gram[:n, idx1]
-        phi_h, pred = _fit_row(X[idx], y[idx], Wh, yN, cfg["orders"], cfg["ratio"],
-                               predict=True, ard=cfg["ard"], lam=cfg["lam"], gram=sub,
-                               design=None if design is None else design[idx],
-                               activity=cfg["activity"])
-        contrib = (coef[:, :, None] * (y - pred(X, feats))[:, None, :]).reshape(n, Pa * O)
+            b, alpha = _krige(gram[np.ix_(idx1, idx1)], FY1[idx1], Pa, 1.0 / (Wh / Wh.mean()),
+                              cfg["ratio"])
+            phi_h = 2.0 * b + D1[idx1].T @ alpha
+            fitted = X @ b + gram[:n, idx1] @ alpha
+        else:
+            sub, feats = None, design
+            if kriged[h]:
+                idx1 = np.append(idx, n)
+                sub, feats = gram[idx1][:, idx1], gram[:n, idx1]
+            phi_h, pred = _fit_row(X[idx], y[idx], Wh, yN, cfg["orders"], cfg["ratio"],
+                                   predict=True, ard=cfg["ard"], lam=cfg["lam"], gram=sub,
+                                   design=None if design is None else design[idx],
+                                   activity=cfg["activity"])
+            fitted = pred(X, feats)
+        contrib = (coef[:, :, None] * (y - fitted)[:, None, :]).reshape(n, Pa * O)
         tot = sums[h] @ contrib                              # (2 J + 1, Pa O)
         whole, part = tot[:J], tot[J:2 * J]
         T_h[h] = whole - part + ((m_j - nA[:, h]) / n_jh[:, h])[:, None] * part
