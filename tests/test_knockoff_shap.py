@@ -364,3 +364,21 @@ def test_sage_target_class_loss_is_about_that_class(target):
                 w = factorial(size) * factorial(3 - size - 1) / factorial(3)
                 ref[j] += w * np.mean(value(S) - value(S + (j,)))
     np.testing.assert_allclose(np.ravel(got), ref, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("cls", [KnockoffSHAP, KnockoffSAGE])
+def test_marginal_imputation_warns_of_a_large_default_background(cls):
+    # background=None takes every row passed to fit; the cost of each explained row grows
+    # with them: a warning above LARGE_BACKGROUND = 100 rows, none with a background given
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(101, 3))
+    y = (X[:, 0] > 0).astype(int)
+    model = LogisticRegression().fit(X, y)
+    with pytest.warns(UserWarning, match="uses the 101 rows passed to fit"):
+        cls(model, imputation="marginal").fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cls(model, imputation="marginal").fit(X[:100], y[:100])
+        cls(model, imputation="marginal", background=X).fit(X, y)

@@ -153,6 +153,10 @@ def _check_background(background, X, feature_names, allow_nan):
     return bg
 
 
+#: ``imputation="marginal"`` without ``background`` warns above this many rows passed to fit
+LARGE_BACKGROUND = 100
+
+
 class _KnockoffMixin:
     """What KnockoffSHAP and KnockoffSAGE share: players, imputation, missing values.
 
@@ -176,6 +180,14 @@ class _KnockoffMixin:
             self.background_ = _check_background(
                 self.background, X, self._feature_names(),
                 model_allows_nan(self.explained_model_))
+            if self.background is None and len(self.background_) > LARGE_BACKGROUND:
+                self._warn_once(
+                    f"{type(self).__name__}(imputation='marginal') uses the "
+                    f"{len(self.background_)} rows passed to fit as its background: the "
+                    "cost of every explained row grows linearly with their number (with "
+                    "100 rows of 12 features, 20-60 ms per row besides the model). Pass "
+                    f"background= a sample or k-means centres of at most {LARGE_BACKGROUND} "
+                    "rows to explain faster.", key="large background", stacklevel=5)
 
     def _allow_nan(self):
         # the package's samplers model complete rows only; marginal imputation passes
@@ -320,7 +332,8 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         Rows of ``imputation="marginal"``, in the explained space (with
         ``feature_space="model"``, the columns the pipeline's last step receives, e.g.
         ``model[:-1].transform(X_bg)``); ``None`` uses every row passed to ``fit``
-        (cost grows linearly with its size; pass e.g. k-means centres).
+        (cost grows linearly with its size, a ``UserWarning`` above ``LARGE_BACKGROUND =
+        100`` rows; pass e.g. k-means centres).
     feature_groups : None, list of lists or dict, default=None
         Players as groups of columns (by index or name); ``None`` = one per column.
     response_method : {"auto", "predict_proba", "decision_function", "predict"}, \
@@ -771,7 +784,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
     background : array-like of shape (n_background, n_features) or None, default=None
         Imputation rows of ``imputation="marginal"``, in the explained space (as in
         :class:`KnockoffSHAP`); ``None`` uses every row passed to ``fit`` (cost grows
-        linearly with its size; pass e.g. k-means centres).
+        linearly with its size, a ``UserWarning`` above ``LARGE_BACKGROUND = 100`` rows;
+        pass e.g. k-means centres).
     loss : {"auto", "mse", "cross_entropy"}, default="auto"
         ``"auto"``: cross-entropy for classifiers (on ``predict_proba``), squared error
         for regressors.
