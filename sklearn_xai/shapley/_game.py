@@ -332,9 +332,12 @@ class ImputationGame(Game):
                 size += (piece[2] - piece[1]) * K
                 continue
             if call:
-                hybrid = np.concatenate([
-                    self._hybrids(np.array([r]), self._feature_masks(masks[r][c0:c1])[None])[0]
-                    for r, c0, c1 in call])                           # (C, K, M)
+                # the call's coalitions in one block, each with its explained row
+                rows = np.concatenate([np.full(c1 - c0, r) for r, c0, c1 in call])
+                fm = self._feature_masks(np.concatenate([masks[r][c0:c1]
+                                                         for r, c0, c1 in call]))  # (C, M)
+                R = self.imputation[0][None] if self._shared else self.imputation[rows]
+                hybrid = np.where(fm[:, None, :], self.X[rows][:, None, :], R)  # (C, K, M)
                 y = self._outputs(hybrid[None])[0]
                 at = 0
                 for r, c0, c1 in call:
