@@ -712,3 +712,7 @@ def test_wide_fits_are_capped_as_documented(knob, same):
             np.testing.assert_array_equal(a, b)
         if n_evals == 16:
             assert not np.allclose(capped[0], plain[0], rtol=0, atol=1e-9)
+        paths = []
+        frontier_shapley(game, n_evals, _gens(3), paths=paths, **knob)
+        # the linear fit of a row too wide for the order-3 term is named in its path
+        assert paths == ["linear" if "max_unknowns" in knob else "sampled"] * 3

@@ -771,7 +771,9 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         When a list, receives each row's path (one str per row): ``"exact"`` (every
         coalition of the active players evaluated), ``"dummy"`` (at most one active
         player), ``"border"`` (the size-1 stratum alone: deterministic, not exact),
-        ``"sampled"``; for a mean game, the components' paths summed up (:func:`row_path`).
+        ``"sampled"``, ``"linear"`` (sampled, fitted by the linear term alone: a row too
+        wide for the order-3 term, ``max_unknowns``); for a mean game, the components'
+        paths summed up (:func:`row_path`).
     **config
         Tuning knobs for benchmarks: ``alloc`` ("greedy": whole strata from the border
         while the budget covers them, then water-filling; "kernel": water-filling only;
@@ -849,7 +851,7 @@ def row_path(component_paths: Sequence[str]) -> str:
     if names.size == 1:
         return str(names[0])
     K = int(counts.sum())
-    order = ("sampled", "border", "exact", "dummy")
+    order = ("sampled", "linear", "border", "exact", "dummy")
     have = dict(zip(names.tolist(), counts.tolist()))
     lead = next(p for p in order if p in have)
     rest = "; ".join(f"{have[p]} {p}" for p in order if p in have and p != lead)
@@ -902,8 +904,9 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
         estimate; ``None`` with ``with_se=False``.
     path : ndarray of str, shape (n_rows, K)
         How each component was computed: ``"dummy"`` (at most one active player),
-        ``"exact"``, ``"border"`` (the size-1 stratum alone: deterministic, not exact) or
-        ``"sampled"``.
+        ``"exact"``, ``"border"`` (the size-1 stratum alone: deterministic, not exact),
+        ``"sampled"`` or ``"linear"`` (sampled, the linear fit alone: too wide for the
+        order-3 term).
     """
     cfg = _config(config)
     n_evals = _check_n_evals(n_evals)
@@ -1069,7 +1072,7 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     plans = _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1)
     vals = _values(game, plans, known, active)
     if paths is not None:
-        paths.extend(_path_name(p) for p in plans)
+        paths.extend(_path_name(p, cfg) for p in plans)
     se, df = _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi)
     base = v0.copy()
     if not return_units:
@@ -1077,11 +1080,20 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     return phi, base, se, df
 
 
-def _path_name(plan):
+def _path_name(plan, cfg):
     kind, masks, extra = plan
     if kind == "fit":
-        return "border" if _is_border(extra[1]) else "sampled"
+        if _is_border(extra[1]):
+            return "border"
+        return "linear" if _too_wide(extra[1].shape[0], extra[1].shape[1], cfg) else "sampled"
     return {"done": "dummy", "exact": "exact"}[kind]
+
+
+def _too_wide(n_pairs, Pa, cfg):
+    """Whether the order-3 fit of ``n_pairs`` pairs over ``Pa`` players would solve more than
+    ``max_unknowns`` unknowns (``min(n + 1, Pa + C(Pa, 3))``, kriging or primal form,
+    cubic time): the row is then fitted by the linear term alone (path ``"linear"``)."""
+    return min(n_pairs + 1, Pa + comb(Pa, 3)) > cfg["max_unknowns"]
 
 
 def _is_border(S):
@@ -1176,9 +1188,7 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
     # fewer than linear_below * Pa pairs and a flat prior: the linear fit (paired
     # KernelSHAP) alone, the order-3 term has too little to learn from
     small = act is None and S.shape[0] < cfg["linear_below"] * Pa
-    # the order-3 fit solves min(n + 1, Pa + C(Pa, 3)) unknowns (kriging or primal form,
-    # O(unknowns^3)): beyond max_unknowns, the linear fit alone
-    small = small or min(S.shape[0] + 1, Pa + comb(Pa, 3)) > cfg["max_unknowns"]
+    small = small or _too_wide(S.shape[0], Pa, cfg)
     rcfg = dict(cfg, ard=cfg["ard"] if big else 0, orders=() if small else cfg["orders"],
                 activity=act)
     hybrid = cfg["mode"] == "hybrid"
