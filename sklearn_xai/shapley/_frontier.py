@@ -1265,7 +1265,8 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None):
     are summed exactly, the fold's draw extrapolating to the rest of the stratum.
 
     ``gram``: :func:`_odd_kernel` of ``[X; 1]`` with itself (computed here when a fold's
-    fit needs it and not given); the folds' fits and predictions are slices of it.
+    fit needs it and not given); the folds' fits and predictions are slices of it. The
+    folds' surrogates are fitted without ARD (``cfg["ard"]`` is not read).
     Returns ``(estimate, se, mse, df)``: (Pa, O) each but ``mse`` (O,), the surrogates'
     pooled mean squared error.
     """
@@ -1319,7 +1320,7 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None):
     T_h = np.zeros((K, J, Pa * O))                           # each fold's stratum totals
     R = np.zeros((K, Pa, O))             # fold h: residual correction phi_x,h - phi(g_h)
     est = np.zeros((Pa, O))
-    if any(kriged) and not cfg["ard"]:
+    if any(kriged):
         # the kriged folds' points, values and kernel Shapley values are rows of these
         FY1 = np.vstack([np.hstack([X, y]), np.concatenate([np.ones(Pa), yN])[None]])
         D1 = _kernel_shapley(FY1[:, :Pa], cfg["orders"],
@@ -1328,23 +1329,18 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None):
         mine = fold == h
         idx = np.flatnonzero(~mine)
         Wh = W[idx] * scale[jj[idx], h]
-        if kriged[h] and not cfg["ard"]:
-            # _fit_row's kriging form on the fold's rows of the shared arrays
+        if kriged[h]:
+            # _fit_row's kriging form (no ARD) on the fold's rows of the shared arrays
             idx1 = np.append(idx, n)
             b, alpha = _krige(gram[np.ix_(idx1, idx1)], FY1[idx1], Pa, 1.0 / (Wh / Wh.mean()),
                               cfg["ratio"])
             phi_h = 2.0 * b + D1[idx1].T @ alpha
             fitted = X @ b + gram[:n, idx1] @ alpha
         else:
-            sub, feats = None, design
-            if kriged[h]:
-                idx1 = np.append(idx, n)
-                sub, feats = gram[idx1][:, idx1], gram[:n, idx1]
             phi_h, pred = _fit_row(X[idx], y[idx], Wh, yN, cfg["orders"], cfg["ratio"],
-                                   predict=True, ard=cfg["ard"], lam=cfg["lam"], gram=sub,
-                                   design=None if design is None else design[idx],
+                                   predict=True, design=None if design is None else design[idx],
                                    activity=cfg["activity"])
-            fitted = pred(X, feats)
+            fitted = pred(X, design)
         contrib = (coef[:, :, None] * (y - fitted)[:, None, :]).reshape(n, Pa * O)
         tot = sums[h] @ contrib                              # (2 J + 1, Pa O)
         whole, part = tot[:J], tot[J:2 * J]
