@@ -585,7 +585,7 @@ def _config(config):
     return dict(DEFAULTS, **config)
 
 
-def _row_activity(S, vS, vC, v0, v1, floor):
+def _row_activity(S, vS, vC, v0, v1, floor, known=None):
     """Each player's activity (Pa,) from the size-1 pairs: ``|A_i| = |v(all) - v(all - i)
     - v({i}) + v(empty)|``, the sum of the player's dividends of order two and more (the
     norm over outputs), plus ``floor`` times the largest; None when the pairs ``S`` lack a
@@ -595,14 +595,18 @@ def _row_activity(S, vS, vC, v0, v1, floor):
     a player without higher-order dividends has none: the order-3 prior in proportion to
     the product of its players' activities (heredity) spends the surrogate's freedom on
     the players that interact. ``vS`` / ``vC``: the values of each pair's coalition and
-    of its complement.
+    of its complement; ``known`` (Pa,): the ``|A_i|`` already computed from these pairs
+    (a component whose border pairs were evaluated first, :func:`_frontier_rows`).
     """
     Pa = S.shape[1]
     one = S.sum(axis=1) == 1
     if int(one.sum()) != Pa:
         return None
-    a = np.zeros(Pa)
-    a[S[one].argmax(axis=1)] = _activities(vS[one], vC[one], v0, v1)
+    if known is None:
+        a = np.zeros(Pa)
+        a[S[one].argmax(axis=1)] = _activities(vS[one], vC[one], v0, v1)
+    else:
+        a = known
     top = a.max()
     if not top > 0:
         return None
@@ -1054,7 +1058,7 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     P, n = game.n_players, game.n_rows
     v0, v1, active = _ends_and_active(game)
     phi = np.zeros((n, P, v0.shape[-1]))
-    known = {}
+    known, acts = {}, {}
 
     def activity_norms(comps):
         # ||A|| of each component: the norm of its players' activities (_activities)
@@ -1062,6 +1066,9 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
         kv = np.concatenate([known[int(r)] for r in comps])
         seg = np.repeat(np.arange(len(comps)), active[comps].sum(axis=1))
         a = _activities(kv[0::2], kv[1::2], v0[comps][seg], v1[comps][seg])
+        # each component's |A_i| in the order of its players, for its fit's prior
+        acts.update(zip((int(r) for r in comps), np.split(a, np.cumsum(
+            active[comps].sum(axis=1))[:-1])))
         return np.sqrt(np.bincount(seg, a**2, minlength=len(comps)))
 
     # the border pairs evaluated first must be in the designs: "greedy" enumerates them
@@ -1073,7 +1080,7 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     vals = _values(game, plans, known, active)
     if paths is not None:
         paths.extend(_path_name(p, cfg) for p in plans)
-    se, df = _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi)
+    se, df = _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts)
     base = v0.copy()
     if not return_units:
         return phi, base
@@ -1140,11 +1147,12 @@ def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1):
     return plans
 
 
-def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi):
+def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
     """Write each planned row's values into ``phi``. With ``return_units``, also
     ``(se, df)`` of shape (n_rows, n_players, n_outputs): the standard errors (0 where
     exact, NaN where a row has no error estimate; ``se`` None when no row is sampled) and
-    their degrees of freedom (inf where exact); ``(None, None)`` without."""
+    their degrees of freedom (inf where exact); ``(None, None)`` without. ``acts``: the
+    players' activities of the rows that have them already (:func:`_row_activity`)."""
     se = np.zeros(phi.shape) if return_units else None
     df = np.full(phi.shape, np.inf) if return_units else None
     sampled = False
@@ -1154,14 +1162,14 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi):
             phi[r, players] = coef.T @ vals[r] + np.outer(c0, v0[r]) + np.outer(c1, v1[r])
         elif kind == "fit":
             players, est, s, d = _solve_fit_row(extra, vals[r], v0[r], v1[r], cfg, xfit,
-                                                return_units)
+                                                return_units, (acts or {}).get(r))
             phi[r, players] = est
             if return_units:
                 se[r, players], df[r, players], sampled = s, d, True
     return (se if sampled else None), df
 
 
-def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
+def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
     """``(players, phi of the active players, standard errors or None, their degrees of
     freedom)`` of a sampled row from the values ``vals`` of its pairs (a coalition, then
     its complement); NaN standard errors where the row has no error estimate."""
@@ -1184,7 +1192,8 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units):
     # from the flat prior)
     act = None
     if cfg["prior"] == "activity" and not big:
-        act = _row_activity(S, vals[0::2], vals[1::2], v0, v1, cfg["activity_floor"])
+        act = _row_activity(S, vals[0::2], vals[1::2], v0, v1, cfg["activity_floor"],
+                            known=activity)
     # fewer than linear_below * Pa pairs and a flat prior: the linear fit (paired
     # KernelSHAP) alone, the order-3 term has too little to learn from
     small = act is None and S.shape[0] < cfg["linear_below"] * Pa
