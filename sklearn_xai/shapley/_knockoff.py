@@ -184,8 +184,7 @@ class _KnockoffMixin:
                 self._warn_once(
                     f"{type(self).__name__}(imputation='marginal') uses the "
                     f"{len(self.background_)} rows passed to fit as its background: the "
-                    "cost of every explained row grows linearly with their number (with "
-                    "100 rows of 12 features, 20-60 ms per row besides the model). Pass "
+                    "cost of every explained row grows linearly with their number. Pass "
                     f"background= a sample or k-means centres of at most {LARGE_BACKGROUND} "
                     "rows to explain faster.", key="large background", stacklevel=5)
 
