@@ -488,3 +488,27 @@ def test_value_each_groups_rows_by_their_number_of_coalitions():
         assert out[r].shape == (m.shape[0], 1)
         if m.shape[0]:
             np.testing.assert_array_equal(out[r], game.value(m, rows=[r], count=False)[0])
+
+
+@pytest.mark.parametrize("per_row", [False, True])
+@pytest.mark.parametrize("batch_size", [1, 7, 4096])
+def test_imputation_game_value_each_is_each_rows_value(per_row, batch_size):
+    # value_each packs the rows' own coalitions into calls of at most batch_size model rows
+    # (a row's coalitions may be split across calls, a call may hold several rows): each
+    # row must get exactly the values of its own coalitions, as value() gives them
+    rng = np.random.default_rng(1)
+    n, M, K = 5, 4, 3
+    X = rng.normal(size=(n, M))
+    R = rng.normal(size=(n, K, M)) if per_row else rng.normal(size=(K, M))
+
+    def model(Z):
+        return np.column_stack([Z[:, 0] * Z[:, 1] - Z[:, 2], np.tanh(Z[:, 3])])
+
+    game = ImputationGame(model, X, R, groups=[[0], [1, 2], [3]], batch_size=batch_size)
+    masks = [rng.random((c, 3)) < 0.5 for c in (4, 0, 2, 5, 1)]
+    out = game.value_each(masks)
+    assert game.n_evaluations == 12
+    for r, m in enumerate(masks):
+        assert out[r].shape == (m.shape[0], 2)
+        if m.shape[0]:
+            np.testing.assert_array_equal(out[r], game.value(m, rows=[r], count=False)[0])
