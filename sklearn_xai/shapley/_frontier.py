@@ -313,10 +313,12 @@ def _kernel_shapley(pts, orders, activity=None):
 
 def _gram(X, orders, activity=None):
     """:func:`_odd_kernel` of the pairs ``X`` (n, Pa) and the full coalition, ``[X; 1]``,
-    with themselves (n + 1, n + 1): the kriging fit's, whose slices the cross-fit's folds
-    take."""
+    with themselves (n + 1, n + 1), and :func:`_kernel_shapley` of ``[X; 1]`` (n + 1, Pa)
+    as :func:`_fit_row` computes it (the activity only with ``orders == (3,)``): the
+    kriging fit's, whose slices the cross-fit's folds take."""
     P1 = np.vstack([X, np.ones((1, X.shape[1]))])
-    return _odd_kernel(P1, P1, orders, activity)
+    return (_odd_kernel(P1, P1, orders, activity),
+            _kernel_shapley(P1, orders, activity if tuple(orders) == (3,) else None))
 
 
 def _e3(w):
@@ -336,7 +338,7 @@ def _triple_prior(activity, Pa):
 
 
 def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=None,
-             prior=None, gram=None, design=None, activity=None):
+             prior=None, gram=None, design=None, activity=None, kshap=None):
     """Shapley values of the fitted odd part: linear + kernel of odd orders (universal kriging).
 
     X : (n, Pa) in {-1, +1}; y : (n, O) odd values (v(S) - v(~S)) / 2; W : (n,) weights;
@@ -368,7 +370,8 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     ``design`` (n, Pa + F): ``[X, chi3(X)]`` (primal form), when the caller has them (the
     cross-fit's folds share one); with ``predict=True`` the returned function takes the
     same of its points as an optional second argument (their kernel with ``[X; 1]``, or
-    their ``[Xq, chi3(Xq)]``).
+    their ``[Xq, chi3(Xq)]``). ``kshap`` (n + 1, Pa): :func:`_kernel_shapley` of ``[X;
+    1]`` (kriging form without ARD), when the caller has it.
     """
     n, Pa = X.shape
     Wn = W / W.mean()
@@ -418,7 +421,9 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
             b, alpha = krige((1.0 - lam) * K + (Xs * (new[sel] / Fn)) @ Xs.T)
         beta = (tau / Fn)[:, None] * _chi3_t_dot(pts, alpha)       # (F, O)
         return _order3_result(b, beta, T, predict)
-    phi = 2.0 * b + _kernel_shapley(pts, orders, activity).T @ alpha
+    if kshap is None:
+        kshap = _kernel_shapley(pts, orders, activity)
+    phi = 2.0 * b + kshap.T @ alpha
     if not predict:
         return phi
     return phi, lambda Xq, feats=None: Xq @ b + (kern(Xq) if feats is None else feats) @ alpha
@@ -969,7 +974,7 @@ def _pooled_budgets(active, K, budget, activity_norms=None):
     component rows (one call for all rows); without it, or where every norm of a row is
     0, the rest goes in proportion to ``Pa**2``."""
     Pa = active.sum(axis=1).reshape(-1, K)
-    cost = np.where(Pa <= 1, 0, np.minimum(2.0 ** Pa - 2, np.inf))
+    cost = np.where(Pa <= 1, 0, 2.0 ** Pa - 2)
     out = np.empty(Pa.shape, dtype=np.int64)
     pending = []
     for r in range(Pa.shape[0]):
@@ -1064,11 +1069,11 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
         # ||A|| of each component: the norm of its players' activities (_activities)
         known.update(_border_values(game, comps, active))
         kv = np.concatenate([known[int(r)] for r in comps])
-        seg = np.repeat(np.arange(len(comps)), active[comps].sum(axis=1))
+        sizes = active[comps].sum(axis=1)
+        seg = np.repeat(np.arange(len(comps)), sizes)
         a = _activities(kv[0::2], kv[1::2], v0[comps][seg], v1[comps][seg])
         # each component's |A_i| in the order of its players, for its fit's prior
-        acts.update(zip((int(r) for r in comps), np.split(a, np.cumsum(
-            active[comps].sum(axis=1))[:-1])))
+        acts.update(zip((int(r) for r in comps), np.split(a, np.cumsum(sizes)[:-1])))
         return np.sqrt(np.bincount(seg, a**2, minlength=len(comps)))
 
     # the border pairs evaluated first must be in the designs: "greedy" enumerates them
@@ -1226,14 +1231,16 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
     # the fold surrogates without ARD: the estimate is the plain fit's (with ARD), the
     # folds only size its error; measured: coverage within +-2 % of the ARD folds' on the
     # benchmark games, at half the cost of a row with units
-    gram = None
+    gram = kshap = None
     if _uses_kernel(rcfg["orders"], cfg["ratio"], X.shape[0], X.shape[1]):
-        gram = _gram(X, rcfg["orders"], rcfg["activity"])   # the folds' are slices of it
-    est, se, mse, df = _xfit(S, X, y, W, strat, incl, yN, dict(rcfg, ard=0), is_extra, gram)
+        # the kernel of [X; 1] and its Shapley values: the folds' are slices of them
+        gram, kshap = _gram(X, rcfg["orders"], rcfg["activity"])
+    est, se, mse, df = _xfit(S, X, y, W, strat, incl, yN, dict(rcfg, ard=0), is_extra, gram,
+                             kshap)
     if cfg["mode"] == "xfit":
         return est, se, df
     full = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"],
-                    lam=cfg["lam"], gram=gram, activity=rcfg["activity"])
+                    lam=cfg["lam"], gram=gram, activity=rcfg["activity"], kshap=kshap)
     d = est - full
     # "auto" reaches here only for a single game, the max rule (_components turns it
     # into "pooled" for the components of a mean game)
@@ -1257,7 +1264,7 @@ def _n_halves_ok(strat, K=2):
     return js.size > 0 and bool(np.all(cnt >= K))
 
 
-def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None):
+def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None):
     """Cross-fitted regression-adjusted estimate and its standard error.
 
     The sampled pairs of each stratum are dealt round-robin (in their random draw order)
@@ -1273,9 +1280,9 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None):
     :func:`_design`) are in no fold: every fold's surrogate is fitted on them and they
     are summed exactly, the fold's draw extrapolating to the rest of the stratum.
 
-    ``gram``: :func:`_odd_kernel` of ``[X; 1]`` with itself (computed here when a fold's
-    fit needs it and not given); the folds' fits and predictions are slices of it. The
-    folds' surrogates are fitted without ARD (``cfg["ard"]`` is not read).
+    ``gram``, ``kshap``: :func:`_gram` of ``X`` (computed here when a fold's fit needs
+    them and they are not given); the folds' fits and predictions are slices of them. The folds'
+    surrogates are fitted without ARD (``cfg["ard"]`` is not read).
     Returns ``(estimate, se, mse, df)``: (Pa, O) each but ``mse`` (O,), the surrogates'
     pooled mean squared error.
     """
@@ -1314,7 +1321,7 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None):
     kriged = [_uses_kernel(cfg["orders"], cfg["ratio"], n - int(n_jh[:, h].sum()), Pa)
               for h in range(K)]
     if gram is None and any(kriged):
-        gram = _gram(X, cfg["orders"], cfg["activity"])
+        gram, kshap = _gram(X, cfg["orders"], cfg["activity"])
     design = None
     if not all(kriged) and tuple(cfg["orders"]) == (3,) and cfg["ratio"]:
         design = np.hstack([X, _chi3(X, _triples(Pa))])     # the primal folds' features
@@ -1330,10 +1337,9 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None):
     R = np.zeros((K, Pa, O))             # fold h: residual correction phi_x,h - phi(g_h)
     est = np.zeros((Pa, O))
     if any(kriged):
-        # the kriged folds' points, values and kernel Shapley values are rows of these
+        # the kriged folds' points and values are rows of this (their kernel of gram,
+        # their kernel Shapley values of kshap)
         FY1 = np.vstack([np.hstack([X, y]), np.concatenate([np.ones(Pa), yN])[None]])
-        D1 = _kernel_shapley(FY1[:, :Pa], cfg["orders"],
-                             cfg["activity"] if tuple(cfg["orders"]) == (3,) else None)
     for h in range(K):
         mine = fold == h
         idx = np.flatnonzero(~mine)
@@ -1343,7 +1349,7 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None):
             idx1 = np.append(idx, n)
             b, alpha = _krige(gram[np.ix_(idx1, idx1)], FY1[idx1], Pa, 1.0 / (Wh / Wh.mean()),
                               cfg["ratio"])
-            phi_h = 2.0 * b + D1[idx1].T @ alpha
+            phi_h = 2.0 * b + kshap[idx1].T @ alpha
             fitted = X @ b + gram[:n, idx1] @ alpha
         else:
             phi_h, pred = _fit_row(X[idx], y[idx], Wh, yN, cfg["orders"], cfg["ratio"],
