@@ -336,9 +336,7 @@ class ImputationGame(Game):
                 rows = np.concatenate([np.full(c1 - c0, r) for r, c0, c1 in call])
                 fm = self._feature_masks(np.concatenate([masks[r][c0:c1]
                                                          for r, c0, c1 in call]))  # (C, M)
-                R = self.imputation[0][None] if self._shared else self.imputation[rows]
-                hybrid = np.where(fm[:, None, :], self.X[rows][:, None, :], R)  # (C, K, M)
-                y = self._outputs(hybrid[None])[0]
+                y = self._outputs(self._hybrids(rows, fm[:, None])[:, 0][None])[0]
                 at = 0
                 for r, c0, c1 in call:
                     parts[r].append(y[at:at + c1 - c0])
