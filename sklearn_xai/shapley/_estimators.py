@@ -392,8 +392,9 @@ def _constrained_wls(masks, vals, weights, v0, v1, active=None, groups=None):
         M_out = np.empty((G, Aw.shape[1], Aw.shape[1]))
         rhs_out = np.empty((G, Aw.shape[1], O))
         for g in range(G):
-            Ag = Aw[groups == g]
-            M_out[g], rhs_out[g] = Ag.T @ Ag, Ag.T @ bw[groups == g]
+            in_g = groups == g
+            Ag = Aw[in_g]
+            M_out[g], rhs_out[g] = Ag.T @ Ag, Ag.T @ bw[in_g]
         # the fit without group g, from the normal equations less the group's share (a
         # pseudo-inverse: a group may leave too few coalitions to pin every player)
         leave = np.linalg.pinv((Aw.T @ Aw)[None] - M_out) @ ((Aw.T @ bw)[None] - rhs_out)
