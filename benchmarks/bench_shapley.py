@@ -380,6 +380,12 @@ def shapiq_mae(out, sq, name):
     return res
 
 
+def _ours_best(ours, name, b):
+    """The result of our method with the lowest MAE on ``name`` at budget ``b``."""
+    return min((ours[(name, m, b)] for m in ("kernel", "permutation", "frontier")),
+               key=lambda v: v["mae"])
+
+
 def _bootstrap_ratio(a, b, n_boot=2000, level=0.90, seed=0):
     """Percentile interval of ``sum(a[rows]) / sum(b[rows])`` over bootstrap resamples of
     the rows (``a``, ``b``: per-row errors of two methods on the same rows)."""
@@ -447,7 +453,7 @@ def main(argv=None):
                 bname = best.split("@")[0]
             else:
                 bm, bt, bname = float("nan"), float("nan"), "-"
-            ours_best = min(k["mae"], p["mae"], fr["mae"])
+            ours_best = _ours_best(ours, name, b)["mae"]
             c = fr["cover"]
             cov = f"{c[0] / c[1]:.3f}" if c[1] else ("no se" if b <= 16 else "-")
             sp = theirs.get((name, "shap_permutation", b), {}).get("mae", float("nan"))
@@ -467,9 +473,7 @@ def main(argv=None):
                 sp = theirs.get((name, "shap_permutation", b))
                 if sp is None:
                     continue
-                mine = min((ours[(name, m, b)] for m in ("kernel", "permutation",
-                                                         "frontier")),
-                           key=lambda v: v["mae"])
+                mine = _ours_best(ours, name, b)
                 lo, hi = _bootstrap_ratio(mine["row_mae"], sp["row_mae"])
                 print(f"  {name:16s} n_evals={b:2d}  {_ratio(mine['mae'], sp['mae']):>6s}"
                       f"  [{lo:.3f}, {hi:.3f}]  ({len(sp['row_mae'])} rows)")
