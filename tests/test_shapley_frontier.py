@@ -716,3 +716,31 @@ def test_wide_fits_are_capped_as_documented(knob, same):
         frontier_shapley(game, n_evals, _gens(3), paths=paths, **knob)
         # the linear fit of a row too wide for the order-3 term is named in its path
         assert paths == ["linear" if "max_unknowns" in knob else "sampled"] * 3
+
+
+@pytest.mark.parametrize("algorithm", ["frontier", "kernel", "permutation"])
+@pytest.mark.parametrize("n_refs", [1, 6])
+@pytest.mark.parametrize("exponent", [-1000, -300, 300, 1000])
+def test_values_and_errors_scale_with_the_model_far_from_one(algorithm, n_refs, exponent):
+    # a model's outputs times 2**k (exact) give values and standard errors times 2**k
+    # (to round-off), from outputs near the smallest double to near the largest; the frontier's
+    # squares of values and fourth powers of its errors once made them NaN (from ~1e150)
+    # or changed them (the Welch-Satterthwaite degrees of freedom from ~1e77)
+    from sklearn_xai.shapley import estimate_shapley
+    rng = np.random.default_rng(0)
+    P = 9
+    Wt = rng.normal(size=(P, 3))
+    X, R = rng.normal(size=(4, P)), rng.normal(size=(n_refs, P))
+
+    def run(scale):
+        def f(Z):
+            return scale * np.c_[np.tanh(Z @ Wt).prod(axis=1) + Z[:, 0] * Z[:, 1] * Z[:, 2],
+                                 np.sin(Z @ Wt[:, 0]) * Z[:, 3]]
+        gens = [np.random.default_rng([3, r]) for r in range(X.shape[0])]
+        with np.errstate(all="raise"):
+            return estimate_shapley(ImputationGame(f, X, R), algorithm, 4, gens)
+
+    one, far = run(1.0), run(2.0**exponent)
+    assert np.isfinite(one.values).all() and np.nanmax(one.std) > 0
+    np.testing.assert_allclose(far.values, one.values * 2.0**exponent, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(far.std, one.std * 2.0**exponent, rtol=1e-12, atol=0)

@@ -61,7 +61,31 @@ def unit_std(units, axis=1):
     # deviations from the first unit: the same spread, and exactly 0 for equal units (an
     # exact value), where the mean's round-off would leave about 1e-18
     shifted = units - np.take(units, [0], axis=axis)
-    return shifted.std(axis=axis, ddof=1) / np.sqrt(U)
+    # squared in a power-of-two scale: exact, and no overflow from |units| ~ 1e154 on
+    c = _pow2_scale(shifted, axis=axis)
+    return (shifted / c).std(axis=axis, ddof=1) * np.squeeze(c, axis) / np.sqrt(U)
+
+
+def _pow2_scale(a, axis=None):
+    """A power of two near ``max |a|`` over ``axis`` (kept, size 1), ignoring non-finite
+    entries; 1 where there is none or the maximum is 0.
+
+    Dividing by it is exact, so arithmetic on ``a / _pow2_scale(a)`` is that on ``a``
+    scaled exactly, without the overflow or underflow of squares (or fourth powers) of
+    values far from 1.
+    """
+    a = np.abs(np.asarray(a, dtype=np.float64))
+    m = np.max(np.where(np.isfinite(a), a, 0.0), axis=axis, keepdims=axis is not None,
+               initial=0.0)
+    return np.ldexp(1.0, np.frexp(np.where(m > 0, m, 1.0))[1])
+
+
+def _far_scale(*arrays, bound=2.0**60):
+    """1, or :func:`_pow2_scale` of all of ``arrays`` together when that is beyond
+    ``bound`` or below ``1 / bound``: the scale in which a row's values far from 1 are
+    fitted (exactly), so that their squares neither overflow nor underflow."""
+    c = float(_pow2_scale(np.concatenate([np.ravel(a) for a in arrays])))
+    return 1.0 if 1.0 / bound <= c <= bound else c
 
 
 def crossed_std(units):
@@ -376,14 +400,18 @@ def _constrained_wls(masks, vals, weights, v0, v1, active=None, groups=None):
             if units is not None:
                 units[r, :, cols[0]] = delta
             continue
+        # values far from 1 in a power-of-two scale (exact): their products underflow or
+        # overflow in the normal equations
+        c = _far_scale(vals[r], v0[r], v1[r])
+        delta = delta / c
         Z = masks[r][:, cols].astype(np.float64)
-        y = vals[r] - v0[r]                                   # (C, O)
+        y = (vals[r] - v0[r]) / c                             # (C, O)
         A = Z[:, :-1] - Z[:, -1:]                             # eliminate the last player
         b = y - Z[:, -1:] * delta[None, :]
         sw = np.sqrt(weights[r])[:, None]
         sol, *_ = np.linalg.lstsq(A * sw, b * sw, rcond=None)
-        phi[r, cols[:-1]] = sol
-        phi[r, cols[-1]] = delta - sol.sum(axis=0)
+        phi[r, cols[:-1]] = sol * c
+        phi[r, cols[-1]] = (delta - sol.sum(axis=0)) * c
         if units is None:
             continue
         Aw, bw = A * sw, b * sw
@@ -399,8 +427,8 @@ def _constrained_wls(masks, vals, weights, v0, v1, active=None, groups=None):
         # pseudo-inverse: a group may leave too few coalitions to pin every player)
         leave = np.linalg.pinv((Aw.T @ Aw)[None] - M_out) @ ((Aw.T @ bw)[None] - rhs_out)
         pseudo = G * sol[None] - (G - 1) * leave                     # (G, p, O)
-        units[r][:, cols[:-1]] = pseudo
-        units[r][:, cols[-1]] = delta[None, :] - pseudo.sum(axis=1)
+        units[r][:, cols[:-1]] = pseudo * c
+        units[r][:, cols[-1]] = (delta[None, :] - pseudo.sum(axis=1)) * c
     return phi, units
 
 

@@ -17,6 +17,8 @@ from scipy.linalg.lapack import dpotrf, dpotrs
 from ._estimators import (
     _check_generators,
     _check_n_evals,
+    _far_scale,
+    _pow2_scale,
     all_masks,
     shapley_weights,
     unit_std,
@@ -622,8 +624,9 @@ def _activities(vS, vC, v0, v1):
     """``|v(all) - v(all - i) - v({i}) + v(empty)|`` (its norm over the outputs) of each
     size-1 pair: ``vS`` / ``vC`` (m, n_outputs) the values of ``{i}`` and ``all - i``,
     ``v0`` / ``v1`` the ends, (n_outputs,) or one row per pair."""
-    A = v1 - vC - (vS - v0)
-    return np.sqrt((A**2).reshape(A.shape[0], -1).sum(axis=1))
+    A = (v1 - vC - (vS - v0)).reshape(vS.shape[0], -1)
+    c = _pow2_scale(A, axis=1)            # exact; squares of |A| ~ 1e154 would overflow
+    return np.sqrt(((A / c) ** 2).sum(axis=1)) * c[:, 0]
 
 
 def _border_row(S, vS, vC, v0, v1, c):
@@ -824,8 +827,9 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
             return phi, base
         # independent designs: the variance of the mean is sum_k se_k^2 / K^2, its degrees
         # of freedom Welch-Satterthwaite's over the components
-        v_k = se_k**2
-        se = np.sqrt(v_k.sum(axis=1)) / K
+        c = _pow2_scale(se_k, axis=1)       # exact; squares of se ~ 1e154 would overflow
+        v_k = (se_k / c) ** 2
+        se = np.sqrt(v_k.sum(axis=1)) * c[:, 0] / K
         return phi, base, _units_from_se(phi, _t_widened(se, _welch_satterthwaite(v_k, df_k)))
     out = _frontier_rows(game, n_evals, generators, cfg, return_units, paths=paths)
     if not return_units or out[2] is None:
@@ -838,6 +842,7 @@ def _welch_satterthwaite(v, df, axis=1):
     """Degrees of freedom of a sum over ``axis`` of independent variance estimates ``v``
     with ``df`` degrees of freedom each: ``(sum v)^2 / sum(v^2 / df)``; inf where the sum
     is exact (every ``v`` 0)."""
+    v = v / _pow2_scale(v, axis=axis)     # exact; v**2 of se**2 far from 1 over/underflows
     den = np.where(v > 0, v**2 / df, 0.0).sum(axis=axis)
     tot = v.sum(axis=axis)
     return np.where(den > 0, tot**2 / np.where(den > 0, den, 1.0), np.inf)
@@ -1074,7 +1079,11 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
         a = _activities(kv[0::2], kv[1::2], v0[comps][seg], v1[comps][seg])
         # each component's |A_i| in the order of its players, for its fit's prior
         acts.update(zip((int(r) for r in comps), np.split(a, np.cumsum(sizes)[:-1])))
-        return np.sqrt(np.bincount(seg, a**2, minlength=len(comps)))
+        # in each component's power-of-two scale (exact): a**2 under- or overflows far from 1
+        top = np.zeros(len(comps))
+        np.maximum.at(top, seg, a)
+        c = _pow2_scale(top[:, None], axis=1)[:, 0]
+        return np.sqrt(np.bincount(seg, (a / c[seg]) ** 2, minlength=len(comps))) * c
 
     # the border pairs evaluated first must be in the designs: "greedy" enumerates them
     # first; the other allocations may not
@@ -1166,8 +1175,15 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
             players, coef, c0, c1 = extra
             phi[r, players] = coef.T @ vals[r] + np.outer(c0, v0[r]) + np.outer(c1, v1[r])
         elif kind == "fit":
-            players, est, s, d = _solve_fit_row(extra, vals[r], v0[r], v1[r], cfg, xfit,
-                                                return_units, (acts or {}).get(r))
+            # a row far from 1 is fitted in a power-of-two scale (exact): its squares and
+            # cross-fit variances would overflow or underflow
+            c = _far_scale(vals[r], v0[r], v1[r])
+            act = (acts or {}).get(r)
+            players, est, s, d = _solve_fit_row(
+                extra, vals[r] / c, v0[r] / c, v1[r] / c, cfg, xfit, return_units,
+                None if act is None else act / c)
+            est = est * c
+            s = None if s is None else s * c
             phi[r, players] = est
             if return_units:
                 se[r, players], df[r, players], sampled = s, d, True
