@@ -744,3 +744,19 @@ def test_values_and_errors_scale_with_the_model_far_from_one(algorithm, n_refs, 
     assert np.isfinite(one.values).all() and np.nanmax(one.std) > 0
     np.testing.assert_allclose(far.values, one.values * 2.0**exponent, rtol=1e-12, atol=0)
     np.testing.assert_allclose(far.std, one.std * 2.0**exponent, rtol=1e-12, atol=0)
+
+
+def test_symmetric_solves_read_the_lower_triangle():
+    # the surrogate's Gram matrices are built as lower triangles (symmetric rank-k
+    # updates); the Cholesky solve and its least-squares fallback (an indefinite matrix,
+    # which Cholesky refuses) read that triangle only
+    from sklearn_xai.shapley._frontier import _cholesky_solve, _spd_solve, _syrk_lower
+    rng = np.random.default_rng(0)
+    U = rng.normal(size=(5, 3))
+    for shift in (1.0, -0.5):                         # positive definite, then indefinite
+        full = U @ U.T + shift * np.eye(5)
+        low = _syrk_lower(U) + shift * np.eye(5)
+        assert np.allclose(np.tril(low), np.tril(full)) and not np.allclose(low, full)
+        assert (_cholesky_solve(low, np.eye(5)) is None) == (shift < 0)
+        B = rng.normal(size=(5, 2))
+        np.testing.assert_allclose(full @ _spd_solve(low, B), B, atol=1e-9)

@@ -12,6 +12,7 @@ from math import comb
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy.linalg.blas import dsyrk
 from scipy.linalg.lapack import dpotrf, dpotrs
 
 from ._estimators import (
@@ -420,7 +421,7 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
             e = (((tau / Fn)[:, None] * _chi3_t_dot(pts, alpha)) ** 2).sum(axis=1)
             tau, new, sel = _ard_variances(e, lam, n + 1, base)
             Xs = _chi3(pts, T[sel])                                 # (n+1, n+1)
-            b, alpha = krige((1.0 - lam) * K + (Xs * (new[sel] / Fn)) @ Xs.T)
+            b, alpha = krige(_syrk_lower(Xs * np.sqrt(new[sel] / Fn), K, 1.0 - lam))
         beta = (tau / Fn)[:, None] * _chi3_t_dot(pts, alpha)       # (F, O)
         return _order3_result(b, beta, T, predict)
     if kshap is None:
@@ -436,7 +437,7 @@ def _krige(K, FY, Pa, noise, ratio):
     coalition last, and their values) with kernel ``K`` (n + 1, n + 1) times ``ratio``
     plus ``noise`` (n,) on the first ``n`` diagonal entries (the full coalition is
     noise-free): the linear coefficients ``b`` (Pa, O) and the kernel weights ``alpha``
-    (n + 1, O)."""
+    (n + 1, O). Only the lower triangle of ``K`` is read."""
     n = noise.shape[0]
     C = K * ratio
     C[np.arange(n), np.arange(n)] += noise
@@ -450,7 +451,8 @@ def _krige(K, FY, Pa, noise, ratio):
 def _cholesky_solve(A, B):
     """``A^-1 B`` for a symmetric positive definite ``A`` through LAPACK's Cholesky
     directly (the fits are small and many: numpy's wrappers cost as much as the
-    arithmetic); None when ``A`` is not numerically positive definite."""
+    arithmetic); None when ``A`` is not numerically positive definite. Only the lower
+    triangle of ``A`` is read."""
     L, info = dpotrf(A, lower=1, clean=0)
     if info:
         return None
@@ -462,7 +464,20 @@ def _spd_solve(A, B):
     """:func:`_cholesky_solve`, or least squares when ``A`` is not numerically positive
     definite."""
     X = _cholesky_solve(A, B)
-    return np.linalg.lstsq(A, B, rcond=None)[0] if X is None else X
+    if X is None:
+        A = np.tril(A) + np.tril(A, -1).T        # the lower triangle holds A (_syrk_lower)
+        X = np.linalg.lstsq(A, B, rcond=None)[0]
+    return X
+
+
+def _syrk_lower(A, C=None, beta=0.0):
+    """The lower triangle of ``A @ A.T + beta * C`` (symmetric rank-k update, half the
+    products of ``A @ A.T``); the upper triangle is left as ``C``'s (zeros without ``C``):
+    for :func:`_cholesky_solve` and :func:`_spd_solve`, which read the lower."""
+    A = np.asarray(A, dtype=np.float64)
+    if C is None:
+        return dsyrk(1.0, A, lower=1)
+    return dsyrk(1.0, A, beta=beta, c=C, lower=1)
 
 
 def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam, design=None, activity=None):
@@ -476,9 +491,8 @@ def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam, design=None, activit
     T = _triples(Pa)
     Fn = T.shape[0]
     A = np.hstack([X, _chi3(X, T)]) if design is None else design  # (n, Pa + F)
-    AW = A * Wn[:, None]
-    G = A.T @ AW
-    rhs = AW.T @ y                                                # (Pa + F, O)
+    G = _syrk_lower((A * np.sqrt(Wn)[:, None]).T)                 # lower triangle
+    rhs = (A * Wn[:, None]).T @ y                                 # (Pa + F, O)
     a = np.ones(Pa + Fn)                                          # the full coalition
     m = Pa + Fn
 
@@ -498,7 +512,7 @@ def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam, design=None, activit
             theta = Hr - np.outer(Ha, lam_)
         else:
             M = np.zeros((m + 1, m + 1))
-            M[:m, :m] = H
+            M[:m, :m] = np.tril(H) + np.tril(H, -1).T
             M[:m, m] = M[m, :m] = a
             theta = np.linalg.lstsq(M, np.vstack([rhs, yN[None, :]]), rcond=None)[0][:m]
         return theta[:Pa], theta[Pa:m]
