@@ -1124,11 +1124,18 @@ def _path_name(plan, cfg):
     return {"done": "dummy", "exact": "exact"}[kind]
 
 
+def _order3_unknowns(n_pairs, Pa):
+    """The unknowns of the order-3 fit of ``n_pairs`` pairs over ``Pa`` players in its
+    kriging form (one weight per pair and the full coalition) and in its primal form (the
+    linear and triple coefficients); :func:`_fit_row` solves the smaller, in cubic time."""
+    return n_pairs + 1, Pa + comb(Pa, 3)
+
+
 def _too_wide(n_pairs, Pa, cfg):
     """Whether the order-3 fit of ``n_pairs`` pairs over ``Pa`` players would solve more than
-    ``max_unknowns`` unknowns (``min(n + 1, Pa + C(Pa, 3))``, kriging or primal form,
-    cubic time): the row is then fitted by the linear term alone (path ``"linear"``)."""
-    return min(n_pairs + 1, Pa + comb(Pa, 3)) > cfg["max_unknowns"]
+    ``max_unknowns`` unknowns (:func:`_order3_unknowns`, the smaller form): the row is
+    then fitted by the linear term alone (path ``"linear"``)."""
+    return min(_order3_unknowns(n_pairs, Pa)) > cfg["max_unknowns"]
 
 
 def _is_border(S):
@@ -1420,7 +1427,8 @@ def _uses_kernel(orders, ratio, n, Pa):
     form (the one that uses the kernel)."""
     if not orders or ratio == 0:
         return False
-    return not (tuple(orders) == (3,) and n + 1 > Pa + comb(Pa, 3))
+    kriging, primal = _order3_unknowns(n, Pa)
+    return not (tuple(orders) == (3,) and kriging > primal)
 
 
 def _unit_pattern(G):
