@@ -243,8 +243,10 @@ def _triples(Pa):
 
 
 def _chi3(A, T):
-    """Order-3 characters prod_{i in T} x_i of the rows of A (m, Pa) -> (m, F)."""
-    return A[:, T[:, 0]] * A[:, T[:, 1]] * A[:, T[:, 2]]
+    """Order-3 characters prod_{i in T} x_i of the rows of A (m, Pa) -> (m, F) (gathered by
+    rows of ``A.T``, about twice as fast as by columns of ``A``; a transposed view)."""
+    At = np.ascontiguousarray(A.T)
+    return (At[T[:, 0]] * At[T[:, 1]] * At[T[:, 2]]).T
 
 
 @lru_cache(maxsize=64)
@@ -259,15 +261,26 @@ def _triple_split(Pa):
     return _read_only(T[:, 0].copy(), index[T[:, 1], T[:, 2]], pairs)
 
 
-def _chi3_t_dot(A, alpha):
+def _pair_products(A):
+    """The order-2 characters ``x_a x_b`` of the rows of ``A`` (m, Pa), pairs in
+    :func:`_triple_split`'s order, transposed: (C(Pa, 2), m) (gathered by rows of
+    ``A.T``, twice as fast as by columns of ``A``)."""
+    _, _, pairs = _triple_split(A.shape[1])
+    At = np.ascontiguousarray(A.T)
+    return At[pairs[:, 0]] * At[pairs[:, 1]]
+
+
+def _chi3_t_dot(A, alpha, Zt=None):
     """``_chi3(A, _triples(Pa)).T @ alpha`` (F, O) without forming the (m, F) characters:
-    ``sum_j alpha_j x_ja (x_jb x_jc)`` as one product of (Pa O, m) by (m, C(Pa, 2))."""
+    ``sum_j alpha_j x_ja (x_jb x_jc)`` as one product of (Pa O, m) by (m, C(Pa, 2));
+    ``Zt``: :func:`_pair_products` of ``A``, when the caller has it."""
     m, Pa = A.shape
-    first, pair, pairs = _triple_split(Pa)
-    Z = A[:, pairs[:, 0]] * A[:, pairs[:, 1]]                      # (m, C2)
+    first, pair, _ = _triple_split(Pa)
+    if Zt is None:
+        Zt = _pair_products(A)
     O = alpha.shape[1]
-    G = (A[:, :, None] * alpha[:, None, :]).reshape(m, Pa * O).T @ Z  # (Pa O, C2)
-    return G.reshape(Pa, O, -1)[first, :, pair]                     # (F, O)
+    G = (A[:, :, None] * alpha[:, None, :]).reshape(m, Pa * O).T @ Zt.T  # (Pa O, C2)
+    return G.reshape(Pa, O, -1)[first, :, pair]                        # (F, O)
 
 
 def _odd_kernel(A, pts, orders, activity=None):
@@ -417,12 +430,13 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
         T = _triples(Pa)
         Fn = T.shape[0]
         tau = base = _triple_prior(activity, Pa)
+        Zt = _pair_products(pts)                   # the same points in every round
         for _ in range(ard):
-            e = (((tau / Fn)[:, None] * _chi3_t_dot(pts, alpha)) ** 2).sum(axis=1)
+            e = (((tau / Fn)[:, None] * _chi3_t_dot(pts, alpha, Zt)) ** 2).sum(axis=1)
             tau, new, sel = _ard_variances(e, lam, n + 1, base)
             Xs = _chi3(pts, T[sel])                                 # (n+1, n+1)
             b, alpha = krige(_syrk_lower(Xs * np.sqrt(new[sel] / Fn), K, 1.0 - lam))
-        beta = (tau / Fn)[:, None] * _chi3_t_dot(pts, alpha)       # (F, O)
+        beta = (tau / Fn)[:, None] * _chi3_t_dot(pts, alpha, Zt)   # (F, O)
         return _order3_result(b, beta, T, predict)
     if kshap is None:
         kshap = _kernel_shapley(pts, orders, activity)
