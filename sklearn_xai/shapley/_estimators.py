@@ -77,15 +77,18 @@ def _pow2_scale(a, axis=None):
     a = np.abs(np.asarray(a, dtype=np.float64))
     m = np.max(np.where(np.isfinite(a), a, 0.0), axis=axis, keepdims=axis is not None,
                initial=0.0)
-    return np.ldexp(1.0, np.frexp(np.where(m > 0, m, 1.0))[1])
+    return np.where(m > 0, np.ldexp(1.0, np.frexp(np.where(m > 0, m, 1.0))[1]), 1.0)
 
 
 def _far_scale(*arrays, bound=2.0**60):
-    """1, or :func:`_pow2_scale` of all of ``arrays`` together when that is beyond
-    ``bound`` or below ``1 / bound``: the scale in which a row's values far from 1 are
-    fitted (exactly), so that their squares neither overflow nor underflow."""
-    c = float(_pow2_scale(np.concatenate([np.ravel(a) for a in arrays])))
-    return 1.0 if 1.0 / bound <= c <= bound else c
+    """1 when the largest ``|value|`` of ``arrays`` lies within ``[1 / bound, bound]``,
+    else :func:`_pow2_scale` of them all: the scale in which a row's values far from 1
+    are fitted (exactly), so that their squares neither overflow nor underflow."""
+    values = np.concatenate([np.ravel(a) for a in arrays])
+    top = float(np.abs(values).max(initial=0.0))
+    if 1.0 / bound <= top <= bound or top == 0.0:
+        return 1.0                                      # the common case, checked cheaply
+    return float(_pow2_scale(values))
 
 
 def crossed_std(units):
