@@ -653,6 +653,8 @@ def _activities(vS, vC, v0, v1):
     size-1 pair: ``vS`` / ``vC`` (m, n_outputs) the values of ``{i}`` and ``all - i``,
     ``v0`` / ``v1`` the ends, (n_outputs,) or one row per pair."""
     A = (v1 - vC - (vS - v0)).reshape(vS.shape[0], -1)
+    if A.shape[1] == 1:
+        return np.abs(A[:, 0])            # the norm of one output (sqrt(A**2) to the bit)
     c = _pow2_scale(A, axis=1)            # exact; squares of |A| ~ 1e154 would overflow
     return np.sqrt(((A / c) ** 2).sum(axis=1)) * c[:, 0]
 
@@ -1214,11 +1216,15 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
             # cross-fit variances would overflow or underflow
             c = _far_scale(vals[r], v0[r], v1[r])
             act = (acts or {}).get(r)
-            players, est, s, d = _solve_fit_row(
-                extra, vals[r] / c, v0[r] / c, v1[r] / c, cfg, xfit, return_units,
-                None if act is None else act / c)
-            est = est * c
-            s = None if s is None else s * c
+            if c == 1.0:
+                players, est, s, d = _solve_fit_row(extra, vals[r], v0[r], v1[r], cfg, xfit,
+                                                    return_units, act)
+            else:
+                players, est, s, d = _solve_fit_row(
+                    extra, vals[r] / c, v0[r] / c, v1[r] / c, cfg, xfit, return_units,
+                    None if act is None else act / c)
+                est = est * c
+                s = None if s is None else s * c
             phi[r, players] = est
             if return_units:
                 se[r, players], df[r, players], sampled = s, d, True
