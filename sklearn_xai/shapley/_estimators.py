@@ -75,9 +75,11 @@ def _pow2_scale(a, axis=None):
     values far from 1.
     """
     a = np.abs(np.asarray(a, dtype=np.float64))
-    m = np.max(np.where(np.isfinite(a), a, 0.0), axis=axis, keepdims=axis is not None,
-               initial=0.0)
-    return np.where(m > 0, np.ldexp(1.0, np.frexp(np.where(m > 0, m, 1.0))[1]), 1.0)
+    keep = axis is not None
+    m = a.max(axis=axis, keepdims=keep, initial=0.0)
+    if not np.isfinite(m).all():
+        m = np.where(np.isfinite(a), a, 0.0).max(axis=axis, keepdims=keep, initial=0.0)
+    return np.ldexp(1.0, np.frexp(m)[1])                  # frexp(0) = (0, 0): 1 for 0
 
 
 def _far_scale(*arrays, bound=2.0**60):
