@@ -760,3 +760,13 @@ def test_symmetric_solves_read_the_lower_triangle():
         assert (_cholesky_solve(low, np.eye(5)) is None) == (shift < 0)
         B = rng.normal(size=(5, 2))
         np.testing.assert_allclose(full @ _spd_solve(low, B), B, atol=1e-9)
+
+
+def test_systematic_rounding_keeps_the_total_and_the_expectations():
+    from sklearn_xai.shapley._frontier import _systematic
+    q = np.array([0.3, 1.45, 2.0, 0.25])                # sums to 4
+    draws = np.array([_systematic(q, np.random.default_rng(s)) for s in range(4000)])
+    assert draws.dtype == np.int64 and (draws.sum(axis=1) == 4).all()
+    assert ((draws == np.floor(q)) | (draws == np.ceil(q))).all()
+    np.testing.assert_allclose(draws.mean(axis=0), q, atol=0.03)
+    assert _systematic(np.zeros(0), np.random.default_rng(0)).shape == (0,)
