@@ -249,11 +249,21 @@ def _triples(Pa):
     return _read_only(np.array(list(combinations(range(Pa), 3)), dtype=np.int64).reshape(-1, 3))[0]
 
 
-def _chi3(A, T):
-    """Order-3 characters prod_{i in T} x_i of the rows of A (m, Pa) -> (m, F) (gathered by
-    rows of ``A.T``, about twice as fast as by columns of ``A``; a transposed view)."""
+def _characters_t(A, sets):
+    """The characters ``prod_{i in s} x_i`` of the rows of ``A`` (m, Pa) for each row ``s``
+    of ``sets`` (F, k), transposed: (F, m) (gathered by rows of ``A.T``, about twice as
+    fast as by columns of ``A``)."""
     At = np.ascontiguousarray(A.T)
-    return (At[T[:, 0]] * At[T[:, 1]] * At[T[:, 2]]).T
+    out = At[sets[:, 0]]
+    for j in range(1, sets.shape[1]):
+        out = out * At[sets[:, j]]
+    return out
+
+
+def _chi3(A, T):
+    """Order-3 characters prod_{i in T} x_i of the rows of A (m, Pa) -> (m, F) (a
+    transposed view of :func:`_characters_t`)."""
+    return _characters_t(A, T).T
 
 
 @lru_cache(maxsize=64)
@@ -270,11 +280,8 @@ def _triple_split(Pa):
 
 def _pair_products(A):
     """The order-2 characters ``x_a x_b`` of the rows of ``A`` (m, Pa), pairs in
-    :func:`_triple_split`'s order, transposed: (C(Pa, 2), m) (gathered by rows of
-    ``A.T``, twice as fast as by columns of ``A``)."""
-    _, _, pairs = _triple_split(A.shape[1])
-    At = np.ascontiguousarray(A.T)
-    return At[pairs[:, 0]] * At[pairs[:, 1]]
+    :func:`_triple_split`'s order, transposed: (C(Pa, 2), m)."""
+    return _characters_t(A, _triple_split(A.shape[1])[2])
 
 
 def _chi3_t_dot(A, alpha, Zt=None):
@@ -486,9 +493,13 @@ def _spd_solve(A, B):
     definite."""
     X = _cholesky_solve(A, B)
     if X is None:
-        A = np.tril(A) + np.tril(A, -1).T        # the lower triangle holds A (_syrk_lower)
-        X = np.linalg.lstsq(A, B, rcond=None)[0]
+        X = np.linalg.lstsq(_from_lower(A), B, rcond=None)[0]
     return X
+
+
+def _from_lower(A):
+    """The symmetric matrix whose lower triangle is ``A``'s (see :func:`_syrk_lower`)."""
+    return np.tril(A) + np.tril(A, -1).T
 
 
 def _syrk_lower(A, C=None, beta=0.0):
@@ -533,7 +544,7 @@ def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam, design=None, activit
             theta = Hr - np.outer(Ha, lam_)
         else:
             M = np.zeros((m + 1, m + 1))
-            M[:m, :m] = np.tril(H) + np.tril(H, -1).T
+            M[:m, :m] = _from_lower(H)
             M[:m, m] = M[m, :m] = a
             theta = np.linalg.lstsq(M, np.vstack([rhs, yN[None, :]]), rcond=None)[0][:m]
         return theta[:Pa], theta[Pa:m]
@@ -1222,16 +1233,13 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
             # a row far from 1 is fitted in a power-of-two scale (exact): its squares and
             # cross-fit variances would overflow or underflow
             c = _far_scale(vals[r], v0[r], v1[r])
-            act = (acts or {}).get(r)
-            if c == 1.0:
-                players, est, s, d = _solve_fit_row(extra, vals[r], v0[r], v1[r], cfg, xfit,
-                                                    return_units, act)
-            else:
-                players, est, s, d = _solve_fit_row(
-                    extra, vals[r] / c, v0[r] / c, v1[r] / c, cfg, xfit, return_units,
-                    None if act is None else act / c)
-                est = est * c
-                s = None if s is None else s * c
+            row = (vals[r], v0[r], v1[r], (acts or {}).get(r))
+            if c != 1.0:
+                row = tuple(None if a is None else a / c for a in row)
+            players, est, s, d = _solve_fit_row(extra, *row[:3], cfg, xfit, return_units,
+                                                row[3])
+            if c != 1.0:
+                est, s = est * c, (None if s is None else s * c)
             phi[r, players] = est
             if return_units:
                 se[r, players], df[r, players], sampled = s, d, True
