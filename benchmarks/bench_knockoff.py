@@ -14,7 +14,13 @@
    enumeration with 1,500 knockoffs per row): error, share of values within 1.96 standard
    errors, and the budget ``"auto"`` chose per row; KnockoffSAGE's permutation error bars
    against its exact algorithm on the same knockoffs.
-5. Defaults (``--only default``): KnockoffSHAP at its default settings on German credit
+5. SAGE by the frontier (``--only sage-frontier``): Adult (12 players, integer codes), a
+   HistGradientBoostingClassifier, 16 background rows, marginal imputation; the exact
+   SAGE values of the explained rows (all 4,096 coalitions) against
+   ``KnockoffSAGE(algorithm="frontier", n_evals=b)`` and the permutation rounds at equal
+   model evaluations (``round(b P / (P - 1))`` rounds): error, coverage of the 95 %
+   intervals, time per call (model included).
+6. Defaults (``--only default``): KnockoffSHAP at its default settings on German credit
    (20 players, a HistGradientBoostingClassifier, 10 Gaussian knockoffs per row), the
    frontier default against the previous default (KernelSHAP at ``2 + ceil(2048 / P)``):
    rows/s and error against the same knockoff game's values from antithetic permutations
@@ -323,6 +329,59 @@ def bench_errors(n_rows, tols, sage_seeds):
     return out
 
 
+def bench_sage_frontier(n_rows, budgets, seeds):
+    """KnockoffSAGE by the frontier and by the permutation rounds, equal model evaluations,
+    against its exact algorithm (part 5 of the module docstring)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from sklearn_xai.datasets import load_adult
+    from sklearn_xai.shapley import KnockoffSAGE
+
+    X, y = load_adult(subset="train")
+    X = X.drop(columns=["fnlwgt", "education"])
+    A = np.column_stack([X[c].cat.codes.to_numpy() if hasattr(X[c], "cat") else X[c].to_numpy()
+                         for c in X.columns]).astype(np.float64)
+    y = y.to_numpy()
+    rng = np.random.default_rng(0)
+    train = rng.choice(len(A), 5000, replace=False)
+    model = FrozenEstimator(HistGradientBoostingClassifier(max_iter=100, random_state=0)
+                            .fit(A[train], y[train]))
+    common = {"imputation": "marginal", "background": A[rng.choice(len(A), 16, replace=False)]}
+    rows = rng.choice(len(A), n_rows, replace=False)
+    Xe, ye = A[rows], y[rows]
+    P = A.shape[1]
+    t0 = time.perf_counter()
+    exact = KnockoffSAGE(model, algorithm="exact", **common).fit(A).explain(Xe, ye)
+    out = {"n_rows": n_rows, "n_players": P, "exact_seconds": time.perf_counter() - t0,
+           "exact": exact.importances.tolist(), "budgets": {}}
+    for b in budgets:
+        rounds = max(1, round(b * P / (P - 1)))
+        cell = {}
+        for name, kw in (("frontier", {"algorithm": "frontier", "n_evals": b}),
+                         ("permutation", {"n_permutations": rounds, "tol": None})):
+            errs, cover, secs, evals = [], [], [], 0
+            for seed in range(seeds):
+                est = KnockoffSAGE(model, random_state=seed, **kw, **common).fit(A)
+                t0 = time.perf_counter()
+                res = est.explain(Xe, ye)
+                secs.append(time.perf_counter() - t0)
+                errs.append(float(np.abs(res.importances - exact.importances).mean()))
+                cover.append(float(np.mean(np.abs(res.importances - exact.importances)
+                                           <= 1.96 * res.std)))
+                evals = (res.extras["n_evaluations"] if name == "frontier"
+                         else n_rows * (res.n_permutations * (P - 1) + 2))
+            cell[name] = {"mae": float(np.mean(errs)), "cover": float(np.mean(cover)),
+                          "seconds": float(np.median(secs)), "evals_per_row": evals / n_rows}
+        cell["ratio"] = cell["frontier"]["mae"] / cell["permutation"]["mae"]
+        out["budgets"][b] = cell
+        f, q = cell["frontier"], cell["permutation"]
+        print(f"n_evals {b:3d}: frontier MAE {f['mae']:.3g} ({f['evals_per_row']:.0f} evals/row, "
+              f"{f['seconds']:.2f} s, cover {f['cover']:.2f}) | permutation ({rounds} rounds) "
+              f"{q['mae']:.3g} ({q['evals_per_row']:.0f} evals/row, {q['seconds']:.2f} s, cover "
+              f"{q['cover']:.2f}) | ratio {cell['ratio']:.3f}", flush=True)
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -330,7 +389,8 @@ def main():
                         help="interpreter with knockpy installed (default: this one, if it "
                              "imports knockpy)")
     parser.add_argument("--json", default=None, help="write the results to this file")
-    parser.add_argument("--only", choices=["gaussian", "german", "sage", "errors", "default"],
+    parser.add_argument("--only", choices=["gaussian", "german", "sage", "errors", "sage-frontier",
+                                 "default"],
                         action="append",
                         help="run only these parts (repeatable)")
     parser.add_argument("--sage-rhos", type=float, nargs="+", default=None)
@@ -344,7 +404,7 @@ def main():
         "python": platform.python_version(), "numpy": np.__version__,
         "sklearn": sklearn.__version__, "quick": quick,
     }
-    parts = args.only or ["gaussian", "german", "sage", "errors", "default"]
+    parts = args.only or ["gaussian", "german", "sage", "errors", "sage-frontier", "default"]
     if "gaussian" in parts:
         print("== Gaussian MVR knockoffs 10,000 x 20, K = 10", flush=True)
         results["gaussian"] = bench_gaussian(args.knockpy_python, 1 if quick else 3)
@@ -364,6 +424,10 @@ def main():
         print("== Error bars and n_evals='auto'", flush=True)
         results["errors"] = bench_errors(20 if quick else 40, [0.3] if quick else [0.3, 0.1],
                                          10 if quick else 40)
+    if "sage-frontier" in parts:
+        print("== KnockoffSAGE: frontier against the permutation rounds, Adult", flush=True)
+        results["sage_frontier"] = bench_sage_frontier(100 if quick else 200,
+                                                       [2, 4, 8, 16, 32], 4 if quick else 8)
     if "default" in parts:
         print("== KnockoffSHAP at its default settings, German credit", flush=True)
         results["default"] = bench_default(8 if quick else 32)

@@ -109,7 +109,9 @@ _INSTANCE_MAKERS = {
         lambda: cls(LinearRegression(), n_knockoffs=2, algorithm="kernel", n_evals="auto",
                     tol=0.3, random_state=0)],
     "KnockoffSAGE": lambda cls: [
-        lambda: cls(LinearRegression(), n_knockoffs=2, n_permutations=2, random_state=0)],
+        lambda: cls(LinearRegression(), n_knockoffs=2, n_permutations=2, random_state=0),
+        lambda: cls(LinearRegression(), n_knockoffs=2, algorithm="frontier", n_evals=4,
+                    random_state=0)],
     "MaceRecourse": lambda cls: [
         lambda: cls(LogisticRegression(), n_counterfactuals=1, refine=False,
                     neighbors="exact", random_state=0)],

@@ -386,6 +386,21 @@ def test_knockoff_sage_is_calibrated():
     _assert_calibrated(hits, 60, "KnockoffSAGE")
 
 
+def test_knockoff_sage_frontier_is_calibrated():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 7))
+    y = X @ [1.0, -1.0, 0.5, 0.0, 0.3, 0.2, -0.4] + rng.normal(size=200)
+    model = FrozenEstimator(_Polynomial(order=3, seed=1).fit(X))
+    hits = []
+    for seed in range(60):
+        kw = {"n_knockoffs": 2, "random_state": seed}
+        exact = KnockoffSAGE(model, algorithm="exact", **kw).fit(X).explain(X[:30], y[:30])
+        sampled = KnockoffSAGE(model, algorithm="frontier", n_evals=6,
+                               **kw).fit(X).explain(X[:30], y[:30])
+        hits.append(_coverage(sampled.importances, sampled.std, exact.importances))
+    _assert_calibrated(hits, 60, "KnockoffSAGE frontier")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("estimator, P, n_evals", [("permutation", 6, 64),
                                                    ("kernel", 8, 16), ("shear", 8, 16)])

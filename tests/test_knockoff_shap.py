@@ -315,6 +315,52 @@ def test_sage_convergence_seeds_and_errors():
                      response_method="decision_function").fit(X)
 
 
+def test_sage_frontier_is_exact_when_the_budget_covers_every_coalition():
+    X, y, model = _nonlinear_model(5, n=200, p=3)
+    bg = X[:6]
+    sage = KnockoffSAGE(FrozenEstimator(model), imputation="marginal", background=bg,
+                        algorithm="frontier", n_evals=2).fit(X)
+    res = sage.explain(X[:30], y[:30])
+    expected = _brute_sage(lambda Z: model.predict(Z), X[:30], y[:30], bg,
+                           lambda t, p: float((t - p) ** 2))
+    np.testing.assert_allclose(res.importances, expected, atol=1e-10)
+    assert np.all(res.std == 0) and res.converged and res.n_permutations == 0
+    assert set(res.extras["paths"]) == {"exact"} and res.extras["n_evals"] == 2
+    assert res.extras["n_evaluations"] == 30 * 2**3
+
+
+def test_sage_frontier_error_falls_with_the_budget_and_rows_are_independent():
+    X, y, model = _nonlinear_model(3, n=300, p=8)
+    common = {"imputation": "marginal", "background": X[:5], "random_state": 0}
+    exact = KnockoffSAGE(FrozenEstimator(model), algorithm="exact",
+                         **common).fit(X).explain(X[:40], y[:40])
+    errors = {}
+    for b in (4, 8, 16):
+        res = KnockoffSAGE(FrozenEstimator(model), algorithm="frontier", n_evals=b,
+                           **common).fit(X).explain(X[:40], y[:40])
+        errors[b] = np.abs(res.importances - exact.importances).mean()
+        # every row's values are efficient, so their mean is: loss(empty) - loss(full)
+        np.testing.assert_allclose(res.importances.sum(), exact.importances.sum(),
+                                   rtol=1e-10)
+        assert res.extras["n_evaluations"] <= 40 * (b * 8 + 2)
+        assert np.all(np.isfinite(res.std)) and np.all(res.std > 0)
+    assert errors[16] < errors[8] < errors[4]
+    # a row's values depend only on the seed and the row: batches, workers and the
+    # order of the rows do not change the importances
+    sage = KnockoffSAGE(FrozenEstimator(model), algorithm="frontier", n_evals=6,
+                        **common).fit(X)
+    ref = sage.explain(X[:40], y[:40])
+    split = clone(sage).set_params(batch_size=7, n_jobs=2).fit(X).explain(X[:40], y[:40])
+    np.testing.assert_array_equal(ref.importances, split.importances)
+    np.testing.assert_array_equal(ref.std, split.std)
+    order = np.random.default_rng(0).permutation(40)
+    shuffled = sage.explain(X[:40][order], y[:40][order])
+    np.testing.assert_allclose(shuffled.importances, ref.importances, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(shuffled.std, ref.std, rtol=1e-12)
+    with pytest.raises(ValueError, match="n_evals"):
+        KnockoffSAGE(FrozenEstimator(model), algorithm="frontier", n_evals=1).fit(X)
+
+
 def test_sage_simulation_knockoffs_find_the_sensitive_feature():
     """Fast version of the SAGE simulation (rho = 0.5, 6 replicates, exact SAGE).
 

@@ -38,6 +38,7 @@ from ._estimators import (
     AUTO_MIN_UNITS,
     MAX_AUTO_N_EVALS,
     MAX_EXACT_PLAYERS,
+    _pow2_scale,
     all_masks,
     auto_start_n_evals,
     crossed_std,
@@ -772,6 +773,21 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
     Those of ``algorithm="exact"`` are the spread of the rows' exact values over
     ``sqrt(n_samples)``, the error of the mean over a sample of rows.
 
+    Frontier: ``algorithm="frontier"`` estimates each row's Shapley values in its loss game
+    with the frontier estimator (complementary pairs, the border strata enumerated, an
+    odd surrogate fitted and efficiency imposed; a row whose game fits the budget is
+    enumerated exactly) and averages them. Its standard errors, like the permutation
+    rounds', measure the distance to the exact SAGE values of the explained rows:
+    ``sqrt(sum_rows se_row**2) / n_samples`` from the rows' own standard errors (NaN when
+    a row has none: at ``n_evals=2`` a row of more than three players is deterministic,
+    not exact). It runs no rounds: ``tol`` and ``n_permutations`` do not stop it, and
+    ``converged`` says whether the largest standard error is within ``tol`` times the
+    range of the importances. Measured on Adult (12 players, 200 rows, 16 background
+    rows, ``doc/benchmarks.md``): 0.79x / 0.59x / 0.32x / 0.27x / 0.18x the error of the
+    permutation rounds at equal model evaluations at ``n_evals`` 2 / 4 / 8 / 16 / 32, in
+    1.1x their time (the model's calls dominate); its 95 % intervals covered 0.97-1.00
+    there (conservative).
+
     Parameters
     ----------
     model : estimator
@@ -794,7 +810,12 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         ``"permutation"``: the SAGE permutation rounds below. ``"exact"`` evaluates all
         ``2**P`` coalitions of every row once and applies the ``"exact"`` entry of
         :data:`sklearn_xai.shapley.ALGORITHMS` to each row's loss game (exact SAGE of the
-        rows; standard errors across rows); for small ``P`` only.
+        rows; standard errors across rows); for small ``P`` only. ``"frontier"``
+        estimates each row's loss game with :func:`~sklearn_xai.shapley.frontier_shapley`
+        (``n_evals`` coalitions per player and row; see "Frontier" below).
+    n_evals : int >= 2 or None, default=None
+        Coalition evaluations per player and row of ``algorithm="frontier"`` (``None``:
+        16); ignored by the other algorithms.
     n_permutations : int or None, default=None
         Most permutation rounds (one permutation per row per round). ``None``: until
         convergence, but at most ``MAX_PERMUTATION_ROUNDS`` (1000, a constant of
@@ -856,7 +877,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
     Notes
     -----
     A round costs ``n_samples * (P - 1) * K`` model rows (``K`` = ``n_knockoffs`` or the
-    background size), plus ``2 * n_samples * K`` once for the empty and full coalitions.
+    background size), plus ``2 * n_samples * K`` once for the empty and full coalitions;
+    ``algorithm="frontier"`` at most ``n_samples * (n_evals * P + 2) * K``.
     Knockoffs are drawn batch by batch (``batch_size`` explained rows at a time) and drawn
     again,
     identically, in every round, so memory does not grow with ``n_samples * K``; a round
@@ -870,7 +892,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         "imputation": [StrOptions({"knockoff", "marginal"})],
         "background": ["array-like", None],
         "loss": [StrOptions({"auto", "mse", "cross_entropy"})],
-        "algorithm": [StrOptions({"permutation", "exact"})],
+        "algorithm": [StrOptions({"permutation", "exact", "frontier"})],
+        "n_evals": [Interval(Integral, 2, None, closed="left"), None],
         "n_permutations": [Interval(Integral, 1, None, closed="left"), None],
         "tol": [Interval(Real, 0, None, closed="neither"), None],
         "max_model_rows": [Interval(Integral, 1, None, closed="left")],
@@ -885,8 +908,9 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
                  imputation: Literal["knockoff", "marginal"] = "knockoff",
                  background: ArrayLike | None = None,
                  loss: Literal["auto", "mse", "cross_entropy"] = "auto",
-                 algorithm: Literal["permutation", "exact"] = "permutation",
-                 n_permutations: int | None = None, tol: float | None = 0.025,
+                 algorithm: Literal["permutation", "exact", "frontier"] = "permutation",
+                 n_evals: int | None = None, n_permutations: int | None = None,
+                 tol: float | None = 0.025,
                  feature_groups: FeatureGroups = None, response_method: ResponseMethod = "auto",
                  target: Any = None, feature_space: Literal["input", "model"] = "input",
                  batch_size: int = 1024, max_model_rows: int = 8192, n_jobs: int | None = None,
@@ -898,6 +922,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         self.background = background
         self.loss = loss
         self.algorithm = algorithm
+        self.n_evals = n_evals
         self.n_permutations = n_permutations
         self.tol = tol
         self.feature_groups = feature_groups
@@ -988,7 +1013,10 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
             ``importances`` (n_players,) (also ``values``): loss reduction, higher =
             more important; ``std`` (n_players,): their standard errors;
             ``feature_names`` (list of str); ``n_permutations`` (rounds run, 0 for
-            exact); ``converged`` (bool); ``loss`` (str); ``imputation`` (str).
+            exact and frontier); ``converged`` (bool); ``loss`` (str); ``imputation``
+            (str); with ``algorithm="frontier"``, ``extras``: ``n_evals``,
+            ``n_evaluations`` (coalition evaluations, summed over rows) and ``paths``
+            (per row, as in :class:`KnockoffSHAP`).
         """
         return self._explain(*self._check_rows(X, y))
 
@@ -1016,6 +1044,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
             std = samples.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(P)
             return GlobalImportance(values, std, list(self.player_names_), 0, True,
                                     self.loss_, self.imputation)
+        if self.algorithm == "frontier":
+            return self._frontier_sage(losses, n, P, seed, keys)
         return self._permutation_sage(losses, n, P, seed, keys)
 
     def _explained_class(self, classes):
@@ -1091,6 +1121,33 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         sums = subsets.astype(np.float64) @ np.asarray(importances, dtype=np.float64)
         return float(pearson_over_axis1(sums[None, :, None], increase[None, :, None])[0, 0])
 
+    def _frontier_sage(self, losses, n, P, seed, keys):
+        """Each row's loss game by the frontier estimator, averaged over the rows."""
+        n_evals = default_n_evals("frontier", P) if self.n_evals is None else self.n_evals
+
+        def run(rows):
+            game = _LossGame(losses, rows, n, P)
+            est = estimate_shapley(game, "frontier", n_evals, keyed_generators(seed, keys[rows]))
+            se = np.zeros_like(est.values) if est.std is None else est.std
+            return est.values[:, :, 0], se[:, :, 0], est.paths, game.n_evaluations
+
+        parts = self._map_batches(run, n)
+        phi = np.concatenate([p[0] for p in parts])
+        se = np.concatenate([p[1] for p in parts])
+        values = phi.mean(axis=0)
+        # the rows' errors are independent: the mean's variance is their sum over n**2
+        scale = _pow2_scale(se, axis=0)
+        std = np.sqrt(((se / scale) ** 2).sum(axis=0)) * scale[0] / n
+        converged = True
+        if self.tol is not None:
+            floor = _SE_FLOOR * float(np.max(np.abs(phi), initial=0.0))
+            converged = bool(np.max(std) <= max(self.tol * np.ptp(values), floor))
+        extras = {"n_evals": int(n_evals),
+                  "n_evaluations": int(sum(p[3] for p in parts)),
+                  "paths": np.concatenate([p[2] for p in parts])}
+        return GlobalImportance(values, std, list(self.player_names_), 0, converged,
+                                self.loss_, self.imputation, extras)
+
     def _permutation_sage(self, losses, n, P, seed, keys):
         """Permutation rounds until the stop rule of ``tol`` or the cap."""
         ends_masks = np.array([np.zeros(P, bool), np.ones(P, bool)])
@@ -1158,6 +1215,34 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
                 key="permutation cap", stacklevel=3)
         return GlobalImportance(values, std, list(self.player_names_), rounds, converged,
                                 self.loss_, self.imputation)
+
+
+class _LossGame(Game):
+    """Each explained row's SAGE game ``v_i(S) = -loss_i(S)`` (one output), for the rows
+    ``rows`` of the ``n_all`` rows that ``losses`` (see
+    :meth:`KnockoffSAGE._loss_function`) knows."""
+
+    def __init__(self, losses, rows, n_all, n_players):
+        self._losses = losses
+        self._rows = np.arange(n_all)[rows]
+        self._n_players = n_players
+        self._n_outputs = 1
+        self.n_evaluations = 0
+
+    @property
+    def n_rows(self):
+        return self._rows.size
+
+    @property
+    def n_players(self):
+        return self._n_players
+
+    def value(self, masks, rows=None, count=True):
+        """Minus the losses of the coalitions ``masks``; see :meth:`Game.value`."""
+        masks, row_ids = self._check_masks(masks, rows)
+        out = -self._losses(self._rows[row_ids], masks)[:, :, None]
+        self._count(row_ids.size, masks.shape[-2], count)
+        return out
 
 
 class _ArrayGame(Game):
