@@ -142,14 +142,17 @@ def test_sage_default_stop_rule_ends_for_a_constant_model():
 def test_sage_permutation_cap_warns(monkeypatch):
     X, y = _data(60, 3)
     model = FrozenEstimator(LinearRegression().fit(X, y))
-    monkeypatch.setattr(_knockoff, "MAX_PERMUTATION_ROUNDS", 3)
+    monkeypatch.setattr(_knockoff, "MAX_PERMUTATION_ROUNDS", 4)
     sage = KnockoffSAGE(model, n_knockoffs=2, tol=1e-9, random_state=0).fit(X)
     with pytest.warns(ConvergenceWarning, match="MAX_PERMUTATION_ROUNDS"):
         res = sage.explain(X[:10], y[:10])
-    assert res.n_permutations == 3 and not res.converged
-    # an explicit n_permutations is the cap, without a warning
+    assert res.n_permutations == 4 and not res.converged
+    # an explicit n_permutations is the cap, without a warning; the rounds come in
+    # antithetic pairs, so an odd cap is rounded up
     res = sage.set_params(n_permutations=2).explain(X[:10], y[:10])
     assert res.n_permutations == 2
+    res = sage.set_params(n_permutations=3).explain(X[:10], y[:10])
+    assert res.n_permutations == 4
 
 
 # -------------------------------------------------------------------- 11. SAGE memory

@@ -315,6 +315,27 @@ def test_sage_convergence_seeds_and_errors():
                      response_method="decision_function").fit(X)
 
 
+def test_sage_rounds_are_antithetic_pairs_exact_on_quadratic_loss_games():
+    # a linear model, squared loss and one background row: every row's loss game is a
+    # quadratic in the coalition's indicators, whose Shapley values an order and its
+    # reverse give exactly (each pair of players is ordered both ways once); independent
+    # orders would not
+    X, y = make_regression(n_samples=200, n_features=5, noise=1.0, random_state=0)
+    model = FrozenEstimator(LinearRegression().fit(X, y))
+    common = {"imputation": "marginal", "background": X[:1], "random_state": 0}
+    exact = KnockoffSAGE(model, algorithm="exact", **common).fit(X).explain(X[:40], y[:40])
+    pairs = KnockoffSAGE(model, n_permutations=4, tol=None, **common).fit(X)
+    res = pairs.explain(X[:40], y[:40])
+    scale = np.abs(exact.importances).max()
+    np.testing.assert_allclose(res.importances, exact.importances, atol=1e-10 * scale)
+    # (the pairs' spread is round-off of losses up to ~1e8)
+    assert res.n_permutations == 4 and np.all(res.std <= 1e-7 * scale)
+    # the stop rule sees the zero spread of the pairs and stops after two of them
+    stopped = clone(pairs).set_params(n_permutations=None, tol=0.01).fit(X)
+    res = stopped.explain(X[:40], y[:40])
+    assert res.converged and res.n_permutations == 4
+
+
 def test_sage_frontier_is_exact_when_the_budget_covers_every_coalition():
     X, y, model = _nonlinear_model(5, n=200, p=3)
     bg = X[:6]

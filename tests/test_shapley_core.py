@@ -249,6 +249,26 @@ def _array_game():
     return _ArrayGame(table), table[:, 7], table[:, 0]
 
 
+def _loss_game():
+    # KnockoffSAGE's game of rows 1-5 of 7: minus each row's squared loss
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.linear_model import LinearRegression
+
+    from sklearn_xai.shapley import KnockoffSAGE
+    from sklearn_xai.shapley._knockoff import _LossGame
+
+    rng = np.random.default_rng(4)
+    X, R = rng.normal(size=(7, 3)), rng.normal(size=(2, 3))
+    y = X @ [1.0, -2.0, 0.5] + X[:, 0] * X[:, 1]
+    model = LinearRegression().fit(X, y)
+    sage = KnockoffSAGE(FrozenEstimator(model), imputation="marginal", background=R,
+                        loss="mse").fit(X)
+    losses, _ = sage._loss_function(*sage._check_rows(X, y), 0)
+    full = -(y[1:6] - model.predict(X[1:6])) ** 2
+    empty = -(y[1:6] - model.predict(R).mean()) ** 2
+    return _LossGame(losses, slice(1, 6), 7, 3), full[:, None], empty[:, None]
+
+
 def _dividend_game():
     d01, d2 = np.arange(5.0), -np.ones(5)
     game = DividendGame(3, {(0, 1): d01, (2,): d2}, n_rows=5, constant=0.5)
@@ -261,6 +281,7 @@ _GAME_CASES = {
     "_TorchReferenceGame-factored-first-layer": lambda: _torch_game(True),
     "_TorchReferenceGame-hybrid-rows": lambda: _torch_game(False),
     "_ArrayGame": _array_game,
+    "_LossGame": _loss_game,
     "DividendGame": _dividend_game,
 }
 

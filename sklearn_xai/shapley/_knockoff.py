@@ -756,8 +756,11 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
     are the ``background`` rows, shared by all rows. The importance of a player is the
     mean over rows (and permutations) of its Shapley value in ``v_i``.
 
-    Permutation sampling: in each round every row draws one random order of the players
-    and credits each player with the drop in loss when it joins. Rounds continue until
+    Permutation sampling: in each round every row takes one order of the players and
+    credits each player with the drop in loss when it joins. The rounds come in antithetic
+    pairs: every other round draws a random order and the next one reverses it (measured
+    on Adult, 12 players: 0.46-0.66x the error of independent orders at equal
+    evaluations, ``doc/benchmarks.md``). Rounds continue until
     the largest standard error is at most ``tol`` times the range of the
     importances (or is round-off: at most ``1024 * eps`` times the largest loss, which
     ends the rounds when every importance is equal, e.g. for a constant model), or
@@ -766,10 +769,11 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
 
     The standard errors of the permutation algorithm measure the distance to the exact
     SAGE values of the explained rows (with their knockoffs, which are drawn once): each
-    row's permutations are its independent units, so from two rounds on
-    ``std = sqrt(mean_rows var_row / (n_rounds * n_samples))`` with ``var_row`` the
-    variance of a row's credits over the rounds. After one round the variance over every
-    credit is used, which also counts the differences between rows (an upper bound).
+    row's antithetic pairs are its independent units, so from two pairs on
+    ``std = sqrt(mean_rows var_row / (n_pairs * n_samples))`` with ``var_row`` the
+    variance of a row's mean credits per pair. After one pair the variance over every
+    row's pair is used, which also counts the differences between rows (an upper bound).
+    The stop rule is checked after each pair.
     Those of ``algorithm="exact"`` are the spread of the rows' exact values over
     ``sqrt(n_samples)``, the error of the mean over a sample of rows.
 
@@ -783,10 +787,10 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
     not exact). It runs no rounds: ``tol`` and ``n_permutations`` do not stop it, and
     ``converged`` says whether the largest standard error is within ``tol`` times the
     range of the importances. Measured on Adult (12 players, 200 rows, 16 background
-    rows, ``doc/benchmarks.md``): 0.79x / 0.59x / 0.32x / 0.27x / 0.18x the error of the
-    permutation rounds at equal model evaluations at ``n_evals`` 2 / 4 / 8 / 16 / 32, in
-    1.1x their time (the model's calls dominate); its 95 % intervals covered 0.97-1.00
-    there (conservative).
+    rows, ``doc/benchmarks.md``), against the antithetic permutation rounds at equal
+    model evaluations: 1.7x / 1.0x / 0.53x / 0.48x / 0.31x their error at ``n_evals`` 2 /
+    4 / 8 / 16 / 32, in 1.1-1.2x their time (the model's calls dominate): worth it from
+    ``n_evals=8``; its 95 % intervals covered 0.97-1.00 there (conservative).
 
     Parameters
     ----------
@@ -817,7 +821,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         Coalition evaluations per player and row of ``algorithm="frontier"`` (``None``:
         16); ignored by the other algorithms.
     n_permutations : int or None, default=None
-        Most permutation rounds (one permutation per row per round). ``None``: until
+        Most permutation rounds (one permutation per row per round; an odd number is
+        rounded up to whole antithetic pairs). ``None``: until
         convergence, but at most ``MAX_PERMUTATION_ROUNDS`` (1000, a constant of
         ``sklearn_xai.shapley._knockoff``) rounds, with a ``ConvergenceWarning`` when
         that cap stops them.
@@ -1149,51 +1154,61 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
                                 self.loss_, self.imputation, extras)
 
     def _permutation_sage(self, losses, n, P, seed, keys):
-        """Permutation rounds until the stop rule of ``tol`` or the cap."""
+        """Antithetic pairs of permutation rounds until the stop rule of ``tol`` or the cap."""
         ends_masks = np.array([np.zeros(P, bool), np.ones(P, bool)])
         ends = np.concatenate(self._map_batches(lambda rows: losses(rows, ends_masks), n))
         cap = MAX_PERMUTATION_ROUNDS if self.n_permutations is None else self.n_permutations
+        cap += cap % 2                                         # whole antithetic pairs
         gens = keyed_generators(seed, keys)  # keyed by content: row order does not matter
         steps = np.arange(1, P)[None, :, None]
-        # running sums of the credits minus the first round's mean (no cancellation in the
-        # variance when the credits are large and nearly equal)
+        # running sums of the pairs' mean credits minus the first pair's mean (no
+        # cancellation in the variance when the credits are large and nearly equal)
         shift = total = total_sq = None
         loss_scale = float(np.max(np.abs(ends)))
         count = rounds = 0
         converged = False
         values = np.zeros(P)
         std = np.full(P, np.inf)
+        first = None
         progress = self._progress(cap, unit="rounds")
         with progress:  # one bar over the rounds (their batches show none)
             while rounds < cap:
                 t0 = time.perf_counter()
-                pos = np.argsort(np.array([g.permutation(P) for g in gens]), axis=1)  # (n, P)
+                if rounds % 2 == 0:
+                    pos = np.argsort(np.array([g.permutation(P) for g in gens]), axis=1)
+                else:
+                    pos = P - 1 - pos            # the previous order reversed: its antithesis
                 inner = np.concatenate(self._map_batches(
                     lambda rows: losses(rows, lambda r: pos[r][:, None, :] < steps), n))
                 L = np.concatenate([ends[:, :1], inner, ends[:, 1:]], axis=1)  # (n, P+1)
                 loss_scale = max(loss_scale, float(np.max(np.abs(inner))))
                 credit = np.take_along_axis(L, pos, axis=1) - np.take_along_axis(L, pos + 1, axis=1)
-                if shift is None:
-                    shift = credit.mean(axis=0)
-                    total, total_sq = np.zeros(P), np.zeros(P)
-                    row_total, row_sq = np.zeros((n, P)), np.zeros((n, P))
-                credit -= shift
-                total += credit.sum(axis=0)
-                total_sq += (credit**2).sum(axis=0)
-                row_total += credit
-                row_sq += credit**2
-                count += n
                 rounds += 1
                 progress.update(1, seconds=time.perf_counter() - t0, what=f"round {rounds}")
+                if rounds % 2:
+                    first = credit
+                    continue
+                unit = (first + credit) / 2.0                     # (n, P), one per pair
+                if shift is None:
+                    shift = unit.mean(axis=0)
+                    total, total_sq = np.zeros(P), np.zeros(P)
+                    row_total, row_sq = np.zeros((n, P)), np.zeros((n, P))
+                unit -= shift
+                total += unit.sum(axis=0)
+                total_sq += (unit**2).sum(axis=0)
+                row_total += unit
+                row_sq += unit**2
+                count += n
+                pairs = rounds // 2
                 mean = total / count
                 values = shift + mean
-                if rounds > 1:
-                    # the error against the exact SAGE values of these rows (and knockoffs): a
-                    # row's permutations are its independent units
-                    var_rows = np.maximum(row_sq - row_total**2 / rounds, 0.0) / (rounds - 1)
-                    std = np.sqrt(var_rows.mean(axis=0) / (rounds * n))
+                if pairs > 1:
+                    # the error against the exact SAGE values of these rows (and
+                    # knockoffs): a row's antithetic pairs are its independent units
+                    var_rows = np.maximum(row_sq - row_total**2 / pairs, 0.0) / (pairs - 1)
+                    std = np.sqrt(var_rows.mean(axis=0) / (pairs * n))
                 elif count > 1:
-                    # one round: the spread over rows also counts the rows' differences (an
+                    # one pair: the spread over rows also counts the rows' differences (an
                     # upper bound)
                     var = np.maximum(total_sq / count - mean**2, 0.0) * count / (count - 1)
                     std = np.sqrt(var / count)
