@@ -246,6 +246,29 @@ def test_components_efficiency_budget_and_error():
     assert err(True, 32) < 0.6 * err(True, 4)
 
 
+def test_every_row_of_a_mean_game_has_standard_errors_from_three_evals():
+    # components with 4-12 active players share a row's budget; a share that left a
+    # component fewer than 4 pairs (one per fold) beyond its enumerated strata made it
+    # deterministic and the row's standard errors NaN (2-6 of 6 rows here at each budget)
+    P, K, n = 12, 16, 6
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, P))
+    R = np.repeat(X[:, None, :], K, axis=1)
+    for r in range(n):
+        for k in range(K):
+            cols = rng.choice(P, rng.integers(4, P + 1), replace=False)
+            R[r, k, cols] = rng.normal(size=cols.size)
+    model = _CountingModel(_interaction_model(P, seed=3))
+    game = ImputationGame(model, X, R)
+    full = model.f(X)
+    for n_evals in (3, 4, 6, 8, 12, 16):
+        model.rows = 0
+        phi, base, units = frontier_shapley(game, n_evals, _gens(n), return_units=True)
+        assert np.all(np.isfinite(unit_std(units)))
+        assert model.rows <= n * K * (n_evals * P + 2)          # the budget is kept
+        np.testing.assert_allclose(base + phi.sum(axis=1), full, rtol=0, atol=1e-12)
+
+
 def test_component_intervals_cover():
     # the mean of 4 components with 12 players each, dividends up to order 5 in the model
     # (a game beyond the order-3 surrogate); fixed seeds

@@ -938,6 +938,9 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
     players times the square root of the norm of their players' activities
     (``A_i = v(all) - v(all - i) - v({i}) + v(empty)``, the higher-order dividends of
     ``i``, read off the border pairs, which are evaluated first for that and not again).
+    From ``n_evals = 3``, a sampled component whose share would leave it fewer than 4
+    pairs to sample beyond its enumerated strata (so no standard error) gets the pairs it
+    lacks from the component with the largest share that keeps 4 of its own.
 
     Parameters
     ----------
@@ -1016,7 +1019,7 @@ def _units_from_se(phi, se):
     return phi[:, None] + z[None, :, None, None] * se[:, None] * np.sqrt(MAX_GROUPS)
 
 
-def _pooled_budgets(active, K, budget, activity_norms=None):
+def _pooled_budgets(active, K, budget, activity_norms=None, unit=1, alloc="greedy"):
     """Coalitions of each component (rows ``r K .. r K + K - 1`` of ``active``) when the
     ``K`` components of a row share ``K * budget``: the components that are cheapest to
     enumerate are made exact while their cost is at most the others' equal share of what
@@ -1025,7 +1028,11 @@ def _pooled_budgets(active, K, budget, activity_norms=None):
     activities (:func:`_row_activity`, from its border pairs), without exceeding the
     cost of its enumeration. ``activity_norms(comps)`` returns ``||A||`` of the listed
     component rows (one call for all rows); without it, or where every norm of a row is
-    0, the rest goes in proportion to ``Pa**2``."""
+    0, the rest goes in proportion to ``Pa**2``. With ``unit > 1`` (the cross-fit's folds)
+    and ``budget > 2 P``, a sampled component whose share would leave it fewer than
+    ``unit`` pairs to sample beyond its enumerated strata (deterministic, not exact: no
+    standard error, which made the whole row's NaN) gets the pairs it lacks from the
+    component with the largest budget (:func:`_nudge_to_units`)."""
     Pa = active.sum(axis=1).reshape(-1, K)
     cost = np.where(Pa <= 1, 0, 2.0 ** Pa - 2)
     out = np.empty(Pa.shape, dtype=np.int64)
@@ -1062,7 +1069,38 @@ def _pooled_budgets(active, K, budget, activity_norms=None):
         wts = Pa[r, todo].astype(float) ** 2 * (np.sqrt(a) if np.any(a > 0) else 1.0)
         q = _water_fill(rest * wts / wts.sum(), cost[r, todo] - out[r, todo])
         out[r, todo] += np.floor(q).astype(np.int64)
+        if unit > 1 and budget > 2 * active.shape[1]:
+            # from n_evals = 3 on (at 2 a row's budget is about its border pairs)
+            _nudge_to_units(out[r], Pa[r], cost[r], todo, unit, alloc)
     return out.ravel()
+
+
+def _units_left(Pa, budget, unit, alloc):
+    """Pairs a component of ``Pa`` players and ``budget`` coalitions samples beyond its
+    enumerated strata (:func:`_design_plan`)."""
+    return _design_plan(int(Pa), int(budget) // 2, alloc, unit)[2]
+
+
+def _nudge_to_units(out, Pa, cost, todo, unit, alloc):
+    """Give each sampled component whose budget leaves fewer than ``unit`` pairs to
+    sample (its values deterministic, not exact: no error estimate) the pairs it lacks,
+    from the component with the largest budget that keeps ``unit`` pairs of its own."""
+    for k in todo:
+        if out[k] >= cost[k]:
+            continue
+        left = _units_left(Pa[k], out[k], unit, alloc)
+        if left >= unit:
+            continue
+        need = 2 * (unit - left) + (out[k] % 2)
+        if out[k] + need >= cost[k]:
+            continue
+        for d in sorted(todo, key=lambda j: -out[j]):
+            if d == k or out[d] - need < 2 * Pa[d]:
+                continue
+            if out[d] >= cost[d] or _units_left(Pa[d], out[d] - need, unit, alloc) >= unit:
+                out[d] -= need
+                out[k] += need
+                break
 
 
 def _border_values(game, comps, active):
@@ -1137,7 +1175,8 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     # first; the other allocations may not
     by_activity = cfg["pool_by"] == "interactions" and cfg["alloc"] == "greedy"
     budget = (n_evals * P if not pool else
-              _pooled_budgets(active, pool, n_evals * P, activity_norms if by_activity else None))
+              _pooled_budgets(active, pool, n_evals * P, activity_norms if by_activity else None,
+                              unit=cfg["folds"] if xfit else 1, alloc=cfg["alloc"]))
     plans = _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1)
     vals = _values(game, plans, known, active)
     if paths is not None:
