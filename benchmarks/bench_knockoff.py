@@ -330,7 +330,43 @@ def bench_errors(n_rows, tols, sage_seeds):
     return out
 
 
-def bench_sage_frontier(n_rows, budgets, seeds):
+SAGE_SNIPPET = r"""
+import json, pickle, sys, time
+import numpy as np
+import sage
+d = pickle.load(open(sys.argv[1], "rb"))
+model, bg, X, Y, exact = d["model"], d["background"], d["X"], d["Y"], np.asarray(d["exact"])
+imputer = sage.MarginalImputer(model.predict_proba, bg)
+from importlib.metadata import version
+out = {"version": version("sage-importance"), "budgets": {}, "default": {}}
+P, n = X.shape[1], X.shape[0]
+for rounds in d["rounds"]:
+    # as many model evaluations per row as `rounds` of KnockoffSAGE's permutation rounds:
+    # a sage permutation evaluates P + 1 coalitions, a round P - 1 (+ 2 once per row)
+    n_perm = int(round((rounds * (P - 1) + 2) / (P + 1) * n))
+    errs, secs = [], []
+    for seed in range(d["seeds"]):
+        est = sage.PermutationEstimator(imputer, "cross entropy", random_state=seed)
+        t0 = time.perf_counter()
+        res = est(X, Y, batch_size=n, detect_convergence=False, n_permutations=n_perm,
+                  bar=False)
+        secs.append(time.perf_counter() - t0)
+        errs.append(float(np.abs(res.values - exact).mean()))
+    out["budgets"][str(rounds)] = {"mae": float(np.mean(errs)), "seconds": float(np.median(secs)),
+                                   "evals_per_row": n_perm * (P + 1) / n}
+errs, secs, perms = [], [], []
+for seed in range(d["seeds"]):
+    est = sage.PermutationEstimator(imputer, "cross entropy", random_state=seed)
+    t0 = time.perf_counter()
+    res = est(X, Y, batch_size=n, thresh=0.025, bar=False)   # its default stop rule
+    secs.append(time.perf_counter() - t0)
+    errs.append(float(np.abs(res.values - exact).mean()))
+out["default"] = {"mae": float(np.mean(errs)), "seconds": float(np.median(secs))}
+print(json.dumps(out))
+"""
+
+
+def bench_sage_frontier(n_rows, budgets, seeds, sage_python=None):
     """KnockoffSAGE by the frontier and by the permutation rounds, equal model evaluations,
     against its exact algorithm (part 5 of the module docstring)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
@@ -393,6 +429,31 @@ def bench_sage_frontier(n_rows, budgets, seeds):
               f"{f['seconds']:.2f} s, cover {f['cover']:.2f}) | permutation ({rounds} rounds) "
               f"{q['mae']:.3g} ({q['evals_per_row']:.0f} evals/row, {q['seconds']:.2f} s, cover "
               f"{q['cover']:.2f}) | ratio {cell['ratio']:.3f}", flush=True)
+    if sage_python:
+        # sage-importance (Covert et al.'s SAGE) on the same model, background, rows and
+        # loss, in its own environment: its PermutationEstimator at the same model
+        # evaluations per row as our rounds, and at its default stop rule (thresh=0.025)
+        import pickle
+        import tempfile
+
+        rounds = sorted({2 * max(1, round(b * P / (P - 1) / 2)) for b in budgets})
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "sage_game.pkl"
+            with open(path, "wb") as fh:
+                pickle.dump({"model": model.estimator, "background": common["background"],
+                             "X": Xe, "Y": ye.astype(int), "exact": exact.importances,
+                             "rounds": rounds, "seeds": seeds}, fh)
+            res = subprocess.run([sage_python, "-c", SAGE_SNIPPET, str(path)],
+                                 capture_output=True, text=True, check=True)
+        peer = json.loads(res.stdout.strip().splitlines()[-1])
+        out["sage_importance"] = peer
+        d = peer["default"]
+        print(f"sage-importance {peer['version']} default (thresh=0.025): MAE {d['mae']:.3g}, "
+              f"{d['seconds']:.2f} s", flush=True)
+        for r in rounds:
+            c = peer["budgets"][str(r)]
+            print(f"sage-importance at {c['evals_per_row']:.0f} evals/row ({r} of our rounds): MAE "
+                  f"{c['mae']:.3g}, {c['seconds']:.2f} s", flush=True)
     return out
 
 
@@ -407,6 +468,9 @@ def main():
                                  "default"],
                         action="append",
                         help="run only these parts (repeatable)")
+    parser.add_argument("--sage-python", default=None,
+                        help="interpreter with sage-importance (and this scikit-learn) "
+                             "installed, for the peer in the sage-frontier part")
     parser.add_argument("--sage-rhos", type=float, nargs="+", default=None)
     parser.add_argument("--sage-replicates", type=int, default=None)
     parser.add_argument("--sage-method", choices=["mvr", "sdp", "equicorrelated"],
@@ -441,7 +505,8 @@ def main():
     if "sage-frontier" in parts:
         print("== KnockoffSAGE: frontier against the permutation rounds, Adult", flush=True)
         results["sage_frontier"] = bench_sage_frontier(100 if quick else 200,
-                                                       [2, 4, 8, 16, 32], 4 if quick else 8)
+                                                       [2, 4, 8, 16, 32], 4 if quick else 8,
+                                                       args.sage_python)
     if "default" in parts:
         print("== KnockoffSHAP at its default settings, German credit", flush=True)
         results["default"] = bench_default(8 if quick else 32)
