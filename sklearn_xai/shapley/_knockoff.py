@@ -1126,6 +1126,13 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         sums = subsets.astype(np.float64) @ np.asarray(importances, dtype=np.float64)
         return float(pearson_over_axis1(sums[None, :, None], increase[None, :, None])[0, 0])
 
+    def _tol_reached(self, values, std, scale):
+        """The stop rule of ``tol``: the largest standard error is at most ``tol`` times
+        the range of the importances, or round-off (``_SE_FLOOR`` times ``scale``, the
+        largest loss or credit seen: equal importances, a range of 0, would otherwise
+        never stop)."""
+        return bool(np.max(std) <= max(self.tol * np.ptp(values), _SE_FLOOR * float(scale)))
+
     def _frontier_sage(self, losses, n, P, seed, keys):
         """Each row's loss game by the frontier estimator, averaged over the rows."""
         n_evals = default_n_evals("frontier", P) if self.n_evals is None else self.n_evals
@@ -1143,10 +1150,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         # the rows' errors are independent: the mean's variance is their sum over n**2
         scale = _pow2_scale(se, axis=0)
         std = np.sqrt(((se / scale) ** 2).sum(axis=0)) * scale[0] / n
-        converged = True
-        if self.tol is not None:
-            floor = _SE_FLOOR * float(np.max(np.abs(phi), initial=0.0))
-            converged = bool(np.max(std) <= max(self.tol * np.ptp(values), floor))
+        converged = self.tol is None or self._tol_reached(values, std, np.max(np.abs(phi)))
         extras = {"n_evals": int(n_evals),
                   "n_evaluations": int(sum(p[3] for p in parts)),
                   "paths": np.concatenate([p[2] for p in parts])}
@@ -1212,14 +1216,10 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
                     # upper bound)
                     var = np.maximum(total_sq / count - mean**2, 0.0) * count / (count - 1)
                     std = np.sqrt(var / count)
-                if self.tol is not None and count > 1:
-                    # below the floor the standard error is round-off: equal importances (a
-                    # spread of 0) would otherwise never stop the rounds
-                    floor = _SE_FLOOR * loss_scale
-                    target = max(self.tol * (values.max() - values.min()), floor)
-                    if np.max(std) <= target:
-                        converged = True
-                        break
+                if self.tol is not None and count > 1 and self._tol_reached(values, std,
+                                                                            loss_scale):
+                    converged = True
+                    break
         if not converged and self.n_permutations is None:  # once per fitted explainer
             self._warn_once(
                 f"KnockoffSAGE stopped after MAX_PERMUTATION_ROUNDS = {cap} permutation "
