@@ -589,6 +589,29 @@ def test_order3_game_is_in_the_surrogates_class():
     assert err(outside, 1e8) > 1e-3
 
 
+def test_size_one_and_two_pairs_identify_the_values_of_an_order_four_game():
+    # with b the linear and beta the order-3 Walsh coefficients of the odd part, a size-1
+    # pair gives b_i + s_i (s_i: the sum of beta over the triples holding i) and a size-2
+    # pair b_i + b_j + s_i + s_j - 2 s_ij, so the two strata identify every s_ij, then
+    # s_i = sum_j s_ij / 2 and b_i: the Shapley values of any game whose dividends have
+    # order <= 4. At n_evals = P + 1 both strata fill the budget (nothing is sampled) and
+    # the fit's error is its ridge's shrinkage alone, falling as 1 / ratio (to round-off
+    # near ratio = 1e8); dividends of order 5 keep an error.
+    P = 8
+    inside = _dividend_game(P, ((1, P), (2, 12), (3, 10), (4, 8)), n_rows=3, seed=2)
+    outside = _dividend_game(P, ((1, P), (2, 12), (3, 10), (4, 8), (5, 4)), n_rows=3, seed=2)
+
+    def err(game, ratio):
+        paths = []
+        phi = frontier_shapley(game, P + 1, _gens(3), ratio=ratio, paths=paths)[0]
+        assert paths == ["sampled"] * 3
+        return np.abs(phi - game.shapley_values()[0]).max()
+
+    assert err(inside, 1e2) > 30 * err(inside, 1e4) > 30 * 30 * err(inside, 1e6)
+    assert err(inside, 1e8) < 1e-6
+    assert err(outside, 1e8) > 1e-2
+
+
 def test_surrogate_prior_of_equal_variances_is_the_default_kernel():
     # the order-3 kernel e_3(x * x') / C(Pa, 3) is the sum of the triples' characters with
     # equal prior variance: prior=1 everywhere gives the default fit; a zero prior leaves
