@@ -783,8 +783,10 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
     enumerated exactly) and averages them. Its standard errors, like the permutation
     rounds', measure the distance to the exact SAGE values of the explained rows:
     ``sqrt(sum_rows se_row**2) / n_samples`` from the rows' own standard errors (NaN when
-    a row has none: at ``n_evals=2`` a row of more than three players is deterministic,
-    not exact). It runs no rounds: ``tol`` and ``n_permutations`` do not stop it, and
+    a row has none: its budget is spent on whole coalition sizes, deterministic but not
+    exact, as at ``n_evals=2`` with more than three players, or at ``n_evals = P + 1``
+    where the sizes 1 and 2 fill it; see the user guide's black-box page). It runs no
+    rounds: ``tol`` and ``n_permutations`` do not stop it, and
     ``converged`` says whether the largest standard error is within ``tol`` times the
     range of the importances. Measured on Adult (12 players, 200 rows, 16 background
     rows, ``doc/benchmarks.md``), against the antithetic permutation rounds at equal
