@@ -380,6 +380,11 @@ def test_sage_frontier_error_falls_with_the_budget_and_rows_are_independent():
     np.testing.assert_allclose(shuffled.std, ref.std, rtol=1e-12)
     with pytest.raises(ValueError, match="n_evals"):
         KnockoffSAGE(FrozenEstimator(model), algorithm="frontier", n_evals=1).fit(X)
+    # 8 players at n_evals = 9: the sizes 1 and 2 fill every row's budget; NaN, and said
+    nine = clone(sage).set_params(n_evals=9).fit(X)
+    with pytest.warns(UserWarning, match="no standard error"):
+        res = nine.explain(X[:40], y[:40])
+    assert np.all(np.isnan(res.std)) and np.all(np.isfinite(res.importances))
 
 
 def test_sage_simulation_knockoffs_find_the_sensitive_feature():

@@ -1153,6 +1153,14 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         scale = _pow2_scale(se, axis=0)
         std = np.sqrt(((se / scale) ** 2).sum(axis=0)) * scale[0] / n
         converged = self.tol is None or self._tol_reached(values, std, np.max(np.abs(phi)))
+        no_se = int(np.isnan(se).any(axis=1).sum())
+        if no_se:  # once per fitted explainer (score explains again)
+            self._warn_once(
+                f"KnockoffSAGE(algorithm='frontier', n_evals={n_evals}): {no_se} of {n} rows "
+                "spent their budget on whole coalition sizes (deterministic, not exact), so "
+                "they have no standard error and std is NaN; pass another n_evals (not 2, "
+                "nor P + 1 when every player is active).", UserWarning,
+                key="frontier without standard errors", stacklevel=3)
         extras = {"n_evals": int(n_evals),
                   "n_evaluations": int(sum(p[3] for p in parts)),
                   "paths": np.concatenate([p[2] for p in parts])}
