@@ -830,7 +830,8 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
     paths : list or None, default=None
         When a list, receives each row's path (one str per row): ``"exact"`` (every
         coalition of the active players evaluated), ``"dummy"`` (at most one active
-        player), ``"border"`` (the size-1 stratum alone: deterministic, not exact),
+        player), ``"border"`` (whole coalition sizes from the border only, nothing
+        sampled, e.g. the size-1 stratum at ``n_evals=2``: deterministic, not exact),
         ``"sampled"``, ``"linear"`` (sampled, fitted by the linear term alone: a row too
         wide for the order-3 term, ``max_unknowns``); for a mean game, the components'
         paths summed up (:func:`row_path`).
@@ -969,7 +970,8 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
         estimate; ``None`` with ``with_se=False``.
     path : ndarray of str, shape (n_rows, K)
         How each component was computed: ``"dummy"`` (at most one active player),
-        ``"exact"``, ``"border"`` (the size-1 stratum alone: deterministic, not exact),
+        ``"exact"``, ``"border"`` (whole coalition sizes from the border only, nothing
+        sampled: deterministic, not exact),
         ``"sampled"`` or ``"linear"`` (sampled, the linear fit alone: too wide for the
         order-3 term).
     """
@@ -1191,7 +1193,8 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
 def _path_name(plan, cfg):
     kind, masks, extra = plan
     if kind == "fit":
-        if _is_border(extra[1]):
+        if _is_border(extra[1]) or not np.any(extra[3] >= 0):
+            # whole coalition sizes from the border only, nothing sampled
             return "border"
         return "linear" if _too_wide(extra[1].shape[0], extra[1].shape[1], cfg) else "sampled"
     return {"done": "dummy", "exact": "exact"}[kind]

@@ -406,7 +406,8 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
     exact algorithm). ``extras["n_evaluations"]`` of the result counts the coalition
     evaluations. With ``algorithm="frontier"``, ``extras["paths"]`` (object array of
     shape (n_samples,)) says how each row was computed: ``"exact"``, ``"dummy"``,
-    ``"border"``, ``"sampled"``, ``"linear"`` (sampled, fitted by the linear term alone: a
+    ``"border"`` (whole coalition sizes only, nothing sampled: deterministic, not exact),
+    ``"sampled"``, ``"linear"`` (sampled, fitted by the linear term alone: a
     row with too many active players for the order-3 term), or for the mean of several
     knockoff or background games
     e.g. ``"sampled (3 of 10 components; 7 exact)"``
