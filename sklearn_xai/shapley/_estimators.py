@@ -82,6 +82,14 @@ def _pow2_scale(a, axis=None):
     return np.ldexp(1.0, np.frexp(m)[1])                  # frexp(0) = (0, 0): 1 for 0
 
 
+def _root_sum_squares(a, axis):
+    """``sqrt(sum(a**2, axis))`` taken in a power-of-two scale (:func:`_pow2_scale`, exact):
+    the squares of entries far from 1 (about 1e154 and beyond, or tiny) would overflow or
+    underflow."""
+    c = _pow2_scale(a, axis=axis)
+    return np.sqrt(((a / c) ** 2).sum(axis=axis)) * np.squeeze(c, axis)
+
+
 def _far_scale(*arrays, bound=2.0**60):
     """1 when the largest ``|value|`` of ``arrays`` lies within ``[1 / bound, bound]``,
     else :func:`_pow2_scale` of them all: the scale in which a row's values far from 1

@@ -20,6 +20,7 @@ from ._estimators import (
     _check_n_evals,
     _far_scale,
     _pow2_scale,
+    _root_sum_squares,
     all_masks,
     shapley_weights,
     unit_std,
@@ -673,8 +674,7 @@ def _activities(vS, vC, v0, v1):
     A = (v1 - vC - (vS - v0)).reshape(vS.shape[0], -1)
     if A.shape[1] == 1:
         return np.abs(A[:, 0])            # the norm of one output (sqrt(A**2) to the bit)
-    c = _pow2_scale(A, axis=1)            # exact; squares of |A| ~ 1e154 would overflow
-    return np.sqrt(((A / c) ** 2).sum(axis=1)) * c[:, 0]
+    return _root_sum_squares(A, axis=1)
 
 
 def _border_row(S, vS, vC, v0, v1, c):

@@ -38,7 +38,7 @@ from ._estimators import (
     AUTO_MIN_UNITS,
     MAX_AUTO_N_EVALS,
     MAX_EXACT_PLAYERS,
-    _pow2_scale,
+    _root_sum_squares,
     all_masks,
     auto_start_n_evals,
     crossed_std,
@@ -1151,8 +1151,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         se = np.concatenate([p[1] for p in parts])
         values = phi.mean(axis=0)
         # the rows' errors are independent: the mean's variance is their sum over n**2
-        scale = _pow2_scale(se, axis=0)
-        std = np.sqrt(((se / scale) ** 2).sum(axis=0)) * scale[0] / n
+        std = _root_sum_squares(se, axis=0) / n
         converged = self.tol is None or self._tol_reached(values, std, np.max(np.abs(phi)))
         no_se = int(np.isnan(se).any(axis=1).sum())
         if no_se:  # once per fitted explainer (score explains again)
