@@ -26,10 +26,12 @@ from sklearn_xai.testing import (
 
 
 def test_exact_two_feature_tree_example():
-    from sklearn_xai.shapley._knockoff import _ArrayGame
-
-    # v({}) = 10.5, v({1}) = 22, v({2}) = 10, v({1,2}) = 20 (the worked tree example)
-    game = _ArrayGame(np.array([10.5, 22.0, 10.0, 20.0])[None, :, None])
+    # v({}) = 10.5, v({1}) = 22, v({2}) = 10, v({1,2}) = 20 (the worked tree example), as
+    # dividends: 10.5 + 11.5 [1] - 0.5 [2] - 1.5 [1, 2]
+    game = DividendGame(2, {(0,): 11.5, (1,): -0.5, (0, 1): -1.5}, constant=10.5)
+    masks = np.array([[False, False], [True, False], [False, True], [True, True]])
+    np.testing.assert_allclose(game.value(masks)[0, :, 0], [10.5, 22.0, 10.0, 20.0],
+                               atol=1e-12)
     phi, base = exact_shapley(game)
     np.testing.assert_allclose(phi[0, :, 0], [10.75, -1.25], atol=1e-12)
     np.testing.assert_allclose(base[0, 0], 10.5, atol=1e-12)
@@ -242,13 +244,6 @@ def _torch_game(factored):
     return _TorchReferenceGame(fn, X, r, c2p, 3, max_rows=4), full, empty
 
 
-def _array_game():
-    from sklearn_xai.shapley._knockoff import _ArrayGame
-
-    table = np.random.default_rng(3).normal(size=(5, 8, 2))
-    return _ArrayGame(table), table[:, 7], table[:, 0]
-
-
 def _loss_game():
     # KnockoffSAGE's game of rows 1-5 of 7: minus each row's squared loss
     from sklearn.frozen import FrozenEstimator
@@ -280,7 +275,6 @@ _GAME_CASES = {
     "ImputationGame-per-row": _imputation_game_per_row,
     "_TorchReferenceGame-factored-first-layer": lambda: _torch_game(True),
     "_TorchReferenceGame-hybrid-rows": lambda: _torch_game(False),
-    "_ArrayGame": _array_game,
     "_LossGame": _loss_game,
     "DividendGame": _dividend_game,
 }
@@ -348,20 +342,6 @@ def test_game_is_abstract():
         NoValue()
 
 
-def test_array_game_looks_up_the_given_coalitions():
-    from sklearn_xai.shapley._knockoff import _ArrayGame
-
-    table = np.arange(2 * 8 * 1, dtype=np.float64).reshape(2, 8, 1)
-    game = _ArrayGame(table)
-    # coalition {0} has code 1, {1, 2} code 6, all players code 7 (all_masks order)
-    masks = np.array([[True, False, False], [False, True, True], [True, True, True]])
-    np.testing.assert_array_equal(game.value(masks), table[:, [1, 6, 7]])
-    per_row = np.array([masks, masks[::-1]])
-    np.testing.assert_array_equal(game.value(per_row), [table[0, [1, 6, 7]],
-                                                        table[1, [7, 6, 1]]])
-
-
-# ------------------------------------------------------------------- one table, one budget
 def test_one_table_of_algorithms_used_by_knockoff_shap(monkeypatch):
     from sklearn.frozen import FrozenEstimator
     from sklearn.linear_model import LinearRegression

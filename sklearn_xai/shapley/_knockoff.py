@@ -39,7 +39,6 @@ from ._estimators import (
     MAX_AUTO_N_EVALS,
     MAX_EXACT_PLAYERS,
     _root_sum_squares,
-    all_masks,
     auto_start_n_evals,
     crossed_std,
     default_n_evals,
@@ -1044,10 +1043,11 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         losses, keys = self._loss_function(X, y, classes, seed)
 
         if self.algorithm == "exact" or P == 1:
-            # one player: its Shapley value is exactly loss(empty) - loss(full)
-            L = np.concatenate(self._map_batches(lambda rows: losses(rows, all_masks(P)), n))
-            phi = estimate_shapley(_ArrayGame(-L[:, :, None]), "exact", with_std=False).values
-            samples = phi[:, :, 0]
+            # one player: its Shapley value is exactly loss(empty) - loss(full); each
+            # batch's rows enumerate their loss games (a batch's 2**P losses at a time)
+            samples = np.concatenate(self._map_batches(
+                lambda rows: estimate_shapley(_LossGame(losses, rows, n, P), "exact",
+                                              with_std=False).values[:, :, 0], n))
             values = samples.mean(axis=0)
             std = samples.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(P)
             return GlobalImportance(values, std, list(self.player_names_), 0, True,
@@ -1266,45 +1266,5 @@ class _LossGame(Game):
         """Minus the losses of the coalitions ``masks``; see :meth:`Game.value`."""
         masks, row_ids = self._check_masks(masks, rows)
         out = -self._losses(self._rows[row_ids], masks)[:, :, None]
-        self._count(row_ids.size, masks.shape[-2], count)
-        return out
-
-
-class _ArrayGame(Game):
-    """A game given by its values for all ``2**P`` coalitions of every row.
-
-    Parameters
-    ----------
-    values : ndarray of shape (n_rows, 2**n_players, n_outputs)
-        ``values[r, c]`` is row ``r``'s value of the coalition whose binary code is ``c``
-        (player ``p`` present when bit ``p`` is set: the order of ``all_masks``).
-    """
-
-    def __init__(self, values):
-        values = np.asarray(values, dtype=np.float64)
-        n_players = int(np.log2(max(values.shape[1], 1))) if values.ndim == 3 else -1
-        if n_players < 0 or values.shape[1] != 2**n_players:
-            raise ValueError("values must have shape (n_rows, 2**n_players, n_outputs); got "
-                             f"{values.shape}.")
-        self._values = values
-        self._n_players = n_players
-        self._n_outputs = values.shape[2]
-        self.n_evaluations = 0
-
-    @property
-    def n_rows(self):
-        return self._values.shape[0]
-
-    @property
-    def n_players(self):
-        return self._n_players
-
-    def value(self, masks, rows=None, count=True):
-        """The tabulated values of the coalitions ``masks``; see :meth:`Game.value`."""
-        masks, row_ids = self._check_masks(masks, rows)
-        codes = masks.astype(np.int64) @ (np.int64(1) << np.arange(self.n_players))
-        table = self._values[row_ids]
-        out = table[:, codes] if masks.ndim == 2 else np.take_along_axis(
-            table, codes[:, :, None], axis=1)
         self._count(row_ids.size, masks.shape[-2], count)
         return out
