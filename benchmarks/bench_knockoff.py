@@ -176,17 +176,15 @@ def bench_default(n_rows, ref_n_evals=1024):
     the same knockoff game (the explainer's own knockoffs) from antithetic permutations at
     ``ref_n_evals`` (two independent runs: their mean is the reference, half their mean
     absolute difference its own error); and the frontier at half the default budget."""
+    from bench_shapley import _german  # German credit's integer codes, as bench_shapley's
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     from sklearn_xai._random import row_keys, stream_seeds
     from sklearn_xai._utils import draw_base_seed, keyed_generators
-    from sklearn_xai.datasets import load_german_credit
     from sklearn_xai.shapley import ImputationGame, permutation_shapley
     from sklearn_xai.shapley._knockoff import _KNOCKOFF_STREAM, _draw_knockoffs
 
-    X, y = load_german_credit()
-    A = np.column_stack([X[c].cat.codes.to_numpy() if hasattr(X[c], "cat") else
-                         X[c].to_numpy() for c in X.columns]).astype(np.float64)
+    A, y, _ = _german()
     model = HistGradientBoostingClassifier(max_iter=100, random_state=0).fit(A, y)
     rows = A[np.random.default_rng(0).choice(len(A), n_rows, replace=False)]
     out = {"n_rows": n_rows, "n_players": A.shape[1], "ref_n_evals": ref_n_evals}
@@ -369,16 +367,12 @@ print(json.dumps(out))
 def bench_sage_frontier(n_rows, budgets, seeds, sage_python=None):
     """KnockoffSAGE by the frontier and by the permutation rounds, equal model evaluations,
     against its exact algorithm (part 5 of the module docstring)."""
+    from bench_shapley import _adult  # the Adult game's integer codes, as bench_shapley's
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    from sklearn_xai.datasets import load_adult
     from sklearn_xai.shapley import KnockoffSAGE
 
-    X, y = load_adult(subset="train")
-    X = X.drop(columns=["fnlwgt", "education"])
-    A = np.column_stack([X[c].cat.codes.to_numpy() if hasattr(X[c], "cat") else X[c].to_numpy()
-                         for c in X.columns]).astype(np.float64)
-    y = y.to_numpy()
+    A, y, _ = _adult()
     rng = np.random.default_rng(0)
     train = rng.choice(len(A), 5000, replace=False)
     model = FrozenEstimator(HistGradientBoostingClassifier(max_iter=100, random_state=0)
