@@ -298,14 +298,32 @@ def _chi3_t_dot(A, alpha, Zt=None):
     return G.reshape(Pa, O, -1)[first, :, pair]                        # (F, O)
 
 
+class _TripleVariances:
+    """The triples' relative prior variances given one by one, ``tau`` (F,) with mean 1
+    (triples in :func:`_triples` order): the general form of the order-3 prior, of which
+    the players' activities (a (Pa,) vector, ``tau_T`` in proportion to ``prod_T w``) are
+    the product case with a cheaper kernel."""
+
+    __slots__ = ("tau",)
+
+    def __init__(self, tau):
+        self.tau = tau
+
+
 def _odd_kernel(A, pts, orders, activity=None):
     """The surrogate's kernel between the rows of ``A`` (m, Pa) and ``pts`` (p, Pa), both in
     {-1, +1}: ``sum_k e_k(a * x) / C(Pa, k)`` over the odd ``orders`` -> (m, p).
 
     ``activity`` (Pa,) (``orders == (3,)``): the triples' prior variances in proportion to
     the products of their players' activities, ``tau_T = prod_T(w) / mean``: the kernel
-    ``e_3(w * a * x) / e_3(w)``, by Newton's identities from two products.
+    ``e_3(w * a * x) / e_3(w)``, by Newton's identities from two products. A
+    :class:`_TripleVariances`: ``sum_T tau_T chi_T(a) chi_T(x) / F`` from the characters.
     """
+    if isinstance(activity, _TripleVariances):
+        T = _triples(pts.shape[1])
+        Zp = _chi3(pts, T)
+        Za = Zp if A is pts else _chi3(A, T)
+        return (Za * (activity.tau / T.shape[0])) @ Zp.T
     if activity is not None:
         w = activity
         p1 = (A * w) @ pts.T
@@ -326,7 +344,10 @@ def _kernel_shapley(pts, orders, activity=None):
     """Shapley values (p, Pa) of the kernel's functions ``k(x_j, .)`` of the points
     ``pts`` (p, Pa) (see :func:`_odd_kernel`): ``sum_k (2/k) x_ji e_{k-1}(x_j without i) /
     C(Pa, k)``, with ``activity`` ``(2/3) z_ji e_2(z_j without i) / e_3(w)``, ``z = w x``;
-    the fit ``sum_j alpha_j k(x_j, .)`` has Shapley values ``D.T @ alpha``."""
+    the fit ``sum_j alpha_j k(x_j, .)`` has Shapley values ``D.T @ alpha``; with a
+    :class:`_TripleVariances` ``(2/3) sum_{T ni i} tau_T chi_T(x_j) / F``."""
+    if isinstance(activity, _TripleVariances):
+        return _triple_kernel_parts(pts, activity, gram=False)[1]
     if activity is not None:
         z = pts * activity
         e1 = z.sum(axis=1, keepdims=True)
@@ -342,12 +363,24 @@ def _kernel_shapley(pts, orders, activity=None):
     return D
 
 
+def _triple_kernel_parts(pts, prior, gram=True):
+    """:func:`_odd_kernel` of ``pts`` (p, Pa) with themselves (None without ``gram``) and
+    :func:`_kernel_shapley` of ``pts`` for a :class:`_TripleVariances` ``prior``, from one
+    computation of their characters."""
+    Pa = pts.shape[1]
+    Z = _chi3(pts, _triples(Pa))
+    Zs = Z * (prior.tau / Z.shape[1])
+    return (Zs @ Z.T if gram else None), (2.0 / 3.0) * (Zs @ _incidence(Pa))
+
+
 def _gram(X, orders, activity=None):
     """:func:`_odd_kernel` of the pairs ``X`` (n, Pa) and the full coalition, ``[X; 1]``,
     with themselves (n + 1, n + 1), and :func:`_kernel_shapley` of ``[X; 1]`` (n + 1, Pa)
     as :func:`_fit_row` computes it (the activity only with ``orders == (3,)``): the
     kriging fit's, whose slices the cross-fit's folds take."""
     P1 = np.vstack([X, np.ones((1, X.shape[1]))])
+    if isinstance(activity, _TripleVariances) and tuple(orders) == (3,):
+        return _triple_kernel_parts(P1, activity)
     return (_odd_kernel(P1, P1, orders, activity),
             _kernel_shapley(P1, orders, activity if tuple(orders) == (3,) else None))
 
@@ -358,10 +391,33 @@ def _e3(w):
     return (p1**3 - 3.0 * p1 * p2 + 2.0 * p3) / 6.0
 
 
+@lru_cache(maxsize=64)
+def _incidence(Pa):
+    """(F, Pa): 1 where the player belongs to the triple (:func:`_triples` order)."""
+    T = _triples(Pa)
+    out = np.zeros((T.shape[0], Pa))
+    out[np.repeat(np.arange(T.shape[0]), 3), T.ravel()] = 1.0
+    return _read_only(out)[0]
+
+
+@lru_cache(maxsize=64)
+def _triangle(Pa):
+    """(F, 3): the indices among :func:`_triple_split`'s pairs of each triple's three pairs."""
+    _, _, pairs = _triple_split(Pa)
+    index = np.zeros((Pa, Pa), dtype=np.int64)
+    index[pairs[:, 0], pairs[:, 1]] = np.arange(pairs.shape[0])
+    T = _triples(Pa)
+    return _read_only(np.stack([index[T[:, 0], T[:, 1]], index[T[:, 0], T[:, 2]],
+                                index[T[:, 1], T[:, 2]]], axis=1))[0]
+
+
 def _triple_prior(activity, Pa):
     """Relative prior variances (F,) of the triples of :func:`_triples`: ones, or with
-    ``activity`` (Pa,) the products of their players' activities over their mean."""
+    ``activity`` (Pa,) the products of their players' activities over their mean (a
+    :class:`_TripleVariances`: its own)."""
     T = _triples(Pa)
+    if isinstance(activity, _TripleVariances):
+        return activity.tau
     if activity is None:
         return np.ones(T.shape[0])
     prod = activity[T[:, 0]] * activity[T[:, 1]] * activity[T[:, 2]]
@@ -439,6 +495,8 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
         beta = np.zeros((T.shape[0], Y.shape[1]))
         beta[sel] = scale[sel][:, None] * (Xs.T @ alpha)
         return _order3_result(b, beta, T, predict)
+    if gram is None and kshap is None and isinstance(activity, _TripleVariances):
+        gram, kshap = _triple_kernel_parts(pts, activity)
     K = kern(pts) if gram is None else gram
     b, alpha = krige(K)
     if ard and tuple(orders) == (3,):
@@ -615,13 +673,14 @@ DEFAULTS = {"alloc": "greedy", "orders": (3,), "ratio": 100.0, "ht": True,
             "mode": "hybrid", "folds": 4, "ard": 2, "lam": 0.9, "ard_min": 8,
             "bias_w": 1.0, "bias_sub": 1.0, "border_c": 0.5, "se_scale": 1.0,
             "se_mode": "auto", "k2_min": 0.7, "k2_max": 1.0, "by_component": True, "pool": True,
-            "linear_below": 2, "prior": "activity", "activity_floor": 0.05,
+            "linear_below": 2, "prior": "pairs", "activity_floor": 0.05,
+            "pair_floor": 0.0, "pair_prior_max": 1140,
             "pool_by": "interactions", "ard_max_players": 64, "max_unknowns": 2048}
 
 
 # the string knobs and their values (the numeric ones are the benchmarks' to set)
 _CHOICES = {"alloc": ("greedy", "kernel", "uniform"), "mode": ("hybrid", "xfit", "fit"),
-            "se_mode": ("auto", "max", "pooled"), "prior": ("activity", "flat"),
+            "se_mode": ("auto", "max", "pooled"), "prior": ("pairs", "activity", "flat"),
             "pool_by": ("interactions", "size")}
 
 
@@ -665,6 +724,48 @@ def _row_activity(S, vS, vC, v0, v1, floor, known=None):
     if not top > 0:
         return None
     return a + floor * top
+
+
+def _pair_prior(X, vS, vC, v0, v1, activity, ratio, floor):
+    """The triples' prior variances (:class:`_TripleVariances`) from the pairs' even parts:
+    ``tau_T`` in proportion to ``sqrt(prod_T w) * (prod_{ij in T} (|c_ij| + floor max
+    |c|))**(1/3)``, ``w`` the players' ``activity`` (Pa,) and ``c_ij`` the order-2 Walsh
+    coefficients of the row's game as kriged from the even parts; None when every ``c_ij``
+    is 0.
+
+    A pair gives the even part ``(v(S) + v(~S)) / 2`` too, which the Shapley values ignore
+    but which tells where the interactions are: a dividend on ``D`` puts order-2
+    coefficients on every pair in ``D`` as it puts order-3 ones on every triple, so a
+    triple whose three pairs interact is the likelier. The even part less the ends' mean,
+    ``sum_{|U| even} c_U (chi_U(x) - 1)``, is fitted by its order-2 terms alone with prior
+    variances ``w_i w_j`` (misfit variance ``1 / ratio`` of their mean): a fit of
+    ``C(Pa, 2)`` unknowns on ``n`` values, the size-1 pairs among them (each the sum of a
+    player's ``c_ij``, its activity). The geometric mean of the activities' prior and the
+    pairs' keeps the activities where the pairs say little (measured, ``doc/benchmarks.md``).
+    X : (n, Pa) in {-1, +1}; vS / vC : (n, O) the values of each pair's coalition and of its
+    complement; v0 / v1 : (O,) the ends.
+    """
+    n, Pa = X.shape
+    _, _, pairs = _triple_split(Pa)
+    Phi = _pair_products(X).T - 1.0                     # (n, C2): -2 where i, j are split
+    pv = activity[pairs[:, 0]] * activity[pairs[:, 1]]
+    pv = pv / pv.mean()
+    z = ((vS - v0) + (vC - v1)).reshape(n, -1) / 2.0    # the even part less the ends' mean
+    z = z / _pow2_scale(z)                              # exact; values far from 1
+    K = _syrk_lower(Phi * np.sqrt(pv))
+    K[np.arange(n), np.arange(n)] += 1.0 / ratio
+    c = pv[:, None] * (Phi.T @ _spd_solve(K, z))          # (C2, O)
+    mag = np.abs(c[:, 0]) if c.shape[1] == 1 else _root_sum_squares(c, axis=1)
+    top = mag.max()
+    if not top > 0:
+        return None
+    # tau_T = prod over the triple's pairs of (w_i w_j)**(1/4) (|c_ij| + floor)**(1/3)
+    # (each player is in two of them); of exact ratios, so that it does not depend on
+    # the values' scale
+    w = activity / activity.max()
+    M = np.sqrt(np.sqrt(w[pairs[:, 0]] * w[pairs[:, 1]])) * np.cbrt(mag / top + floor)
+    tau = M[_triangle(Pa)].prod(axis=1)
+    return _TripleVariances(tau / tau.mean())
 
 
 def _activities(vS, vC, v0, v1):
@@ -764,6 +865,20 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
        16-64), so ARD starts from the flat prior. Per-row evidence: told each row's true
        order-3 spectrum, the same designs reach 0.38x / 0.44x the flat fit's error on
        the one-reference Adult games at ``n_evals=2``; the activities get 0.62x / 0.60x.
+       **For at most 20 active players (``pair_prior_max = 1140`` triples) the pairs'
+       interactions refine the activities** (``prior="pairs"``, :func:`_pair_prior`):
+       each pair's even part ``(v(S) + v(~S)) / 2`` is kriged by order-2 terms (prior
+       variances ``w_i w_j``) into the row's pairwise Walsh coefficients ``c_ij``, and a
+       triple's prior variance is ``sqrt(prod_T w) (prod_{ij in T} |c_ij|)**(1/3)``, the
+       geometric mean of the activities' prior and the pairs' (a dividend on ``D`` puts
+       coefficients on every pair and every triple in ``D``). Measured (8 seeds): 0.81-1.0x
+       the activity prior's error at ``n_evals`` 2-8 on the four Adult and German games
+       (0.87x / 0.93x on the one-reference games at 2), at 1.2-1.4x the time of those rows'
+       fits; a triple's prior from the pairs alone was 0.88x on Adult XGBoost but 1.18x on
+       the MLP at 4. Beyond 20 players the kernel's ``C(Pa, 3)`` characters per point
+       cost too much for the measured gain (dividend32: 0.95x). Each cross-fit fold takes
+       the prior of the pairs outside it (with the prior of all pairs the one-reference
+       games' intervals covered 0.919 / 0.926 at ``n_evals=4``; fold by fold 0.941 / 0.958).
        **Wide rows:** ARD weighs every one of the ``C(Pa, 3)`` triples each round
        (``O(n Pa^3)`` time): it runs for at most ``ard_max_players = 64`` active players,
        wider rows keep the activity prior; the order-3 fit solves ``min(n + 1, Pa +
@@ -844,7 +959,8 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         pairs), ``mode`` ("hybrid": as above; "xfit": return the cross-fitted ``phi_x``
         and ``se_x`` themselves (unbiased, higher error); "fit": plain fit with jackknife
         units), ``folds``, ``ard`` (rounds), ``lam``, ``ard_min``, ``linear_below``,
-        ``prior`` ("activity" or "flat"), ``activity_floor``, ``by_component``, ``pool``
+        ``prior`` ("pairs", "activity" or "flat"), ``activity_floor``, ``pair_floor``
+        (added to the pairs' ``|c_ij| / max``), ``pair_prior_max``, ``by_component``, ``pool``
         (components share their row's budget), ``pool_by`` ("interactions": beyond their
         border pairs in proportion to ``Pa**2 * sqrt(||A||)``; "size": to ``Pa**2``;
         "interactions" needs ``alloc="greedy"`` and is "size" otherwise),
@@ -1299,7 +1415,6 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
         est = _project(_border_row(S, vals[0::2], vals[1::2], v0, v1, cfg["border_c"]),
                        2 * yN)
         return players, est, np.full(est.shape, np.nan) if return_units else None, np.inf
-    X = np.where(S, 1.0, -1.0)
     y = (vals[0::2] - vals[1::2]) / 2.0
     Pa = players.size
     # ARD weighs every one of the C(Pa, 3) triples each round (O(n Pa^3) time, O(n Pa^2)
@@ -1309,16 +1424,28 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
     # the benchmark games: 0.55-0.8x the error at n_evals 2-8; with ARD it is worse on
     # games whose interactions ignore the activities, dividend32 1.3-3x, so ARD starts
     # from the flat prior)
-    act = None
-    if cfg["prior"] == "activity" and not big:
+    act = prior_of = None
+    X = np.where(S, 1.0, -1.0)
+    if cfg["prior"] in ("activity", "pairs") and not big:
         act = _row_activity(S, vals[0::2], vals[1::2], v0, v1, cfg["activity_floor"],
                             known=activity)
+        if (act is not None and cfg["prior"] == "pairs"
+                and comb(Pa, 3) <= cfg["pair_prior_max"]):
+            vS, vC, w = vals[0::2], vals[1::2], act
+
+            def prior_of(idx=slice(None)):
+                # from the pairs idx only: a cross-fit fold's surrogate must not see
+                # the fold (the size-1 pairs, in every fit, give the activities)
+                return _pair_prior(X[idx], vS[idx], vC[idx], v0, v1, w, cfg["ratio"],
+                                   cfg["pair_floor"]) or w
+
+            act = prior_of()
     # fewer than linear_below * Pa pairs and a flat prior: the linear fit (paired
     # KernelSHAP) alone, the order-3 term has too little to learn from
     small = act is None and S.shape[0] < cfg["linear_below"] * Pa
     small = small or _too_wide(S.shape[0], Pa, cfg)
     rcfg = dict(cfg, ard=cfg["ard"] if big else 0, orders=() if small else cfg["orders"],
-                activity=act)
+                activity=act, prior_of=None if small else prior_of)
     hybrid = cfg["mode"] == "hybrid"
     if xfit and (return_units or not hybrid) and _n_halves_ok(strat[~is_extra], cfg["folds"]):
         est, se, df = _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid,
@@ -1434,7 +1561,8 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     # kriging fits (of fewer pairs than coefficients) take their kernel from one gram
     kriged = [_uses_kernel(cfg["orders"], cfg["ratio"], n - int(n_jh[:, h].sum()), Pa)
               for h in range(K)]
-    if gram is None and any(kriged):
+    prior_of = cfg.get("prior_of")           # a prior of each fold's own pairs
+    if gram is None and any(kriged) and prior_of is None:
         gram, kshap = _gram(X, cfg["orders"], cfg["activity"])
     design = None
     if not all(kriged) and tuple(cfg["orders"]) == (3,) and cfg["ratio"]:
@@ -1450,7 +1578,7 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     T_h = np.zeros((K, J, Pa * O))                           # each fold's stratum totals
     R = np.zeros((K, Pa, O))             # fold h: residual correction phi_x,h - phi(g_h)
     est = np.zeros((Pa, O))
-    if any(kriged):
+    if any(kriged) and prior_of is None:
         # the kriged folds' points and values are rows of this (their kernel of gram,
         # their kernel Shapley values of kshap)
         FY1 = np.vstack([np.hstack([X, y]), np.concatenate([np.ones(Pa), yN])[None]])
@@ -1458,7 +1586,12 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
         mine = fold == h
         idx = np.flatnonzero(~mine)
         Wh = W[idx] * scale[jj[idx], h]
-        if kriged[h]:
+        if prior_of is not None:
+            phi_h, pred = _fit_row(X[idx], y[idx], Wh, yN, cfg["orders"], cfg["ratio"],
+                                   predict=True, activity=prior_of(idx),
+                                   design=None if kriged[h] or design is None else design[idx])
+            fitted = pred(X) if kriged[h] or design is None else pred(X, design)
+        elif kriged[h]:
             # _fit_row's kriging form (no ARD) on the fold's rows of the shared arrays
             idx1 = np.append(idx, n)
             b, alpha = _krige(gram[np.ix_(idx1, idx1)], FY1[idx1], Pa, 1.0 / (Wh / Wh.mean()),
@@ -1538,7 +1671,8 @@ def _jackknife(X, y, W, strat, yN, cfg, est):
             kept = (in_j & keep).sum()
             if kept:
                 Wg[in_j] *= in_j.sum() / kept
+        prior = cfg["activity"] if cfg.get("prior_of") is None else cfg["prior_of"](keep)
         fit = _fit_row(X[keep], y[keep], Wg[keep], yN, cfg["orders"], cfg["ratio"],
-                       ard=cfg["ard"], lam=cfg["lam"], activity=cfg["activity"])
+                       ard=cfg["ard"], lam=cfg["lam"], activity=prior)
         pseudo[g] = G * est - (G - 1) * _project(fit, 2 * yN)
     return pseudo
