@@ -876,6 +876,7 @@ def test_pair_prior_tells_the_triples_from_the_even_part():
     # the pair (0, 3) does not interact: the even part's order-2 coefficients say so, and
     # the pair prior puts the order-3 variance on (2, 5, 7)
     from sklearn_xai.shapley._frontier import (
+        _pair_magnitudes,
         _pair_prior,
         _row_activity,
         _stratum_masks,
@@ -896,7 +897,11 @@ def test_pair_prior_tells_the_triples_from_the_even_part():
     v0, v1 = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]))[0]
     a = _row_activity(S, v[0::2], v[1::2], v0, v1, 0.05)
     X = np.where(S, 1.0, -1.0)
-    tau = _pair_prior(X, v[0::2], v[1::2], v0, v1, a, 100.0, 0.0).tau
+    mags = [_pair_magnitudes(X, v[0::2], v[1::2], v0, v1, a, 100.0, primal=p)
+            for p in (False, True)]
+    # the kriging and primal forms of the pairs' fit are the same posterior mean
+    np.testing.assert_allclose(mags[0], mags[1], rtol=1e-8, atol=1e-12)
+    tau = _pair_prior(mags[0], a, 0.0).tau
     T = [tuple(t) for t in _triples(P).tolist()]
     true, false = T.index((2, 5, 7)), T.index((0, 1, 3))
     assert np.argmax(tau) == true
@@ -908,7 +913,7 @@ def test_pair_prior_tells_the_triples_from_the_even_part():
     additive = DividendGame(P, {(i,): np.array([float(i)]) for i in range(P)}, n_rows=1)
     w = additive.value(masks)[0]
     w0, w1 = additive.value(np.array([np.zeros(P, bool), np.ones(P, bool)]))[0]
-    assert _pair_prior(X, w[0::2], w[1::2], w0, w1, np.ones(P), 100.0, 0.0) is None
+    assert _pair_magnitudes(X, w[0::2], w[1::2], w0, w1, np.ones(P), 100.0) is None
 
 
 @pytest.mark.parametrize("n_evals, ratio", [(4, 0.7), (6, 0.4)])

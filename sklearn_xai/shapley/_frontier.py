@@ -726,44 +726,59 @@ def _row_activity(S, vS, vC, v0, v1, floor, known=None):
     return a + floor * top
 
 
-def _pair_prior(X, vS, vC, v0, v1, activity, ratio, floor):
-    """The triples' prior variances (:class:`_TripleVariances`) from the pairs' even parts:
-    ``tau_T`` in proportion to ``sqrt(prod_T w) * (prod_{ij in T} (|c_ij| + floor max
-    |c|))**(1/3)``, ``w`` the players' ``activity`` (Pa,) and ``c_ij`` the order-2 Walsh
-    coefficients of the row's game as kriged from the even parts; None when every ``c_ij``
-    is 0.
+def _pair_magnitudes(X, vS, vC, v0, v1, activity, ratio, primal=None):
+    """The row's order-2 Walsh coefficients kriged from the pairs' even parts: ``|c_ij|``
+    (C(Pa, 2),) over their largest (the norm over the outputs; pairs in
+    :func:`_triple_split`'s order), or None when they are all 0.
 
     A pair gives the even part ``(v(S) + v(~S)) / 2`` too, which the Shapley values ignore
     but which tells where the interactions are: a dividend on ``D`` puts order-2
-    coefficients on every pair in ``D`` as it puts order-3 ones on every triple, so a
-    triple whose three pairs interact is the likelier. The even part less the ends' mean,
-    ``sum_{|U| even} c_U (chi_U(x) - 1)``, is fitted by its order-2 terms alone with prior
-    variances ``w_i w_j`` (misfit variance ``1 / ratio`` of their mean): a fit of
-    ``C(Pa, 2)`` unknowns on ``n`` values, the size-1 pairs among them (each the sum of a
-    player's ``c_ij``, its activity). The geometric mean of the activities' prior and the
-    pairs' keeps the activities where the pairs say little (measured, ``doc/benchmarks.md``).
-    X : (n, Pa) in {-1, +1}; vS / vC : (n, O) the values of each pair's coalition and of its
-    complement; v0 / v1 : (O,) the ends.
+    coefficients on every pair in ``D`` as it puts order-3 ones on every triple. The even
+    part less the ends' mean, ``sum_{|U| even} c_U (chi_U(x) - 1)``, is fitted by its
+    order-2 terms alone with prior variances ``w_i w_j`` (``w`` the players' ``activity``,
+    (Pa,)) and misfit variance ``1 / ratio`` of their mean: ``C(Pa, 2)`` unknowns on ``n``
+    values, the size-1 pairs among them (each the sum of a player's ``c_ij``, its
+    activity), in the kriging form (``n x n``) or the primal one (``C(Pa, 2)`` square),
+    whichever is smaller unless ``primal`` says. X : (n, Pa) in {-1, +1}; vS / vC : (n, O)
+    the values of each pair's coalition and of its complement; v0 / v1 : (O,) the ends.
     """
     n, Pa = X.shape
     _, _, pairs = _triple_split(Pa)
+    C2 = pairs.shape[0]
     Phi = _pair_products(X).T - 1.0                     # (n, C2): -2 where i, j are split
     pv = activity[pairs[:, 0]] * activity[pairs[:, 1]]
     pv = pv / pv.mean()
     z = ((vS - v0) + (vC - v1)).reshape(n, -1) / 2.0    # the even part less the ends' mean
     z = z / _pow2_scale(z)                              # exact; values far from 1
-    K = _syrk_lower(Phi * np.sqrt(pv))
-    K[np.arange(n), np.arange(n)] += 1.0 / ratio
-    c = pv[:, None] * (Phi.T @ _spd_solve(K, z))          # (C2, O)
+    if primal is None:
+        primal = n > C2
+    if primal:
+        G = _syrk_lower(Phi.T * np.sqrt(ratio))
+        G[np.arange(C2), np.arange(C2)] += 1.0 / pv
+        c = _spd_solve(G, ratio * (Phi.T @ z))            # (C2, O)
+    else:
+        K = _syrk_lower(Phi * np.sqrt(pv))
+        K[np.arange(n), np.arange(n)] += 1.0 / ratio
+        c = pv[:, None] * (Phi.T @ _spd_solve(K, z))
     mag = np.abs(c[:, 0]) if c.shape[1] == 1 else _root_sum_squares(c, axis=1)
     top = mag.max()
-    if not top > 0:
-        return None
-    # tau_T = prod over the triple's pairs of (w_i w_j)**(1/4) (|c_ij| + floor)**(1/3)
+    return mag / top if top > 0 else None
+
+
+def _pair_prior(mag, activity, floor):
+    """The triples' prior variances (:class:`_TripleVariances`) below ARD's budget:
+    ``tau_T`` in proportion to ``sqrt(prod_T w) * (prod_{ij in T} (m_ij + floor))**(1/3)``,
+    ``w`` the players' ``activity`` (Pa,) and ``m`` :func:`_pair_magnitudes`: a triple whose
+    three pairs interact is the likelier; the geometric mean of the activities' prior and
+    the pairs' keeps the activities where the pairs say little (measured,
+    ``doc/benchmarks.md``)."""
+    Pa = activity.shape[0]
+    _, _, pairs = _triple_split(Pa)
+    # tau_T = prod over the triple's pairs of (w_i w_j)**(1/4) (m_ij + floor)**(1/3)
     # (each player is in two of them); of exact ratios, so that it does not depend on
     # the values' scale
     w = activity / activity.max()
-    M = np.sqrt(np.sqrt(w[pairs[:, 0]] * w[pairs[:, 1]])) * np.cbrt(mag / top + floor)
+    M = np.sqrt(np.sqrt(w[pairs[:, 0]] * w[pairs[:, 1]])) * np.cbrt(mag + floor)
     tau = M[_triangle(Pa)].prod(axis=1)
     return _TripleVariances(tau / tau.mean())
 
@@ -1436,8 +1451,8 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
             def prior_of(idx=slice(None)):
                 # from the pairs idx only: a cross-fit fold's surrogate must not see
                 # the fold (the size-1 pairs, in every fit, give the activities)
-                return _pair_prior(X[idx], vS[idx], vC[idx], v0, v1, w, cfg["ratio"],
-                                   cfg["pair_floor"]) or w
+                mag = _pair_magnitudes(X[idx], vS[idx], vC[idx], v0, v1, w, cfg["ratio"])
+                return w if mag is None else _pair_prior(mag, w, cfg["pair_floor"])
 
             act = prior_of()
     # fewer than linear_below * Pa pairs and a flat prior: the linear fit (paired
