@@ -566,18 +566,22 @@ def auto_start_n_evals(algorithm, n_players):
     return n_evals
 
 
-def tol_reached(phi, std, base, full, tol):
+def tol_reached(phi, std, base, full, tol, floor=64):
     """The stopping rule of ``tol``: rows whose every standard error is at most ``tol``
     times the row's range of attributions (over players, the widest output), or
-    round-off (``64 eps`` of the row's largest value: equal attributions would otherwise
-    never stop). NaN is not small.
+    round-off (``floor * eps`` of the row's largest value: equal attributions would
+    otherwise never stop). NaN is not small. The one rule of every explainer's ``tol``
+    (KnockoffSAGE's global importances are one row, with a floor of ``1024 eps`` of the
+    largest loss: its sums over rows gather more round-off).
 
     Parameters
     ----------
     phi, std : ndarray of shape (n, P, O)
     base, full : ndarray of shape (n, O)
-        ``v(empty)`` and ``v(all)``.
+        ``v(empty)`` and ``v(all)`` (or any values the round-off is relative to).
     tol : float
+    floor : float, default=64
+        The round-off floor in units of ``eps``.
 
     Returns
     -------
@@ -587,7 +591,7 @@ def tol_reached(phi, std, base, full, tol):
     scale = np.maximum.reduce([np.max(np.abs(phi), axis=(1, 2)),
                                np.max(np.abs(base), axis=1), np.max(np.abs(full), axis=1)])
     worst = np.max(np.where(np.isnan(std), np.inf, std), axis=(1, 2))
-    return worst <= np.maximum(tol * spread, 64 * np.finfo(np.float64).eps * scale)
+    return worst <= np.maximum(tol * spread, floor * np.finfo(np.float64).eps * scale)
 
 
 def default_n_evals(algorithm, n_players):

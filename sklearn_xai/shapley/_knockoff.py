@@ -66,9 +66,9 @@ MAX_AUTO_EXACT = 12
 MAX_AUTO_KNOCKOFF_FACTOR = 16
 # permutation rounds of KnockoffSAGE when n_permutations=None (a ConvergenceWarning if hit)
 MAX_PERMUTATION_ROUNDS = 1000
-# standard errors below this times the largest loss count as 0 (round-off) in the SAGE
-# stop rule
-_SE_FLOOR = 1024 * np.finfo(np.float64).eps
+# standard errors below this many eps of the largest loss count as 0 (round-off) in the
+# SAGE stop rule
+_SE_FLOOR = 1024
 # tag of the knockoff draws' stream (stream_seeds(base_seed, tag)); the coalition sampling
 # and the SAGE permutations use the base seed itself
 _KNOCKOFF_STREAM = 1
@@ -1130,11 +1130,12 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         return float(pearson_over_axis1(sums[None, :, None], increase[None, :, None])[0, 0])
 
     def _tol_reached(self, values, std, scale):
-        """The stop rule of ``tol``: the largest standard error is at most ``tol`` times
-        the range of the importances, or round-off (``_SE_FLOOR`` times ``scale``, the
-        largest loss or credit seen: equal importances, a range of 0, would otherwise
-        never stop)."""
-        return bool(np.max(std) <= max(self.tol * np.ptp(values), _SE_FLOOR * float(scale)))
+        """:func:`tol_reached` of the importances (P,) as one row, round-off relative to
+        ``scale``, the largest loss or credit seen (``_SE_FLOOR``)."""
+        s = np.full((1, 1), float(scale))
+        return bool(tol_reached(np.asarray(values, dtype=np.float64)[None, :, None],
+                                np.asarray(std, dtype=np.float64)[None, :, None], s, s,
+                                self.tol, floor=_SE_FLOOR)[0])
 
     def _frontier_sage(self, losses, n, P, seed, keys):
         """Each row's loss game by the frontier estimator, averaged over the rows."""
