@@ -948,3 +948,45 @@ def test_pair_prior_is_capped_as_documented():
             np.testing.assert_array_equal(a, b)
         plain = frontier_shapley(game, n_evals, _gens(3), return_units=True)
         assert not np.allclose(plain[0], ref[0], rtol=0, atol=1e-9)
+
+
+def test_cross_fit_folds_learn_the_pairs_prior_without_their_own_pairs():
+    # a fold's surrogate must not see the pairs it is tested on: with the pairs' prior,
+    # each of the K folds asks for the prior of exactly the pairs outside it (the
+    # enumerated and extra pairs in every fold), and the plain fit for all pairs
+    from sklearn_xai.shapley import _frontier as F
+
+    P = 9
+    game = _dividend_game(P, HIGH, n_rows=1)
+    rng = np.random.default_rng(0)
+    S, W, strat, incl, extra = F._design(P, 40, rng, "greedy", True, unit=4)
+    masks = F._pair_masks(S, np.arange(P), P)
+    vals = game.value(masks)[0]
+    v0, v1 = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]))[0]
+    asked = []
+    orig = F._pair_magnitudes
+
+    def spy(X, *args, **kwargs):
+        asked.append(X.copy())
+        return orig(X, *args, **kwargs)
+
+    F._pair_magnitudes = spy
+    try:
+        F._solve_fit_row((np.arange(P), S, W, strat, incl, extra), vals, v0, v1,
+                         F.DEFAULTS, True, True)
+    finally:
+        F._pair_magnitudes = orig
+    X = np.where(S, 1.0, -1.0)
+    units = (strat >= 0) & ~extra
+    assert asked[0].shape[0] == S.shape[0]                 # the plain fit: every pair
+    folds = asked[1:]
+    assert len(folds) == F.DEFAULTS["folds"]
+    left_out = []
+    for Xh in folds:
+        seen = {row.tobytes() for row in Xh}
+        out = [i for i in range(S.shape[0]) if X[i].tobytes() not in seen]
+        assert Xh.shape[0] + len(out) == S.shape[0]
+        assert all(units[i] for i in out)                    # only sampled unit pairs
+        left_out.extend(out)
+    # every unit pair is left out by exactly one fold
+    assert sorted(left_out) == list(np.flatnonzero(units))
