@@ -1537,7 +1537,10 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     are summed exactly, the fold's draw extrapolating to the rest of the stratum.
 
     ``gram``, ``kshap``: :func:`_gram` of ``X`` (computed here when a fold's fit needs
-    them and they are not given); the folds' fits and predictions are slices of them. The folds'
+    them and they are not given); the folds' fits and predictions are slices of them,
+    unless ``cfg["prior_of"]`` gives each fold the prior of its own pairs (the pairs'
+    prior, :func:`_pair_prior`: learned from the pairs outside the fold, so each fold
+    builds its own kernel). The folds'
     surrogates are fitted without ARD (``cfg["ard"]`` is not read).
     Returns ``(estimate, se, mse, df)``: (Pa, O) each but ``mse`` (O,), the surrogates'
     pooled mean squared error.
