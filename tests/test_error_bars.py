@@ -398,7 +398,10 @@ def test_knockoff_sage_frontier_is_calibrated():
         sampled = KnockoffSAGE(model, algorithm="frontier", n_evals=6,
                                **kw).fit(X).explain(X[:30], y[:30])
         hits.append(_coverage(sampled.importances, sampled.std, exact.importances))
-    _assert_calibrated(hits, 60, "KnockoffSAGE frontier")
+    rate = _assert_calibrated(hits, 60, "KnockoffSAGE frontier")
+    # each row's standard error widened by its own Student-t (3 degrees of freedom) and
+    # then summed over the 30 rows covered 0.998 here; widened once, 0.981
+    assert rate < 0.99
 
 
 @pytest.mark.slow

@@ -990,3 +990,26 @@ def test_cross_fit_folds_learn_the_pairs_prior_without_their_own_pairs():
         left_out.extend(out)
     # every unit pair is left out by exactly one fold
     assert sorted(left_out) == list(np.flatnonzero(units))
+
+
+def test_dof_gives_the_widening_of_the_standard_errors():
+    # frontier_shapley's dof: the degrees of freedom its standard errors were widened by
+    # (t(0.975, dof) / 1.96; inf where exact or normal); estimate_shapley carries them
+    from sklearn_xai.shapley import estimate_shapley
+    from sklearn_xai.shapley._estimators import _t_factor
+    from sklearn_xai.shapley._frontier import DEFAULTS, _frontier_rows
+
+    game = _dividend_game(9, HIGH, n_rows=3)
+    exact_row = _dividend_game(3, ((1, 3), (2, 2)), n_rows=1)
+    for g in (game, exact_row):
+        dof = []
+        phi, _, units = frontier_shapley(g, 4, _gens(g.n_rows), return_units=True, dof=dof)
+        _, _, se, df = _frontier_rows(g, 4, _gens(g.n_rows), DEFAULTS, True)
+        if se is None:                          # every row exact
+            assert units is None and np.isinf(dof[0]).all()
+            continue
+        np.testing.assert_array_equal(dof[0], df)
+        assert np.isfinite(df).any()
+        np.testing.assert_allclose(unit_std(units), se * _t_factor(df), rtol=1e-12)
+        est = estimate_shapley(g, "frontier", 4, _gens(g.n_rows))
+        np.testing.assert_array_equal(est.dof, df)

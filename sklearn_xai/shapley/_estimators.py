@@ -90,6 +90,42 @@ def _root_sum_squares(a, axis):
     return np.sqrt(((a / c) ** 2).sum(axis=axis)) * np.squeeze(c, axis)
 
 
+def _welch_satterthwaite(v, df, axis=1):
+    """Degrees of freedom of a sum over ``axis`` of independent variance estimates ``v``
+    with ``df`` degrees of freedom each: ``(sum v)^2 / sum(v^2 / df)``; inf where the sum
+    is exact (every ``v`` 0)."""
+    v = v / _pow2_scale(v, axis=axis)     # exact; v**2 of se**2 far from 1 over/underflows
+    den = np.where(v > 0, v**2 / df, 0.0).sum(axis=axis)
+    tot = v.sum(axis=axis)
+    return np.where(den > 0, tot**2 / np.where(den > 0, den, 1.0), np.inf)
+
+
+def _t_factor(df):
+    """``t(0.975, df) / z(0.975)``; 1 where ``df`` is not finite and positive (the normal
+    interval)."""
+    from scipy.stats import norm, t
+    ok = np.isfinite(df) & (df > 0)
+    return np.where(ok, t.ppf(0.975, np.where(ok, df, 1.0)) / norm.ppf(0.975), 1.0)
+
+
+def _t_widened(se, df):
+    """``se * t(0.975, df) / z(0.975)``: ``+-1.96`` times it is the 95 % Student-t
+    interval of an estimate whose standard error ``se`` has ``df`` degrees of freedom
+    (``inf``: the normal interval, ``se`` unchanged; NaN stays NaN)."""
+    return se * _t_factor(df)
+
+
+def _mean_se(se, df, axis=1):
+    """The standard error and degrees of freedom of the mean over ``axis`` of independent
+    estimates with standard errors ``se`` (unwidened) and ``df`` degrees of freedom:
+    ``sqrt(sum se**2) / K`` (in a power-of-two scale, exact: squares of ``se`` near 1e154
+    would overflow) and Welch-Satterthwaite's degrees of freedom; NaN stays NaN."""
+    c = _pow2_scale(se, axis=axis)
+    v = (se / c) ** 2
+    return (np.sqrt(v.sum(axis=axis)) * np.squeeze(c, axis) / se.shape[axis],
+            _welch_satterthwaite(v, df, axis=axis))
+
+
 def _far_scale(*arrays, bound=2.0**60):
     """1 when the largest ``|value|`` of ``arrays`` lies within ``[1 / bound, bound]``,
     else :func:`_pow2_scale` of them all: the scale in which a row's values far from 1
@@ -488,6 +524,11 @@ class ShapleyEstimate:
     units : ndarray of shape (n_rows, n_units, n_players, n_outputs) or None
         The independent units ``std`` comes from, for callers that combine them with
         another source of error (KnockoffSHAP crosses them with the knockoff draws).
+    dof : ndarray of shape (n_rows, n_players, n_outputs) or None
+        The degrees of freedom of ``std`` (``"frontier"`` only; ``inf`` where its
+        interval is normal): its ``std`` is already widened by ``t(0.975, dof) /
+        z(0.975)``, so a caller that combines several estimates divides that out first
+        and widens the combination once (KnockoffSAGE's mean over rows).
     """
 
     values: np.ndarray
@@ -496,6 +537,7 @@ class ShapleyEstimate:
     n_evaluations: int
     paths: np.ndarray | None = None
     units: np.ndarray | None = None
+    dof: np.ndarray | None = None
 
 
 def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | None = None,
@@ -533,14 +575,16 @@ def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | Non
     if algorithm != "exact" and n_evals is None:
         n_evals = default_n_evals(algorithm, game.n_players)
     start = game.n_evaluations
-    paths = [] if algorithm == "frontier" else None
-    kw = {"paths": paths} if paths is not None else {}
+    frontier = algorithm == "frontier"
+    paths, dof = ([], []) if frontier else (None, None)
+    kw = {"paths": paths, "dof": dof} if frontier else {}
     out = ALGORITHMS[algorithm](game, n_evals, generators, return_units=with_std, **kw)
     units = out[2] if with_std else None
     return ShapleyEstimate(
         values=out[0], base=out[1], std=None if units is None else unit_std(units),
         n_evaluations=int(game.n_evaluations - start),
-        paths=None if paths is None else np.array(paths, dtype=object), units=units)
+        paths=None if paths is None else np.array(paths, dtype=object), units=units,
+        dof=dof[0] if dof and units is not None else None)
 
 
 # n_evals="auto" (KnockoffSHAP, ShearExplainer's frontier): at least this many units

@@ -19,8 +19,11 @@ from ._estimators import (
     _check_generators,
     _check_n_evals,
     _far_scale,
+    _mean_se,
     _pow2_scale,
     _root_sum_squares,
+    _t_widened,
+    _welch_satterthwaite,
     all_masks,
     shapley_weights,
     unit_std,
@@ -822,6 +825,7 @@ def _border_row(S, vS, vC, v0, v1, c):
 
 def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Generator], *,
                      return_units: bool = False, paths: list | None = None,
+                     dof: list | None = None,
                      **config: Any) -> tuple[np.ndarray | None, ...]:
     """Shapley values with free exactness, exact border strata and an odd surrogate.
 
@@ -965,6 +969,11 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         ``"sampled"``, ``"linear"`` (sampled, fitted by the linear term alone: a row too
         wide for the order-3 term, ``max_unknowns``); for a mean game, the components'
         paths summed up (:func:`row_path`).
+    dof : list or None, default=None
+        When a list and ``return_units=True``, receives one array (n_rows, n_players,
+        n_outputs): the degrees of freedom of the returned standard errors (``inf``
+        where the interval is normal, e.g. exact values), for callers that combine them
+        (the standard error the units give is already widened by them).
     **config
         Tuning knobs for benchmarks: ``alloc`` ("greedy": whole strata from the border
         while the budget covers them, then water-filling; "kernel": water-filling only;
@@ -999,7 +1008,6 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
     if split is not None:
         phi_k, base_k, se_k, df_k, path_k = _components(
             game, n_evals, generators, split, return_units, cfg)
-        K = split[1]
         if paths is not None:
             paths.extend(row_path(p) for p in path_k)
         phi, base = phi_k.mean(axis=1), base_k.mean(axis=1)
@@ -1007,35 +1015,19 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
             return phi, base
         # independent designs: the variance of the mean is sum_k se_k^2 / K^2, its degrees
         # of freedom Welch-Satterthwaite's over the components
-        c = _pow2_scale(se_k, axis=1)       # exact; squares of se ~ 1e154 would overflow
-        v_k = (se_k / c) ** 2
-        se = np.sqrt(v_k.sum(axis=1)) * c[:, 0] / K
-        return phi, base, _units_from_se(phi, _t_widened(se, _welch_satterthwaite(v_k, df_k)))
+        se, df = _mean_se(se_k, df_k, axis=1)
+        if dof is not None:
+            dof.append(df)
+        return phi, base, _units_from_se(phi, _t_widened(se, df))
     out = _frontier_rows(game, n_evals, generators, cfg, return_units, paths=paths)
     if not return_units or out[2] is None:
+        if dof is not None and return_units:
+            dof.append(np.full(out[0].shape, np.inf))
         return out[:3]
     phi, base, se, df = out
+    if dof is not None:
+        dof.append(df)
     return phi, base, _units_from_se(phi, _t_widened(se, df))
-
-
-def _welch_satterthwaite(v, df, axis=1):
-    """Degrees of freedom of a sum over ``axis`` of independent variance estimates ``v``
-    with ``df`` degrees of freedom each: ``(sum v)^2 / sum(v^2 / df)``; inf where the sum
-    is exact (every ``v`` 0)."""
-    v = v / _pow2_scale(v, axis=axis)     # exact; v**2 of se**2 far from 1 over/underflows
-    den = np.where(v > 0, v**2 / df, 0.0).sum(axis=axis)
-    tot = v.sum(axis=axis)
-    return np.where(den > 0, tot**2 / np.where(den > 0, den, 1.0), np.inf)
-
-
-def _t_widened(se, df):
-    """``se * t(0.975, df) / z(0.975)``: ``+-1.96`` times it is the 95 % Student-t
-    interval of an estimate whose standard error ``se`` has ``df`` degrees of freedom
-    (``inf``: the normal interval, ``se`` unchanged; NaN stays NaN)."""
-    from scipy.stats import norm, t
-    ok = np.isfinite(df) & (df > 0)
-    factor = np.where(ok, t.ppf(0.975, np.where(ok, df, 1.0)) / norm.ppf(0.975), 1.0)
-    return se * factor
 
 
 def row_path(component_paths: Sequence[str]) -> str:

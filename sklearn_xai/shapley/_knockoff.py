@@ -38,7 +38,9 @@ from ._estimators import (
     AUTO_MIN_UNITS,
     MAX_AUTO_N_EVALS,
     MAX_EXACT_PLAYERS,
-    _root_sum_squares,
+    _mean_se,
+    _t_factor,
+    _t_widened,
     auto_start_n_evals,
     crossed_std,
     default_n_evals,
@@ -782,17 +784,19 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
     odd surrogate fitted and efficiency imposed; a row whose game fits the budget is
     enumerated exactly) and averages them. Its standard errors, like the permutation
     rounds', measure the distance to the exact SAGE values of the explained rows:
-    ``sqrt(sum_rows se_row**2) / n_samples`` from the rows' own standard errors (NaN when
-    a row has none: its budget is spent on whole coalition sizes, deterministic but not
-    exact, as at ``n_evals=2`` with more than three players, or at ``n_evals = P + 1``
-    where the sizes 1 and 2 fill it; see the user guide's black-box page). It runs no
-    rounds: ``tol`` and ``n_permutations`` do not stop it, and
-    ``converged`` says whether the largest standard error is within ``tol`` times the
-    range of the importances. Measured on Adult (12 players, 200 rows, 16 background
-    rows, ``doc/benchmarks.md``), against the antithetic permutation rounds at equal
-    model evaluations: 1.7x / 1.0x / 0.53x / 0.48x / 0.31x their error at ``n_evals`` 2 /
-    4 / 8 / 16 / 32, in 1.1-1.2x their time (the model's calls dominate): worth it from
-    ``n_evals=8``; its 95 % intervals covered 0.97-1.00 there (conservative).
+    ``sqrt(sum_rows se_row**2) / n_samples`` from the rows' own standard errors, widened
+    to a Student-t interval once, with the rows' Welch-Satterthwaite degrees of freedom
+    (not each row's before the sum); NaN when a row has none (its budget is spent on
+    whole coalition sizes, deterministic but not exact, as at ``n_evals=2`` with more
+    than three players, or at ``n_evals = P + 1`` where the sizes 1 and 2 fill it; see
+    the user guide's black-box page). It runs no rounds: ``tol`` and ``n_permutations``
+    do not stop it, and ``converged`` says whether the largest standard error is within
+    ``tol`` times the range of the importances. Measured on Adult (12 players, 200 rows,
+    16 background rows, ``doc/benchmarks.md``), against the antithetic permutation
+    rounds at equal model evaluations: 1.7x / 1.0x / 0.48x / 0.48x / 0.31x their error at
+    ``n_evals`` 2 / 4 / 8 / 16 / 32, in 1.1-1.7x their time (the model's calls
+    dominate): worth it from ``n_evals=8``; its 95 % intervals covered 0.94 / 0.96 /
+    1.00 at ``n_evals`` 4 / 8 / 16 there (16 seeds).
 
     Parameters
     ----------
@@ -1144,15 +1148,20 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         def run(rows):
             game = _LossGame(losses, rows, n, P)
             est = estimate_shapley(game, "frontier", n_evals, keyed_generators(seed, keys[rows]))
-            se = np.zeros_like(est.values) if est.std is None else est.std
-            return est.values[:, :, 0], se[:, :, 0], est.paths, game.n_evaluations
+            if est.std is None:
+                se, df = np.zeros_like(est.values), np.full(est.values.shape, np.inf)
+            else:   # each row's std is widened by its own t: the mean is widened once
+                se, df = est.std / _t_factor(est.dof), est.dof
+            return est.values[:, :, 0], se[:, :, 0], df[:, :, 0], est.paths, game.n_evaluations
 
         parts = self._map_batches(run, n)
         phi = np.concatenate([p[0] for p in parts])
         se = np.concatenate([p[1] for p in parts])
         values = phi.mean(axis=0)
-        # the rows' errors are independent: the mean's variance is their sum over n**2
-        std = _root_sum_squares(se, axis=0) / n
+        # the rows' errors are independent: the mean's variance is their sum over n**2,
+        # its degrees of freedom Welch-Satterthwaite's over the rows
+        std, df = _mean_se(se, np.concatenate([p[2] for p in parts]), axis=0)
+        std = _t_widened(std, df)
         converged = self.tol is None or self._tol_reached(values, std, np.max(np.abs(phi)))
         no_se = int(np.isnan(se).any(axis=1).sum())
         if no_se:  # once per fitted explainer (score explains again)
@@ -1163,8 +1172,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
                 "nor P + 1 when every player is active).", UserWarning,
                 key="frontier without standard errors", stacklevel=3)
         extras = {"n_evals": int(n_evals),
-                  "n_evaluations": int(sum(p[3] for p in parts)),
-                  "paths": np.concatenate([p[2] for p in parts])}
+                  "n_evaluations": int(sum(p[4] for p in parts)),
+                  "paths": np.concatenate([p[3] for p in parts])}
         return GlobalImportance(values, std, list(self.player_names_), 0, converged,
                                 self.loss_, self.imputation, extras)
 
