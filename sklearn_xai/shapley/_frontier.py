@@ -366,24 +366,24 @@ def _kernel_shapley(pts, orders, activity=None):
     return D
 
 
-def _triple_kernel_parts(pts, prior, gram=True):
+def _triple_kernel_parts(pts, prior, gram=True, chars=None):
     """:func:`_odd_kernel` of ``pts`` (p, Pa) with themselves (None without ``gram``) and
     :func:`_kernel_shapley` of ``pts`` for a :class:`_TripleVariances` ``prior``, from one
-    computation of their characters."""
+    computation of their characters (``chars``, (p, F), when the caller has them)."""
     Pa = pts.shape[1]
-    Z = _chi3(pts, _triples(Pa))
+    Z = _chi3(pts, _triples(Pa)) if chars is None else chars
     Zs = Z * (prior.tau / Z.shape[1])
     return (Zs @ Z.T if gram else None), (2.0 / 3.0) * (Zs @ _incidence(Pa))
 
 
-def _gram(X, orders, activity=None):
+def _gram(X, orders, activity=None, chars=None):
     """:func:`_odd_kernel` of the pairs ``X`` (n, Pa) and the full coalition, ``[X; 1]``,
     with themselves (n + 1, n + 1), and :func:`_kernel_shapley` of ``[X; 1]`` (n + 1, Pa)
     as :func:`_fit_row` computes it (the activity only with ``orders == (3,)``): the
     kriging fit's, whose slices the cross-fit's folds take."""
     P1 = np.vstack([X, np.ones((1, X.shape[1]))])
     if isinstance(activity, _TripleVariances) and tuple(orders) == (3,):
-        return _triple_kernel_parts(P1, activity)
+        return _triple_kernel_parts(P1, activity, chars=chars)
     return (_odd_kernel(P1, P1, orders, activity),
             _kernel_shapley(P1, orders, activity if tuple(orders) == (3,) else None))
 
@@ -729,7 +729,7 @@ def _row_activity(S, vS, vC, v0, v1, floor, known=None):
     return a + floor * top
 
 
-def _pair_magnitudes(X, vS, vC, v0, v1, activity, ratio, primal=None):
+def _pair_magnitudes(X, vS, vC, v0, v1, activity, ratio, primal=None, products=None):
     """The row's order-2 Walsh coefficients kriged from the pairs' even parts: ``|c_ij|``
     (C(Pa, 2),) over their largest (the norm over the outputs; pairs in
     :func:`_triple_split`'s order), or None when they are all 0.
@@ -743,12 +743,15 @@ def _pair_magnitudes(X, vS, vC, v0, v1, activity, ratio, primal=None):
     values, the size-1 pairs among them (each the sum of a player's ``c_ij``, its
     activity), in the kriging form (``n x n``) or the primal one (``C(Pa, 2)`` square),
     whichever is smaller unless ``primal`` says. X : (n, Pa) in {-1, +1}; vS / vC : (n, O)
-    the values of each pair's coalition and of its complement; v0 / v1 : (O,) the ends.
+    the values of each pair's coalition and of its complement; v0 / v1 : (O,) the ends;
+    ``products`` (n, C(Pa, 2)): ``_pair_products(X).T``, when the caller has it.
     """
     n, Pa = X.shape
     _, _, pairs = _triple_split(Pa)
     C2 = pairs.shape[0]
-    Phi = _pair_products(X).T - 1.0                     # (n, C2): -2 where i, j are split
+    if products is None:
+        products = _pair_products(X).T
+    Phi = products - 1.0                                # (n, C2): -2 where i, j are split
     pv = activity[pairs[:, 0]] * activity[pairs[:, 1]]
     pv = pv / pv.mean()
     z = ((vS - v0) + (vC - v1)).reshape(n, -1) / 2.0    # the even part less the ends' mean
@@ -892,10 +895,11 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
        geometric mean of the activities' prior and the pairs' (a dividend on ``D`` puts
        coefficients on every pair and every triple in ``D``). Measured (8 seeds): 0.81-1.0x
        the activity prior's error at ``n_evals`` 2-8 on the four Adult and German games
-       (0.87x / 0.93x on the one-reference games at 2), at 1.2-1.4x the time of those rows'
-       fits; a triple's prior from the pairs alone was 0.88x on Adult XGBoost but 1.18x on
-       the MLP at 4. Beyond 20 players the kernel's ``C(Pa, 3)`` characters per point
-       cost too much for the measured gain (dividend32: 0.95x). Each cross-fit fold takes
+       (0.87x / 0.93x on the one-reference games at 2), at 1.2-1.4x the time of those
+       rows' fits (1.2-1.7x with standard errors); a triple's prior from the pairs alone
+       was 0.88x on Adult XGBoost but 1.18x on the MLP at 4. Beyond 20 players the
+       kernel's ``C(Pa, 3)`` characters per point cost too much for the measured gain
+       (dividend32: 0.95x). Each cross-fit fold takes
        the prior of the pairs outside it (with the prior of all pairs the one-reference
        games' intervals covered 0.919 / 0.926 at ``n_evals=4``; fold by fold 0.941 / 0.958).
        **Wide rows:** ARD weighs every one of the ``C(Pa, 3)`` triples each round
@@ -1436,14 +1440,16 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
     if cfg["prior"] in ("activity", "pairs") and not big:
         act = _row_activity(S, vals[0::2], vals[1::2], v0, v1, cfg["activity_floor"],
                             known=activity)
-        if (act is not None and cfg["prior"] == "pairs"
+        if (act is not None and cfg["prior"] == "pairs" and tuple(cfg["orders"]) == (3,)
                 and comb(Pa, 3) <= cfg["pair_prior_max"]):
             vS, vC, w = vals[0::2], vals[1::2], act
+            products = _pair_products(X).T                  # (n, C2), sliced per fold
 
             def prior_of(idx=slice(None)):
                 # from the pairs idx only: a cross-fit fold's surrogate must not see
                 # the fold (the size-1 pairs, in every fit, give the activities)
-                mag = _pair_magnitudes(X[idx], vS[idx], vC[idx], v0, v1, w, cfg["ratio"])
+                mag = _pair_magnitudes(X[idx], vS[idx], vC[idx], v0, v1, w, cfg["ratio"],
+                                       products=products[idx])
                 return w if mag is None else _pair_prior(mag, w, cfg["pair_floor"])
 
             act = prior_of()
@@ -1479,12 +1485,15 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
     # the fold surrogates without ARD: the estimate is the plain fit's (with ARD), the
     # folds only size its error; measured: coverage within +-2 % of the ARD folds' on the
     # benchmark games, at half the cost of a row with units
-    gram = kshap = None
+    gram = kshap = chars = None
+    if rcfg.get("prior_of") is not None and tuple(rcfg["orders"]) == (3,):
+        # the pairs' prior differs per fold: the folds share the characters of [X; 1]
+        chars = _chi3(np.vstack([X, np.ones((1, X.shape[1]))]), _triples(X.shape[1]))
     if _uses_kernel(rcfg["orders"], cfg["ratio"], X.shape[0], X.shape[1]):
         # the kernel of [X; 1] and its Shapley values: the folds' are slices of them
-        gram, kshap = _gram(X, rcfg["orders"], rcfg["activity"])
+        gram, kshap = _gram(X, rcfg["orders"], rcfg["activity"], chars)
     est, se, mse, df = _xfit(S, X, y, W, strat, incl, yN, dict(rcfg, ard=0), is_extra, gram,
-                             kshap)
+                             kshap, chars)
     if cfg["mode"] == "xfit":
         return est, se, df
     full = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"],
@@ -1512,7 +1521,8 @@ def _n_halves_ok(strat, K=2):
     return js.size > 0 and bool(np.all(cnt >= K))
 
 
-def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None):
+def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None,
+          chars=None):
     """Cross-fitted regression-adjusted estimate and its standard error.
 
     The sampled pairs of each stratum are dealt round-robin (in their random draw order)
@@ -1532,7 +1542,8 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     them and they are not given); the folds' fits and predictions are slices of them,
     unless ``cfg["prior_of"]`` gives each fold the prior of its own pairs (the pairs'
     prior, :func:`_pair_prior`: learned from the pairs outside the fold, so each fold
-    builds its own kernel). The folds'
+    builds its own kernel, from ``chars``, the order-3 characters of ``[X; 1]`` (n + 1,
+    F), computed here when not given). The folds'
     surrogates are fitted without ARD (``cfg["ard"]`` is not read).
     Returns ``(estimate, se, mse, df)``: (Pa, O) each but ``mse`` (O,), the surrogates'
     pooled mean squared error.
@@ -1572,6 +1583,9 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     kriged = [_uses_kernel(cfg["orders"], cfg["ratio"], n - int(n_jh[:, h].sum()), Pa)
               for h in range(K)]
     prior_of = cfg.get("prior_of")           # a prior of each fold's own pairs
+    T = _triples(Pa)
+    if prior_of is not None and any(kriged) and chars is None:
+        chars = _chi3(np.vstack([X, np.ones((1, Pa))]), T)
     if gram is None and any(kriged) and prior_of is None:
         gram, kshap = _gram(X, cfg["orders"], cfg["activity"])
     design = None
@@ -1588,19 +1602,30 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     T_h = np.zeros((K, J, Pa * O))                           # each fold's stratum totals
     R = np.zeros((K, Pa, O))             # fold h: residual correction phi_x,h - phi(g_h)
     est = np.zeros((Pa, O))
-    if any(kriged) and prior_of is None:
+    if any(kriged):
         # the kriged folds' points and values are rows of this (their kernel of gram,
-        # their kernel Shapley values of kshap)
+        # their kernel Shapley values of kshap; or of chars under the pairs' prior)
         FY1 = np.vstack([np.hstack([X, y]), np.concatenate([np.ones(Pa), yN])[None]])
     for h in range(K):
         mine = fold == h
         idx = np.flatnonzero(~mine)
         Wh = W[idx] * scale[jj[idx], h]
-        if prior_of is not None:
+        if prior_of is not None and kriged[h]:
+            # _fit_row's kriging form with the fold's prior, from the shared characters:
+            # the fit's order-3 coefficients are beta = diag(tau / F) Z' alpha
+            idx1 = np.append(idx, n)
+            Z1 = chars[idx1]
+            Zs = Z1 * (_triple_prior(prior_of(idx), Pa) / T.shape[0])
+            b, alpha = _krige(Zs @ Z1.T, FY1[idx1], Pa, 1.0 / (Wh / Wh.mean()), cfg["ratio"])
+            beta = Zs.T @ alpha
+            # _order3_result's values (each triple's 2/3 to its members) as one product
+            phi_h = 2.0 * b + (2.0 / 3.0) * (_incidence(Pa).T @ beta)
+            fitted = X @ b + chars[:n] @ beta
+        elif prior_of is not None:
             phi_h, pred = _fit_row(X[idx], y[idx], Wh, yN, cfg["orders"], cfg["ratio"],
                                    predict=True, activity=prior_of(idx),
-                                   design=None if kriged[h] or design is None else design[idx])
-            fitted = pred(X) if kriged[h] or design is None else pred(X, design)
+                                   design=None if design is None else design[idx])
+            fitted = pred(X) if design is None else pred(X, design)
         elif kriged[h]:
             # _fit_row's kriging form (no ARD) on the fold's rows of the shared arrays
             idx1 = np.append(idx, n)
