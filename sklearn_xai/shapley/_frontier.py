@@ -1485,19 +1485,24 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
     # the fold surrogates without ARD: the estimate is the plain fit's (with ARD), the
     # folds only size its error; measured: coverage within +-2 % of the ARD folds' on the
     # benchmark games, at half the cost of a row with units
-    gram = kshap = chars = None
-    if rcfg.get("prior_of") is not None and tuple(rcfg["orders"]) == (3,):
+    gram = kshap = chars = design = None
+    order3 = tuple(rcfg["orders"]) == (3,) and cfg["ratio"]
+    if rcfg.get("prior_of") is not None and order3:
         # the pairs' prior differs per fold: the folds share the characters of [X; 1]
         chars = _chi3(np.vstack([X, np.ones((1, X.shape[1]))]), _triples(X.shape[1]))
     if _uses_kernel(rcfg["orders"], cfg["ratio"], X.shape[0], X.shape[1]):
         # the kernel of [X; 1] and its Shapley values: the folds' are slices of them
         gram, kshap = _gram(X, rcfg["orders"], rcfg["activity"], chars)
+    elif order3:
+        # the primal form's features [X, chi3(X)], for the plain fit and the primal folds
+        design = np.hstack([X, _chi3(X, _triples(X.shape[1])) if chars is None else chars[:-1]])
     est, se, mse, df = _xfit(S, X, y, W, strat, incl, yN, dict(rcfg, ard=0), is_extra, gram,
-                             kshap, chars)
+                             kshap, chars, design)
     if cfg["mode"] == "xfit":
         return est, se, df
     full = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"],
-                    lam=cfg["lam"], gram=gram, activity=rcfg["activity"], kshap=kshap)
+                    lam=cfg["lam"], gram=gram, activity=rcfg["activity"], kshap=kshap,
+                    design=design)
     d = est - full
     # "auto" reaches here only for a single game, the max rule (_components turns it
     # into "pooled" for the components of a mean game)
@@ -1522,7 +1527,7 @@ def _n_halves_ok(strat, K=2):
 
 
 def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None,
-          chars=None):
+          chars=None, design=None):
     """Cross-fitted regression-adjusted estimate and its standard error.
 
     The sampled pairs of each stratum are dealt round-robin (in their random draw order)
@@ -1543,7 +1548,8 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     unless ``cfg["prior_of"]`` gives each fold the prior of its own pairs (the pairs'
     prior, :func:`_pair_prior`: learned from the pairs outside the fold, so each fold
     builds its own kernel, from ``chars``, the order-3 characters of ``[X; 1]`` (n + 1,
-    F), computed here when not given). The folds'
+    F), computed here when not given). ``design``: ``[X, chi3(X)]``, the primal folds'
+    features, when the caller has them. The folds'
     surrogates are fitted without ARD (``cfg["ard"]`` is not read).
     Returns ``(estimate, se, mse, df)``: (Pa, O) each but ``mse`` (O,), the surrogates'
     pooled mean squared error.
@@ -1588,9 +1594,9 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
         chars = _chi3(np.vstack([X, np.ones((1, Pa))]), T)
     if gram is None and any(kriged) and prior_of is None:
         gram, kshap = _gram(X, cfg["orders"], cfg["activity"])
-    design = None
-    if not all(kriged) and tuple(cfg["orders"]) == (3,) and cfg["ratio"]:
-        design = np.hstack([X, _chi3(X, _triples(Pa))])     # the primal folds' features
+    if design is None and not all(kriged) and tuple(cfg["orders"]) == (3,) and cfg["ratio"]:
+        # the primal folds' features
+        design = np.hstack([X, _chi3(X, T) if chars is None else chars[:n]])
     # per fold: the weight scale of each pair (its stratum's pairs over those fitted; 1
     # outside the strata with units: the last entry, for jj = -1)
     nA = n_all[:, None] - n_jh                               # pairs fitted (J, K)
@@ -1610,33 +1616,31 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
         mine = fold == h
         idx = np.flatnonzero(~mine)
         Wh = W[idx] * scale[jj[idx], h]
-        if prior_of is not None and kriged[h]:
-            # _fit_row's kriging form with the fold's prior, from the shared characters:
-            # the fit's order-3 coefficients are beta = diag(tau / F) Z' alpha
+        prior = cfg["activity"] if prior_of is None else prior_of(idx)
+        if kriged[h]:
+            # _fit_row's kriging form (no ARD) on the fold's rows of the shared arrays: the
+            # gram's slices, or under the pairs' prior (one per fold) the characters'
             idx1 = np.append(idx, n)
-            Z1 = chars[idx1]
-            Zs = Z1 * (_triple_prior(prior_of(idx), Pa) / T.shape[0])
-            b, alpha = _krige(Zs @ Z1.T, FY1[idx1], Pa, 1.0 / (Wh / Wh.mean()), cfg["ratio"])
-            beta = Zs.T @ alpha
-            # _order3_result's values (each triple's 2/3 to its members) as one product
-            phi_h = 2.0 * b + (2.0 / 3.0) * (_incidence(Pa).T @ beta)
-            fitted = X @ b + chars[:n] @ beta
-        elif prior_of is not None:
-            phi_h, pred = _fit_row(X[idx], y[idx], Wh, yN, cfg["orders"], cfg["ratio"],
-                                   predict=True, activity=prior_of(idx),
-                                   design=None if design is None else design[idx])
-            fitted = pred(X) if design is None else pred(X, design)
-        elif kriged[h]:
-            # _fit_row's kriging form (no ARD) on the fold's rows of the shared arrays
-            idx1 = np.append(idx, n)
-            b, alpha = _krige(gram[np.ix_(idx1, idx1)], FY1[idx1], Pa, 1.0 / (Wh / Wh.mean()),
-                              cfg["ratio"])
-            phi_h = 2.0 * b + kshap[idx1].T @ alpha
-            fitted = X @ b + gram[:n, idx1] @ alpha
+            if prior_of is None:
+                K1 = gram[np.ix_(idx1, idx1)]
+            else:
+                Z1 = chars[idx1]
+                Zs = Z1 * (_triple_prior(prior, Pa) / T.shape[0])
+                K1 = Zs @ Z1.T
+            b, alpha = _krige(K1, FY1[idx1], Pa, 1.0 / (Wh / Wh.mean()), cfg["ratio"])
+            if prior_of is None:
+                phi_h = 2.0 * b + kshap[idx1].T @ alpha
+                fitted = X @ b + gram[:n, idx1] @ alpha
+            else:
+                # through the fit's order-3 coefficients (cheaper than the cross kernel):
+                # each triple's 2/3 to its members, as _order3_result
+                beta = Zs.T @ alpha
+                phi_h = 2.0 * b + (2.0 / 3.0) * (_incidence(Pa).T @ beta)
+                fitted = X @ b + chars[:n] @ beta
         else:
             phi_h, pred = _fit_row(X[idx], y[idx], Wh, yN, cfg["orders"], cfg["ratio"],
                                    predict=True, design=None if design is None else design[idx],
-                                   activity=cfg["activity"])
+                                   activity=prior)
             fitted = pred(X, design)
         contrib = (coef[:, :, None] * (y - fitted)[:, None, :]).reshape(n, Pa * O)
         tot = sums[h] @ contrib                              # (2 J + 1, Pa O)
