@@ -822,7 +822,7 @@ def test_systematic_rounding_keeps_the_total_and_the_expectations():
 def test_triple_variances_prior_in_every_form(Pa, n):
     # a prior given triple by triple: its kernel is sum_T tau_T chi_T chi_T' / F, its
     # kernel functions' Shapley values (2/3) sum_{T ni i}, and the kriging, primal and
-    # told-prior fits agree (values and fitted function), as do the cross-fit's folds
+    # told-prior fits agree (values and fitted function)
     from sklearn_xai.shapley._frontier import (
         _chi3,
         _fit_row,
@@ -845,23 +845,15 @@ def test_triple_variances_prior_in_every_form(Pa, n):
                                atol=1e-12)
     # Shapley values of k(x_j, .) by enumeration of the game v(S) = k(x_j, x_S)
     if Pa <= 8:
-        from math import factorial
-
         from sklearn_xai.shapley._estimators import all_masks
+
+        from ._oracles import values_from_game
         M = all_masks(Pa).astype(bool)
         for j in range(3):
             v = _odd_kernel(np.where(M, 1.0, -1.0), X[j:j + 1], (3,), prior)[:, 0]
-            code = {tuple(m): c for c, m in enumerate(M.tolist())}
-            phi = np.zeros(Pa)
-            for m in M:
-                for i in np.flatnonzero(~m):
-                    s_ = int(m.sum())
-                    w = factorial(s_) * factorial(Pa - s_ - 1) / factorial(Pa)
-                    with_i = m.copy()
-                    with_i[i] = True
-                    phi[i] += w * (v[code[tuple(with_i)]] - v[code[tuple(m)]])
-            np.testing.assert_allclose(_kernel_shapley(X[j:j + 1], (3,), prior)[0], phi,
-                                       rtol=1e-9, atol=1e-12)
+            phi = values_from_game(dict(zip(map(tuple, M.astype(int).tolist()), v)), Pa)[0]
+            np.testing.assert_allclose(_kernel_shapley(X[j:j + 1], (3,), prior)[0],
+                                       phi[:, 0], rtol=1e-9, atol=1e-12)
     fits = [_fit_row(X, y, W, yN, (3,), 100.0, predict=True, primal=p, activity=prior)
             for p in (False, True)]
     np.testing.assert_allclose(fits[0][0], fits[1][0], rtol=1e-9, atol=1e-11)
