@@ -364,6 +364,12 @@ print(json.dumps(out))
 """
 
 
+def _sage_rounds(n_evals, P):
+    """KnockoffSAGE's permutation rounds at about ``n_evals`` coalitions per player and row
+    (``n_evals P / (P - 1)``), in whole antithetic pairs."""
+    return 2 * max(1, round(n_evals * P / (P - 1) / 2))
+
+
 def bench_sage_frontier(n_rows, budgets, seeds, sage_python=None):
     """KnockoffSAGE by the frontier and by the permutation rounds, equal model evaluations,
     against its exact algorithm (part 5 of the module docstring)."""
@@ -399,7 +405,7 @@ def bench_sage_frontier(n_rows, budgets, seeds, sage_python=None):
     print(f"default (tol=0.025): MAE {np.mean(errs):.3g}, {np.mean(rounds_run):.1f} rounds, "
           f"{np.median(secs):.2f} s", flush=True)
     for b in budgets:
-        rounds = 2 * max(1, round(b * P / (P - 1) / 2))      # whole antithetic pairs
+        rounds = _sage_rounds(b, P)
         cell = {}
         for name, kw in (("frontier", {"algorithm": "frontier", "n_evals": b}),
                          ("permutation", {"n_permutations": rounds, "tol": None})):
@@ -430,7 +436,7 @@ def bench_sage_frontier(n_rows, budgets, seeds, sage_python=None):
         import pickle
         import tempfile
 
-        rounds = sorted({2 * max(1, round(b * P / (P - 1) / 2)) for b in budgets})
+        rounds = sorted({_sage_rounds(b, P) for b in budgets})
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "sage_game.pkl"
             with open(path, "wb") as fh:
