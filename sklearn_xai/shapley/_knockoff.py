@@ -1185,11 +1185,11 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         cap += cap % 2                                         # whole antithetic pairs
         gens = keyed_generators(seed, keys)  # keyed by content: row order does not matter
         steps = np.arange(1, P)[None, :, None]
-        # running sums of the pairs' mean credits minus the first pair's mean (no
-        # cancellation in the variance when the credits are large and nearly equal)
-        shift = total = total_sq = None
+        # each row's running sums of its pairs' mean credits minus the first pair's mean
+        # (no cancellation in the variance when the credits are large and nearly equal)
+        shift = None
         loss_scale = float(np.max(np.abs(ends)))
-        count = rounds = 0
+        rounds = 0
         converged = False
         values = np.zeros(P)
         std = np.full(P, np.inf)
@@ -1215,16 +1215,13 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
                 unit = (first + credit) / 2.0                     # (n, P), one per pair
                 if shift is None:
                     shift = unit.mean(axis=0)
-                    total, total_sq = np.zeros(P), np.zeros(P)
                     row_total, row_sq = np.zeros((n, P)), np.zeros((n, P))
                 unit -= shift
-                total += unit.sum(axis=0)
-                total_sq += (unit**2).sum(axis=0)
                 row_total += unit
                 row_sq += unit**2
-                count += n
                 pairs = rounds // 2
-                mean = total / count
+                count = pairs * n                                  # units so far
+                mean = row_total.sum(axis=0) / count
                 values = shift + mean
                 if pairs > 1:
                     # the error against the exact SAGE values of these rows (and
@@ -1234,7 +1231,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
                 elif count > 1:
                     # one pair: the spread over rows also counts the rows' differences (an
                     # upper bound)
-                    var = np.maximum(total_sq / count - mean**2, 0.0) * count / (count - 1)
+                    var = np.maximum(row_sq.sum(axis=0) / count - mean**2, 0.0) * count / (
+                        count - 1)
                     std = np.sqrt(var / count)
                 if self.tol is not None and count > 1 and self._tol_reached(values, std,
                                                                             loss_scale):
