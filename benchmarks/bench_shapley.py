@@ -170,13 +170,15 @@ def _active(X, R):
     return ~np.all(X[:, None, :] == R[None], axis=1)
 
 
-def build(out, quick, adult_rows=None, games=None):
+def build(out, quick, adult_rows=None, games=None, german_rows=None):
     """Write the tables (or terms) of ``games`` (default all) to ``out``; cached.
-    ``adult_rows``: explained rows of the Adult games (default 6 quick, 12 full)."""
+    ``adult_rows``: explained rows of the Adult games (default 6 quick, 12 full);
+    ``german_rows``: of the German game (default 2 quick, 4 full; 2**20 coalitions of 16
+    components per row, 128 MiB each)."""
     games = GAMES if games is None else games
     out.mkdir(parents=True, exist_ok=True)
     n_small = adult_rows or (6 if quick else 12)
-    n_german = 2 if quick else 4
+    n_german = german_rows or (2 if quick else 4)
     specs = {}
     rng = np.random.default_rng(0)
     need = [g for g in ("adult_xgb_ref", "adult_xgb_bg16", "adult_mlp_ref", "german_xgb_bg16")
@@ -425,11 +427,15 @@ def main(argv=None):
     ap.add_argument("--adult-rows", type=int, default=None,
                     help="explained rows of the Adult games (default 12, quick 6; other "
                          "values get their own folder, e.g. full_rows48)")
+    ap.add_argument("--german-rows", type=int, default=None,
+                    help="explained rows of the German game (default 4, quick 2; other "
+                         "values get their own folder, e.g. full_german12)")
     args = ap.parse_args(argv)
     out = Path(args.out) / (("quick" if args.quick else "full")
-                            + (f"_rows{args.adult_rows}" if args.adult_rows else ""))
+                            + (f"_rows{args.adult_rows}" if args.adult_rows else "")
+                            + (f"_german{args.german_rows}" if args.german_rows else ""))
     games = args.games.split(",")
-    build(out, args.quick, args.adult_rows, games)
+    build(out, args.quick, args.adult_rows, games, args.german_rows)
     if args.build_only:
         return 0
     seeds = [0, 1] if args.quick else [0, 1, 2, 3]
@@ -501,6 +507,12 @@ def main(argv=None):
             cov = "" if c_auto is None else f"  coverage auto {c_auto:.3f}  max {c_max:.3f}"
             print(f"  {name:16s} n_evals={b:3d}  interactions {e_int:.3e}  size {e_size:.3e}"
                   f"  (ratio {_ratio(e_int, e_size)}){cov}")
+        print("\nmean games: the frontier against the same designs and values with each "
+              "component's order-3 prior told (4 seeds; MAE, and over the frontier's)")
+        for name in mean_games:
+            for b, errs in component_spectrum_oracle(out, name).items():
+                print(f"  {name:16s} n_evals={b}  " + "  ".join(
+                    f"{k} {v:.3e} ({_ratio(v, errs['frontier'])})" for k, v in errs.items()))
     if "adult_mlp_ref" in games:
         print("\nadult_mlp_ref: time outside the model against the model's own time (the "
               "torch MLP on the rows the frontier evaluated, one call per game)")
@@ -642,6 +654,86 @@ def spectrum_oracle(out, name, n_evals=2, seeds=tuple(range(8))):
                 phi[players] = F._project(fit, 2 * yN)[:, 0]
                 err[k].append(np.abs(phi - truth[r]).sum() / P)
     return {k: float(np.mean(v)) for k, v in err.items()}
+
+
+def _odd3_spectra(tables, P):
+    """The order-3 odd Walsh coefficients (n, C(P, 3)) of each full table (n, 2**P) (bit
+    ``p`` of a coalition's index is player ``p``), triples in ``_triples(P)`` order, by
+    one fast Walsh-Hadamard transform of the odd part per table."""
+    from sklearn_xai.shapley._frontier import _triples
+    full = 2**P - 1
+    codes = (np.int64(1) << _triples(P)).sum(axis=1)
+    out = np.empty((tables.shape[0], codes.size))
+    for r, t in enumerate(tables):
+        a = (t - t[full ^ np.arange(2**P)]) / 2.0       # the odd part, (v(S) - v(~S)) / 2
+        h = 1
+        while h < a.size:
+            a = a.reshape(-1, 2, h)
+            a = np.stack((a[:, 0] + a[:, 1], a[:, 0] - a[:, 1]), axis=1).reshape(-1)
+            h *= 2
+        # the transform gives (-1)**|S & T|; chi_T(S) = prod_{i in T} (+1 in S, -1 out)
+        # = (-1)**(|T| - |S & T|) = -(-1)**|S & T| for |T| = 3
+        out[r] = -a[codes] / a.size
+    return out
+
+
+def component_spectrum_oracle(out, name, budgets=(2, 4), seeds=(0, 1, 2, 3)):
+    """A mean game: the frontier against the same designs and values with each
+    component's order-3 prior told (scoped patches of the frontier's prior; the budgets,
+    designs and fits are the frontier's own): its own true order-3 odd spectrum (a
+    per-component oracle), and the mean of the row's other components' spectra, each
+    normalized to sum 1 (what pooling the components of a row could learn at best).
+    Returns {n_evals: {label: MAE}}."""
+    from unittest import mock
+
+    from sklearn_xai.shapley import _frontier as F
+
+    game, truth = load_game(out, name)
+    comp, K = game.imputation_components()
+    P = game.n_players
+    w2 = _odd3_spectra(comp.tables, P) ** 2                          # (n K, C(P, 3))
+    w2n = w2 / np.maximum(w2.sum(axis=1, keepdims=True), 1e-300)
+    index = {tuple(t): i for i, t in enumerate(F._triples(P).tolist())}
+    state = {"label": None, "todo": [], "comp": None}
+    solve_rows, solve_fit_row, pair_prior = F._solve_rows, F._solve_fit_row, F._pair_prior
+
+    def told_solve_rows(plans, *args, **kw):
+        state["todo"] = [r for r, p in enumerate(plans) if p[0] == "fit"]
+        return solve_rows(plans, *args, **kw)
+
+    def told_solve_fit_row(*args, **kw):
+        state["comp"] = state["todo"].pop(0)
+        return solve_fit_row(*args, **kw)
+
+    def told_prior(mag, activity, floor):
+        c, label = state["comp"], state["label"]
+        players = np.flatnonzero(comp.active_players()[c])
+        sub = [index[tuple(players[t])] for t in F._triples(players.size).tolist()]
+        if label == "own spectrum (oracle)":
+            tau = w2[c, sub]
+        else:
+            others = [k for k in range(c - c % K, c - c % K + K) if k != c]
+            tau = w2n[others].mean(axis=0)[sub]
+        tau = tau + 1e-6 * tau.max()
+        return F._TripleVariances(tau / tau.mean())
+
+    res = {}
+    for b in budgets:
+        res[b] = {}
+        for label in ("frontier", "own spectrum (oracle)", "row's other components"):
+            state["label"] = label
+            errs = []
+            with mock.patch.multiple(F, _solve_rows=told_solve_rows,
+                                     _solve_fit_row=told_solve_fit_row,
+                                     **({} if label == "frontier" else
+                                        {"_pair_prior": told_prior})):
+                for s in seeds:
+                    gens = [np.random.default_rng([s, r]) for r in range(game.n_rows)]
+                    errs.append(np.abs(F.frontier_shapley(game, b, gens)[0][:, :, 0]
+                                       - truth).mean())
+            res[b][label] = float(np.mean(errs))
+    assert F._pair_prior is pair_prior
+    return res
 
 
 def mlp_model_ms(ours, n_rows, repeats=5):

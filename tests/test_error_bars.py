@@ -7,6 +7,7 @@ from itertools import combinations
 import matplotlib
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
@@ -17,7 +18,9 @@ from sklearn_xai._utils import keyed_generators
 from sklearn_xai.shapley import KnockoffSAGE, KnockoffSHAP
 from sklearn_xai.shapley._estimators import (
     _constrained_wls,
+    _t_factor,
     crossed_std,
+    estimate_shapley,
     kernel_shapley,
     permutation_shapley,
     unit_std,
@@ -160,6 +163,14 @@ def test_unit_and_crossed_std_estimate_the_variance_of_the_mean():
     assert d.mean(axis=(1, 2)).var() == pytest.approx(truth, rel=0.03)
     # one source alone is the one-way formula
     np.testing.assert_allclose(crossed_std(d[:3, :1]), unit_std(d[:3, 0], axis=1))
+    # the degrees of freedom: Satterthwaite's match the spread of the variance estimate
+    # (a chi-square with nu degrees of freedom has variance 2 E[v]**2 / nu)
+    std, dof = crossed_std(d[:, :, :, None], return_dof=True)
+    implied = 2 * np.mean(std**2) ** 2 / np.var(std**2)
+    assert np.median(dof) == pytest.approx(implied, rel=0.2)
+    assert np.all((dof > 0) & (dof <= U * K - 1))
+    assert np.all(crossed_std(d[:3, :1], return_dof=True)[1] == K - 1)
+    assert np.all(crossed_std(d[:3, :, :1], return_dof=True)[1] == U - 1)
 
 
 def test_permutation_units_are_the_antithetic_pairs():
@@ -250,6 +261,30 @@ def test_game_estimators_are_calibrated(estimator, P, n_evals):
     phi, _, units = fn(game, n_evals, keyed_generators(7, range(n)), return_units=True)
     assert units.shape[1] >= 30
     _assert_calibrated(_coverage(phi, unit_std(units), truth), n, estimator)
+
+
+@pytest.mark.parametrize("estimator, n_evals", [("permutation", 8), ("kernel", 4)])
+def test_engine_std_is_the_units_t_interval(estimator, n_evals):
+    # estimate_shapley widens the units' standard error by t(0.975, U - 1) / z(0.975)
+    game = _dense_game(10, 50, seed=3)
+    est = estimate_shapley(game, estimator, n_evals, keyed_generators(7, range(50)))
+    U = est.units.shape[1]
+    np.testing.assert_array_equal(est.dof, U - 1)
+    np.testing.assert_allclose(est.std, unit_std(est.units) * stats.t.ppf(0.975, U - 1)
+                               / stats.norm.ppf(0.975), rtol=1e-12)
+
+
+def test_few_permutation_units_are_calibrated_by_the_t_interval():
+    # 4 antithetic pairs: the normal interval of their spread covered 0.85 here, the
+    # Student-t one (3 degrees of freedom) 0.94
+    n = 1000
+    game = _dense_game(10, n, seed=3)
+    truth = game.shapley_values()[0]
+    est = estimate_shapley(game, "permutation", 8, keyed_generators(7, range(n)))
+    assert est.units.shape[1] == 4
+    _assert_calibrated(_coverage(est.values, est.std, truth), n, "permutation, 4 units")
+    with pytest.raises(AssertionError, match="cover the truth"):
+        _assert_calibrated(_coverage(est.values, unit_std(est.units), truth), n, "normal")
 
 
 def test_shear_random_fill_is_calibrated_over_rounds():
@@ -350,13 +385,25 @@ def knockoff_data():
 @pytest.mark.parametrize("algorithm, n_evals, n_knockoffs", [
     ("exact", None, 60),          # the knockoff draws alone
     ("kernel", 6, 40),            # KernelSHAP's jackknife crossed with the knockoffs
+    ("exact", None, 5),           # few knockoffs: the Student-t interval (4 dof)
+    ("kernel", 6, 10),            # the default number of knockoffs, crossed
 ])
 def test_knockoff_shap_is_calibrated(knockoff_data, algorithm, n_evals, n_knockoffs):
     X, model, truth = knockoff_data
-    hits = [_coverage(att.values, att.std, truth) for att in (
-        KnockoffSHAP(model, n_knockoffs=n_knockoffs, algorithm=algorithm, n_evals=n_evals,
-                     random_state=seed).fit(X).explain(X[:120]) for seed in range(2))]
+    atts = [KnockoffSHAP(model, n_knockoffs=n_knockoffs, algorithm=algorithm, n_evals=n_evals,
+                         random_state=seed).fit(X).explain(X[:120]) for seed in range(2)]
+    hits = [_coverage(att.values, att.std, truth) for att in atts]
     _assert_calibrated(hits, 2 * 120, f"KnockoffSHAP {algorithm}")
+    for att in atts:
+        dof = att.extras["std_dof"]
+        assert dof.shape == att.std.shape and np.all(dof[att.std > 0] >= 1)
+        if algorithm == "exact":   # the spread of the knockoffs' values, K - 1 dof
+            np.testing.assert_array_equal(dof, n_knockoffs - 1)
+    if n_knockoffs == 5:
+        # the normal interval of the same spread covered 0.87
+        with pytest.raises(AssertionError, match="cover the truth"):
+            _assert_calibrated([_coverage(att.values, att.std / _t_factor(
+                att.extras["std_dof"]), truth) for att in atts], 2 * 120, "normal")
 
 
 def test_knockoff_shap_marginal_permutation_is_calibrated(poly_data):

@@ -22,7 +22,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_xai import ShearExplainer
+from sklearn_xai._random import row_keys
+from sklearn_xai._utils import draw_base_seed, keyed_generators
 from sklearn_xai.shapley import _shear as S
+from sklearn_xai.shapley import estimate_shapley
 from sklearn_xai.testing import DividendGame, pairwise_games
 
 torch = pytest.importorskip("torch")
@@ -457,6 +460,13 @@ def test_frontier_algorithm_on_the_torch_game(data):
     a = small.explain(rows)
     assert a.extras["algorithm"] == "frontier" and a.extras["cooperators"] is None
     assert list(a.extras["paths"][:4]) == ["exact"] * 4
+    # the degrees of freedom the frontier widened its standard errors by (inf where exact)
+    dof = a.extras["std_dof"]
+    assert dof.shape == a.std.shape and np.all(np.isinf(dof[:4]))
+    est = estimate_shapley(small._game(rows, np.arange(8)), "frontier", 5,
+                           keyed_generators(draw_base_seed(0), row_keys(rows)))
+    np.testing.assert_array_equal(dof, est.dof[:, :, 0])
+    np.testing.assert_array_equal(a.std, est.std[:, :, 0])
     np.testing.assert_allclose(a.values[:4], exact.values[:4], rtol=0, atol=1e-10)
     np.testing.assert_array_equal(a.values[:4, :3], 0.0)
     np.testing.assert_allclose(a.base_values + a.values.sum(axis=1), f(rows)[:, 0], rtol=0,

@@ -137,7 +137,7 @@ def _far_scale(*arrays, bound=2.0**60):
     return float(_pow2_scale(values))
 
 
-def crossed_std(units):
+def crossed_std(units, return_dof=False):
     """Standard error of the grand mean of a crossed design of two independent sources.
 
     ``units[:, u, k]`` is the estimate from algorithm unit ``u`` (e.g. an antithetic pair
@@ -150,25 +150,40 @@ def crossed_std(units):
     ----------
     units : ndarray of shape (n_rows, U, K, ...)
         Estimates of every (unit, draw) cell.
+    return_dof : bool, default=False
+        Also return the degrees of freedom of the standard errors: Satterthwaite's for the
+        two-way combination, ``U - 1`` or ``K - 1`` where a one-way term is taken.
 
     Returns
     -------
-    ndarray of shape (n_rows, ...)
-        The standard errors; NaN with a single unit and a single draw.
+    std : ndarray of shape (n_rows, ...)
+        The standard errors (not widened); NaN with a single unit and a single draw.
+    dof : ndarray of shape (n_rows, ...)
+        Only with ``return_dof=True``; ``inf`` where the standard error is 0.
     """
     units = np.asarray(units, dtype=np.float64)
     U, K = units.shape[1], units.shape[2]
-    if U == 1:
-        return unit_std(units[:, 0], axis=1)
-    if K == 1:
-        return unit_std(units[:, :, 0], axis=1)
+    if U == 1 or K == 1:
+        std = unit_std(units[:, 0] if U == 1 else units[:, :, 0], axis=1)
+        dof = np.where(std > 0, float(max(U, K) - 1), np.inf)
+        return (std, dof) if return_dof else std
     by_unit, by_draw = units.mean(axis=2), units.mean(axis=1)
     va = by_unit.var(axis=1, ddof=1) / U
     vb = by_draw.var(axis=1, ddof=1) / K
     grand = by_unit.mean(axis=1)
     resid = units - by_unit[:, :, None] - by_draw[:, None, :] + grand[:, None, None]
     ve = (resid**2).sum(axis=(1, 2)) / ((U - 1) * (K - 1)) / (U * K)
-    return np.sqrt(np.maximum(va + vb - ve, np.maximum(va, vb)))
+    two_way = va + vb - ve
+    std = np.sqrt(np.maximum(two_way, np.maximum(va, vb)))
+    if not return_dof:
+        return std
+    # in a power-of-two scale (exact): the squares of variances far from 1 over/underflow
+    a, b, e = np.stack([va, vb, ve]) / _pow2_scale(np.stack([va, vb, ve]), axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sat = (a + b - e) ** 2 / (a**2 / (U - 1) + b**2 / (K - 1) + e**2 / ((U - 1) * (K - 1)))
+    dof = np.where(two_way >= np.maximum(va, vb), sat,
+                   np.where(va >= vb, float(U - 1), float(K - 1)))
+    return std, np.where(std > 0, dof, np.inf)
 
 MAX_EXACT_PLAYERS = 20
 
@@ -513,8 +528,10 @@ class ShapleyEstimate:
         ``v(empty)``.
     std : ndarray of shape (n_rows, n_players, n_outputs) or None
         Standard errors from the algorithm's independent units (0 where a value is exact,
-        NaN where the algorithm has no estimate of its error); ``None`` when every value
-        is exact or ``with_std=False``.
+        NaN where the algorithm has no estimate of its error), **Student-t widened**: each
+        is multiplied by ``t(0.975, dof) / z(0.975)``, so that ``values +- 1.96 std`` is a
+        95 % Student-t interval; ``None`` when every value is exact or
+        ``with_std=False``.
     n_evaluations : int
         Coalition evaluations spent, summed over rows (the budget unit: at most
         ``n_rows * (n_evals * n_players + 2)`` for the sampling algorithms).
@@ -523,12 +540,16 @@ class ShapleyEstimate:
         :func:`~sklearn_xai.shapley.frontier_shapley`).
     units : ndarray of shape (n_rows, n_units, n_players, n_outputs) or None
         The independent units ``std`` comes from, for callers that combine them with
-        another source of error (KnockoffSHAP crosses them with the knockoff draws).
+        another source of error (KnockoffSHAP crosses them with the knockoff draws); their
+        spread (:func:`unit_std`) is the unwidened standard error (the frontier's units
+        carry its widened one).
     dof : ndarray of shape (n_rows, n_players, n_outputs) or None
-        The degrees of freedom of ``std`` (``"frontier"`` only; ``inf`` where its
-        interval is normal): its ``std`` is already widened by ``t(0.975, dof) /
-        z(0.975)``, so a caller that combines several estimates divides that out first
-        and widens the combination once (KnockoffSAGE's mean over rows).
+        The degrees of freedom of ``std`` (``None`` with ``std``): ``n_units - 1`` for the
+        permutation and kernel units (antithetic pairs, jackknife groups), the
+        frontier's Welch-Satterthwaite degrees of freedom of its sampled strata (``inf``
+        where its interval is normal). A caller that combines several estimates divides
+        ``t(0.975, dof) / z(0.975)`` out first and widens the combination once
+        (KnockoffSAGE's mean over rows).
     """
 
     values: np.ndarray
@@ -546,8 +567,8 @@ def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | Non
     """Shapley values of every row of ``game`` by one algorithm of :data:`ALGORITHMS`.
 
     The one entry point of the table: it runs the algorithm within the budget, and
-    returns the values with their standard errors, the evaluations spent and (for the
-    frontier) each row's path.
+    returns the values with their standard errors (Student-t widened by their degrees of
+    freedom, also returned), the evaluations spent and (for the frontier) each row's path.
 
     Parameters
     ----------
@@ -580,11 +601,20 @@ def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | Non
     kw = {"paths": paths, "dof": dof} if frontier else {}
     out = ALGORITHMS[algorithm](game, n_evals, generators, return_units=with_std, **kw)
     units = out[2] if with_std else None
+    std = df = None
+    if units is not None:
+        std = unit_std(units)
+        if frontier:                   # its units carry its widened standard errors
+            df = dof[0]
+        else:
+            # the mean of U independent units: a Student-t interval with U - 1 degrees of
+            # freedom (the normal one covered 0.67-0.91 with 2-8 antithetic pairs,
+            # doc/benchmarks.md)
+            df = np.full(std.shape, float(units.shape[1] - 1))
+            std = _t_widened(std, df)
     return ShapleyEstimate(
-        values=out[0], base=out[1], std=None if units is None else unit_std(units),
-        n_evaluations=int(game.n_evaluations - start),
-        paths=None if paths is None else np.array(paths, dtype=object), units=units,
-        dof=dof[0] if dof and units is not None else None)
+        values=out[0], base=out[1], std=std, n_evaluations=int(game.n_evaluations - start),
+        paths=None if paths is None else np.array(paths, dtype=object), units=units, dof=df)
 
 
 # n_evals="auto" (KnockoffSHAP, ShearExplainer's frontier): at least this many units

@@ -306,6 +306,14 @@ def _shear_coalitions(cooperators, keys, seed, *, antithetic=True,
                             non_cooperators == "shapley")
 
 
+def _frontier_std(est):
+    """``(std, dof)`` of a frontier :class:`~sklearn_xai.shapley.ShapleyEstimate`, (n, P,
+    O) each: 0 and ``inf`` when every row is exact (``est.std`` None)."""
+    if est.std is None:
+        return np.zeros_like(est.values), np.full(est.values.shape, np.inf)
+    return est.std, est.dof
+
+
 def _make_efficient(phi, total, how, std=None):
     """Values that add up to ``total`` and their standard errors.
 
@@ -991,7 +999,9 @@ class ShearExplainer(AttributionExplainer):
     coalition evaluations per player each row used: ``2^(K+1)`` times its rounds, or
     ``2^n_players`` in the exact regime), ``"n_rounds"`` (0 in the exact regime) and
     ``"std_dof"`` (the degrees of freedom of ``std``, same shape; ``inf`` where the
-    standard error is 0; ``None`` in the exact regime).
+    standard error is 0 or its interval normal; with ``algorithm="frontier"`` the
+    frontier's, whose standard errors are widened the same way; ``None`` in the exact
+    regime).
     """
 
     _parameter_constraints: dict = {
@@ -1167,17 +1177,16 @@ class ShearExplainer(AttributionExplainer):
         n = Xb.shape[0]
         if self.algorithm == "frontier":
             if self.n_evals == "auto":
-                phi, base, std, paths, budget = self._auto_frontier(game, Xb, rows, keys[rows],
-                                                                    base_seed)
+                phi, base, std, dof, paths, budget = self._auto_frontier(
+                    game, Xb, rows, keys[rows], base_seed)
             else:
                 est = estimate_shapley(game, "frontier", int(self.n_evals),
                                        keyed_generators(base_seed, keys[rows]))
                 phi, base, paths = est.values, est.base, est.paths
-                std = np.zeros_like(phi) if est.std is None else est.std
+                std, dof = _frontier_std(est)
                 budget = np.full(n, int(self.n_evals), dtype=np.int64)
             return _ShearBatch(phi, base, np.zeros((n, P, 0), dtype=np.intp), None, std,
-                               np.zeros(n, dtype=np.int64), np.full(phi.shape, np.inf), paths,
-                               budget)
+                               np.zeros(n, dtype=np.int64), dof, paths, budget)
         if self._exact_regime():
             est = estimate_shapley(game, "exact", with_std=False)
             phi, base = est.values, est.base
@@ -1220,23 +1229,25 @@ class ShearExplainer(AttributionExplainer):
         until every standard error is at most ``tol`` times its range of attributions, or
         ``MAX_AUTO_N_EVALS``. Each step recomputes the rows still running from scratch
         (their draws are keyed by the row): a row's result depends only on it and the
-        seed, and costs at most twice its final budget. Returns ``(phi, base, std,
+        seed, and costs at most twice its final budget. Returns ``(phi, base, std, dof,
         paths, n_evals)``."""
         n = Xb.shape[0]
         budget = np.full(n, auto_start_n_evals("frontier", len(self.groups_)), dtype=np.int64)
         todo = np.ones(n, dtype=bool)
-        phi = base = std = None
+        phi = base = std = dof = None
         paths = np.empty(n, dtype=object)
         while todo.any():
             idx = np.flatnonzero(todo)
             b = int(budget[idx[0]])                    # the rows still running share it
             sub = game if idx.size == n else self._game(Xb[idx], rows.start + idx)
             est = estimate_shapley(sub, "frontier", b, keyed_generators(base_seed, keys[idx]))
-            s = np.zeros_like(est.values) if est.std is None else est.std
+            s, d = _frontier_std(est)
             if phi is None:
                 phi = np.zeros((n,) + est.values.shape[1:])
                 base, std = np.zeros((n,) + est.base.shape[1:]), np.zeros_like(phi)
-            phi[idx], base[idx], std[idx], paths[idx] = est.values, est.base, s, est.paths
+                dof = np.full_like(phi, np.inf)
+            phi[idx], base[idx], std[idx], dof[idx], paths[idx] = (est.values, est.base, s, d,
+                                                                   est.paths)
             ok = tol_reached(est.values, s, est.base, est.base + est.values.sum(axis=1),
                              self.tol)
             todo[idx[ok]] = False
@@ -1244,7 +1255,7 @@ class ShearExplainer(AttributionExplainer):
                 todo[idx] = False
             else:
                 budget[idx[~ok]] = min(2 * b, MAX_AUTO_N_EVALS)
-        return phi, base, std, paths, budget
+        return phi, base, std, dof, paths, budget
 
     def _auto_rounds(self, game, Xb, rows, coop, keys, base_seed, kw):
         """Rounds of fresh fills (1, then 16, 32, ... up to ``MAX_AUTO_ROUNDS``) per row
@@ -1285,7 +1296,7 @@ class ShearExplainer(AttributionExplainer):
         K = self.n_cooperators_
         if self.algorithm == "frontier":
             rounds, n_evals = res.rounds, res.n_evals
-            coop, dof = None, None
+            coop = None
             if self.n_evals == "auto":
                 capped = int(np.sum((n_evals >= MAX_AUTO_N_EVALS) & ~tol_reached(
                     phi, std, base, base + phi.sum(axis=1), self.tol)))
