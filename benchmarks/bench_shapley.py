@@ -513,6 +513,13 @@ def main(argv=None):
             for b, errs in component_spectrum_oracle(out, name).items():
                 print(f"  {name:16s} n_evals={b}  " + "  ".join(
                     f"{k} {v:.3e} ({_ratio(v, errs['frontier'])})" for k, v in errs.items()))
+    print("\nthe permutation and kernel estimators' 95 % intervals (estimate_shapley: the "
+          "units' standard error Student-t widened by U - 1) against the units' normal "
+          "interval, 16 seeds")
+    for name in [g for g in ("adult_xgb_ref", "adult_mlp_ref", "dividend32") if g in games]:
+        for (algorithm, b), (U, c_t, c_z, tot) in engine_coverage(out, name).items():
+            print(f"  {name:16s} {algorithm:11s} n_evals={b:3d}  units {U:3d}  Student-t "
+                  f"{c_t:.3f}  normal {c_z:.3f}  ({tot} values)")
     if "adult_mlp_ref" in games:
         print("\nadult_mlp_ref: time outside the model against the model's own time (the "
               "torch MLP on the rows the frontier evaluated, one call per game)")
@@ -654,6 +661,33 @@ def spectrum_oracle(out, name, n_evals=2, seeds=tuple(range(8))):
                 phi[players] = F._project(fit, 2 * yN)[:, 0]
                 err[k].append(np.abs(phi - truth[r]).sum() / P)
     return {k: float(np.mean(v)) for k, v in err.items()}
+
+
+def engine_coverage(out, name, budgets=(4, 8, 16), seeds=tuple(range(16))):
+    """Coverage of the 95 % intervals of the permutation and kernel estimators through
+    ``estimate_shapley`` (their units' standard error Student-t widened by ``U - 1``
+    degrees of freedom) against the normal interval of the same units. Returns
+    {(algorithm, n_evals): (units, coverage t, coverage normal, values)}."""
+    from sklearn_xai.shapley import estimate_shapley
+
+    game, truth = load_game(out, name)
+    res = {}
+    for algorithm in ("permutation", "kernel"):
+        for b in budgets:
+            hit_t = hit_z = tot = 0
+            for s in seeds:
+                gens = [np.random.default_rng([s, r]) for r in range(game.n_rows)]
+                est = estimate_shapley(game, algorithm, b, gens)
+                if est.std is None:
+                    continue
+                err = np.abs(est.values[:, :, 0] - truth)
+                ok = est.std[:, :, 0] > 1e-12
+                hit_t += int((err <= 1.96 * est.std[:, :, 0])[ok].sum())
+                hit_z += int((err <= 1.96 * unit_std(est.units)[:, :, 0])[ok].sum())
+                tot += int(ok.sum())
+            if tot:
+                res[(algorithm, b)] = (est.units.shape[1], hit_t / tot, hit_z / tot, tot)
+    return res
 
 
 def _odd3_spectra(tables, P):

@@ -13,6 +13,7 @@ import textwrap
 import numpy as np
 
 from ._explanation import format_cell, key_positions, same_cell
+from ._stats import mean_se, t_factor, t_widened
 
 POSITIVE = "#d62728"
 NEGATIVE = "#1f77b4"
@@ -268,14 +269,25 @@ def _label_levels(ax, labels, n_levels=4):
 # ---- many rows ----------------------------------------------------------------------------
 
 
+def _mean_abs_se(errors, dof):
+    """The standard error of the mean over rows of the values whose standard errors are
+    ``errors`` (n, P; NaN counted as 0), from the rows' independent errors: with their
+    degrees of freedom ``dof`` (their Student-t widening divided out, the mean's
+    Welch-Satterthwaite one applied once), else ``sqrt(sum errors**2) / n``."""
+    errors = np.nan_to_num(errors)
+    if dof is None:
+        return np.sqrt(np.sum(errors**2, axis=0)) / errors.shape[0]
+    se, df = mean_se(errors / t_factor(dof), dof, axis=0)
+    return t_widened(se, df)
+
+
 def bar(att, output, max_display, ax, label_width):
     k, vals, errors, _ = _output(att, output)
     imp = np.abs(vals).mean(axis=0)
     order = by_importance(vals)[:max_display]
     xerr = None
     if errors is not None:
-        se = np.sqrt(np.sum(np.nan_to_num(errors) ** 2, axis=0)) / len(att)
-        xerr = Z95 * se[order]
+        xerr = Z95 * _mean_abs_se(errors, att.for_output(k).std_dof)[order]
     own, ax = ax is None, _axes(ax, (7, 0.4 * len(order) + 1.5))
     ax.barh(range(len(order))[::-1], imp[order], color=NEGATIVE, xerr=xerr,
             capsize=3 if xerr is not None else 0)

@@ -872,7 +872,11 @@ def _concat_attributions(parts):
                        feature_names=list(first.feature_names),
                        output_names=list(first.output_names),
                        std=None if any(p.std is None for p in parts)
-                       else np.concatenate([p.std for p in parts]))
+                       else np.concatenate([p.std for p in parts]),
+                       std_dof=None if any(p.std is None for p in parts)
+                       or all(p.std_dof is None for p in parts) else np.concatenate(
+                           [np.full(p.std.shape, np.inf) if p.std_dof is None else p.std_dof
+                            for p in parts]))
 
 
 def explain_rows(name, model, X, rows, progress, *, seed, immutable=None, time_limit=None):

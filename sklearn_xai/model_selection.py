@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._stats import t_factor
+
 if TYPE_CHECKING:
     from typing import Any
 
@@ -39,7 +41,8 @@ class CrossExplanation:
         Mean over the refits, ``per_refit.mean(axis=0)``.
     std_sampling : ndarray of the value shape
         The estimator's own sampling error of ``values``: with ``s_r`` the ``std`` of
-        refit ``r``'s result (0 where the result has none, i.e. an exact explainer),
+        refit ``r``'s result (0 where the result has none, i.e. an exact explainer; its
+        Student-t widening divided out where the result has ``std_dof``),
         ``sqrt(mean_r(s_r**2) / R)``, the standard error of a mean of ``R`` independent
         estimates.
     std_refit : ndarray of the value shape
@@ -69,7 +72,8 @@ class CrossExplanation:
         Row labels of the explained rows when they were a DataFrame.
     extras : dict, default={}
         ``"splits"``: the training indices of each refit; ``"per_refit_std"``: each
-        refit's ``std`` (zeros where it had none), of the shape of ``per_refit``.
+        refit's standard error (its ``std`` without the Student-t widening of its
+        ``std_dof``; zeros where it had none), of the shape of ``per_refit``.
 
     Attributes
     ----------
@@ -137,6 +141,9 @@ def _refit_explain(explainer, X, y, train, explain_X, explain_y, pass_y):
     values = np.asarray(result.values, dtype=float)
     std = getattr(result, "std", None)
     std = np.zeros_like(values) if std is None else np.asarray(std, dtype=float)
+    dof = getattr(result, "std_dof", None)
+    if dof is not None:   # the plain standard error, without its Student-t widening
+        std = std / t_factor(np.asarray(dof, dtype=float))
     return {
         "values": values,
         "std": np.broadcast_to(std, values.shape),

@@ -132,6 +132,17 @@ def test_sampled_explainer_dataframe_and_several_outputs():
     stds = res.extras["per_refit_std"]
     assert stds.shape == res.per_refit.shape and np.nanmax(stds) > 0
     np.testing.assert_allclose(res.std_sampling, np.sqrt((stds ** 2).mean(axis=0) / 3))
+    # each refit's plain standard error: its std without the Student-t widening
+    from sklearn.base import clone
+
+    from sklearn_xai._stats import t_factor
+    train = res.extras["splits"][0]
+    seeded = clone(est).set_params(random_state=0)
+    res = cross_explain(seeded, X, y, cv=3, explain_X=X.iloc[:4], k=1, random_state=0)
+    stds = res.extras["per_refit_std"]
+    att = clone(seeded).fit(X.iloc[train], y[train]).explain(X.iloc[:4])
+    assert np.all(att.std_dof == att.extras["n_units"] - 1)
+    np.testing.assert_allclose(stds[0], att.std / t_factor(att.std_dof), rtol=1e-12)
     # top-1 per row and output: ties aside, exactly one player per refit
     assert np.all(res.top_k_share.sum(axis=1) >= 1 - 1e-12)
     frame = res.to_frame()

@@ -14,11 +14,11 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LinearRegression
 
 from sklearn_xai import Attribution, ShearExplainer
+from sklearn_xai._stats import t_factor
 from sklearn_xai._utils import keyed_generators
 from sklearn_xai.shapley import KnockoffSAGE, KnockoffSHAP
 from sklearn_xai.shapley._estimators import (
     _constrained_wls,
-    _t_factor,
     crossed_std,
     estimate_shapley,
     kernel_shapley,
@@ -141,6 +141,40 @@ def test_plots_draw_the_error_bars():
     plain = Attribution(vals, np.ones(4), None, ["a", "b", "c"], ["y"])
     ax = plain.plot_bar()
     assert not any(getattr(c, "errorbar", None) for c in ax.containers)
+    plt.close("all")
+
+
+def test_std_dof_follows_the_values_and_the_bar_whiskers_widen_the_mean_once():
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(2)
+    n = 50
+    vals, se = rng.normal(size=(n, 3, 2)), rng.uniform(0.5, 1.0, size=(n, 3, 2))
+    dof = np.where(np.arange(n)[:, None, None] % 2 == 0, 3.0, np.inf) * np.ones((1, 3, 2))
+    std = se * np.where(np.isinf(dof), 1.0, stats.t.ppf(0.975, 3.0) / stats.norm.ppf(0.975))
+    with pytest.raises(ValueError, match="std_dof needs std"):
+        Attribution(vals, np.zeros((n, 2)), None, ["a", "b", "c"], ["p", "q"], std_dof=dof)
+    with pytest.raises(ValueError, match="std_dof"):
+        Attribution(vals, np.zeros((n, 2)), None, ["a", "b", "c"], ["p", "q"], std=std,
+                    std_dof=dof[:, :1])
+    att = Attribution(vals, np.zeros((n, 2)), None, ["a", "b", "c"], ["p", "q"], std=std,
+                      std_dof=dof)
+    sub = att[1:7, ["c", "a"]]
+    np.testing.assert_array_equal(sub.std_dof, dof[1:7][:, [2, 0]])
+    np.testing.assert_array_equal(att.for_output("q").std_dof, dof[:, :, 1])
+    one = Attribution(vals[:, :, :1], np.zeros((n, 1)), None, ["a", "b", "c"], ["p"],
+                      std=std[:, :, :1], std_dof=dof[:, :, :1])
+    assert one.std_dof.shape == (n, 3)
+    # the whisker: the rows' unwidened standard errors summed, the mean widened once by
+    # the Welch-Satterthwaite degrees of freedom of the sum
+    ax = att.plot_bar(output="q")
+    (bars,) = [c for c in ax.containers if hasattr(c, "errorbar") and c.errorbar]
+    half = sorted((s[1, 0] - s[0, 0]) / 2 for s in bars.errorbar.lines[2][0].get_segments())
+    v = se[:, :, 1] ** 2
+    nu = v.sum(axis=0) ** 2 / (v[::2] ** 2 / 3.0).sum(axis=0)
+    mean_se = np.sqrt(v.sum(axis=0)) / n * stats.t.ppf(0.975, nu) / stats.norm.ppf(0.975)
+    np.testing.assert_allclose(half, sorted(1.96 * mean_se), rtol=1e-9)
+    assert np.all(np.array(half) < 1.96 * np.sqrt((std[:, :, 1] ** 2).sum(axis=0)).min() / n)
     plt.close("all")
 
 
@@ -336,7 +370,7 @@ def test_shear_fixed_budget_two_rounds_is_calibrated(poly_many, n_evals):
     np.testing.assert_array_equal(att.extras["n_rounds"], 2)
     np.testing.assert_array_equal(att.extras["n_evals"], n_evals)
     # Satterthwaite: between one and the number of pairs; inf where both fills agree
-    dof, finite = att.extras["std_dof"], np.isfinite(att.extras["std_dof"])
+    dof, finite = att.std_dof, np.isfinite(att.std_dof)
     assert dof.shape == att.std.shape and np.all(att.std[~finite] == 0)
     assert np.all((dof[finite] >= 1) & (dof[finite] <= 2 ** (e.n_cooperators_ - 1)))
     assert np.isfinite(att.std).all()
@@ -395,15 +429,15 @@ def test_knockoff_shap_is_calibrated(knockoff_data, algorithm, n_evals, n_knocko
     hits = [_coverage(att.values, att.std, truth) for att in atts]
     _assert_calibrated(hits, 2 * 120, f"KnockoffSHAP {algorithm}")
     for att in atts:
-        dof = att.extras["std_dof"]
+        dof = att.std_dof
         assert dof.shape == att.std.shape and np.all(dof[att.std > 0] >= 1)
         if algorithm == "exact":   # the spread of the knockoffs' values, K - 1 dof
             np.testing.assert_array_equal(dof, n_knockoffs - 1)
     if n_knockoffs == 5:
         # the normal interval of the same spread covered 0.87
         with pytest.raises(AssertionError, match="cover the truth"):
-            _assert_calibrated([_coverage(att.values, att.std / _t_factor(
-                att.extras["std_dof"]), truth) for att in atts], 2 * 120, "normal")
+            _assert_calibrated([_coverage(att.values, att.std / t_factor(
+                att.std_dof), truth) for att in atts], 2 * 120, "normal")
 
 
 def test_knockoff_shap_marginal_permutation_is_calibrated(poly_data):

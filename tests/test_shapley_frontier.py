@@ -516,10 +516,10 @@ def test_estimate_shapley_is_the_one_entry_point():
 def test_t_widened():
     from scipy.stats import norm, t
 
-    from sklearn_xai.shapley._frontier import _t_widened
+    from sklearn_xai._stats import t_widened
     se = np.array([2.0, 2.0, 2.0, np.nan, 0.0])
     df = np.array([3.0, np.inf, 0.5, 3.0, 3.0])
-    out = _t_widened(se, df)
+    out = t_widened(se, df)
     np.testing.assert_allclose(out[:3], 2.0 * np.array([t.ppf(0.975, 3), norm.ppf(0.975),
                                                         t.ppf(0.975, 0.5)]) / norm.ppf(0.975))
     assert np.isnan(out[3]) and out[4] == 0.0
@@ -550,7 +550,7 @@ def test_few_pairs_intervals_cover(monkeypatch):
 
     widened = coverage()
     assert 0.93 <= widened <= 0.995, widened
-    monkeypatch.setattr(frontier, "_t_widened", lambda se, df: se)
+    monkeypatch.setattr(frontier, "t_widened", lambda se, df: se)
     assert coverage() < widened - 0.03
 
 
@@ -987,8 +987,8 @@ def test_cross_fit_folds_learn_the_pairs_prior_without_their_own_pairs():
 def test_dof_gives_the_widening_of_the_standard_errors():
     # frontier_shapley's dof: the degrees of freedom its standard errors were widened by
     # (t(0.975, dof) / 1.96; inf where exact or normal); estimate_shapley carries them
+    from sklearn_xai._stats import t_factor
     from sklearn_xai.shapley import estimate_shapley
-    from sklearn_xai.shapley._estimators import _t_factor
     from sklearn_xai.shapley._frontier import DEFAULTS, _frontier_rows
 
     game = _dividend_game(9, HIGH, n_rows=3)
@@ -1002,6 +1002,6 @@ def test_dof_gives_the_widening_of_the_standard_errors():
             continue
         np.testing.assert_array_equal(dof[0], df)
         assert np.isfinite(df).any()
-        np.testing.assert_allclose(unit_std(units), se * _t_factor(df), rtol=1e-12)
+        np.testing.assert_allclose(unit_std(units), se * t_factor(df), rtol=1e-12)
         est = estimate_shapley(g, "frontier", 4, _gens(g.n_rows))
         np.testing.assert_array_equal(est.dof, df)

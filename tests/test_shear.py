@@ -461,7 +461,7 @@ def test_frontier_algorithm_on_the_torch_game(data):
     assert a.extras["algorithm"] == "frontier" and a.extras["cooperators"] is None
     assert list(a.extras["paths"][:4]) == ["exact"] * 4
     # the degrees of freedom the frontier widened its standard errors by (inf where exact)
-    dof = a.extras["std_dof"]
+    dof = a.std_dof
     assert dof.shape == a.std.shape and np.all(np.isinf(dof[:4]))
     est = estimate_shapley(small._game(rows, np.arange(8)), "frontier", 5,
                            keyed_generators(draw_base_seed(0), row_keys(rows)))

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._stats import pow2_scale, t_widened
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -62,79 +64,27 @@ def unit_std(units, axis=1):
     # exact value), where the mean's round-off would leave about 1e-18
     shifted = units - np.take(units, [0], axis=axis)
     # squared in a power-of-two scale: exact, and no overflow from |units| ~ 1e154 on
-    c = _pow2_scale(shifted, axis=axis)
+    c = pow2_scale(shifted, axis=axis)
     return (shifted / c).std(axis=axis, ddof=1) * np.squeeze(c, axis) / np.sqrt(U)
 
 
-def _pow2_scale(a, axis=None):
-    """A power of two near ``max |a|`` over ``axis`` (kept, size 1), ignoring non-finite
-    entries; 1 where there is none or the maximum is 0.
-
-    Dividing by it is exact, so arithmetic on ``a / _pow2_scale(a)`` is that on ``a``
-    scaled exactly, without the overflow or underflow of squares (or fourth powers) of
-    values far from 1.
-    """
-    a = np.abs(np.asarray(a, dtype=np.float64))
-    keep = axis is not None
-    m = a.max(axis=axis, keepdims=keep, initial=0.0)
-    if not np.isfinite(m).all():
-        m = np.where(np.isfinite(a), a, 0.0).max(axis=axis, keepdims=keep, initial=0.0)
-    return np.ldexp(1.0, np.frexp(m)[1])                  # frexp(0) = (0, 0): 1 for 0
-
-
 def _root_sum_squares(a, axis):
-    """``sqrt(sum(a**2, axis))`` taken in a power-of-two scale (:func:`_pow2_scale`, exact):
+    """``sqrt(sum(a**2, axis))`` taken in a power-of-two scale (:func:`pow2_scale`, exact):
     the squares of entries far from 1 (about 1e154 and beyond, or tiny) would overflow or
     underflow."""
-    c = _pow2_scale(a, axis=axis)
+    c = pow2_scale(a, axis=axis)
     return np.sqrt(((a / c) ** 2).sum(axis=axis)) * np.squeeze(c, axis)
-
-
-def _welch_satterthwaite(v, df, axis=1):
-    """Degrees of freedom of a sum over ``axis`` of independent variance estimates ``v``
-    with ``df`` degrees of freedom each: ``(sum v)^2 / sum(v^2 / df)``; inf where the sum
-    is exact (every ``v`` 0)."""
-    v = v / _pow2_scale(v, axis=axis)     # exact; v**2 of se**2 far from 1 over/underflows
-    den = np.where(v > 0, v**2 / df, 0.0).sum(axis=axis)
-    tot = v.sum(axis=axis)
-    return np.where(den > 0, tot**2 / np.where(den > 0, den, 1.0), np.inf)
-
-
-def _t_factor(df):
-    """``t(0.975, df) / z(0.975)``; 1 where ``df`` is not finite and positive (the normal
-    interval)."""
-    from scipy.stats import norm, t
-    ok = np.isfinite(df) & (df > 0)
-    return np.where(ok, t.ppf(0.975, np.where(ok, df, 1.0)) / norm.ppf(0.975), 1.0)
-
-
-def _t_widened(se, df):
-    """``se * t(0.975, df) / z(0.975)``: ``+-1.96`` times it is the 95 % Student-t
-    interval of an estimate whose standard error ``se`` has ``df`` degrees of freedom
-    (``inf``: the normal interval, ``se`` unchanged; NaN stays NaN)."""
-    return se * _t_factor(df)
-
-
-def _mean_se(se, df, axis=1):
-    """The standard error and degrees of freedom of the mean over ``axis`` of independent
-    estimates with standard errors ``se`` (unwidened) and ``df`` degrees of freedom:
-    ``sqrt(sum se**2) / K`` (in a power-of-two scale, exact: squares of ``se`` near 1e154
-    would overflow) and Welch-Satterthwaite's degrees of freedom; NaN stays NaN."""
-    c = _pow2_scale(se, axis=axis)
-    v = (se / c) ** 2
-    return (np.sqrt(v.sum(axis=axis)) * np.squeeze(c, axis) / se.shape[axis],
-            _welch_satterthwaite(v, df, axis=axis))
 
 
 def _far_scale(*arrays, bound=2.0**60):
     """1 when the largest ``|value|`` of ``arrays`` lies within ``[1 / bound, bound]``,
-    else :func:`_pow2_scale` of them all: the scale in which a row's values far from 1
+    else :func:`pow2_scale` of them all: the scale in which a row's values far from 1
     are fitted (exactly), so that their squares neither overflow nor underflow."""
     values = np.concatenate([np.ravel(a) for a in arrays])
     top = float(np.abs(values).max(initial=0.0))
     if 1.0 / bound <= top <= bound or top == 0.0:
         return 1.0                                      # the common case, checked cheaply
-    return float(_pow2_scale(values))
+    return float(pow2_scale(values))
 
 
 def crossed_std(units, return_dof=False):
@@ -178,7 +128,7 @@ def crossed_std(units, return_dof=False):
     if not return_dof:
         return std
     # in a power-of-two scale (exact): the squares of variances far from 1 over/underflow
-    a, b, e = np.stack([va, vb, ve]) / _pow2_scale(np.stack([va, vb, ve]), axis=0)
+    a, b, e = np.stack([va, vb, ve]) / pow2_scale(np.stack([va, vb, ve]), axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         sat = (a + b - e) ** 2 / (a**2 / (U - 1) + b**2 / (K - 1) + e**2 / ((U - 1) * (K - 1)))
     dof = np.where(two_way >= np.maximum(va, vb), sat,
@@ -611,7 +561,7 @@ def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | Non
             # freedom (the normal one covered 0.67-0.91 with 2-8 antithetic pairs,
             # doc/benchmarks.md)
             df = np.full(std.shape, float(units.shape[1] - 1))
-            std = _t_widened(std, df)
+            std = t_widened(std, df)
     return ShapleyEstimate(
         values=out[0], base=out[1], std=std, n_evaluations=int(game.n_evaluations - start),
         paths=None if paths is None else np.array(paths, dtype=object), units=units, dof=df)

@@ -15,15 +15,12 @@ import numpy as np
 from scipy.linalg.blas import dsyrk
 from scipy.linalg.lapack import dpotrf, dpotrs
 
+from .._stats import mean_se, pow2_scale, t_widened, welch_satterthwaite
 from ._estimators import (
     _check_generators,
     _check_n_evals,
     _far_scale,
-    _mean_se,
-    _pow2_scale,
     _root_sum_squares,
-    _t_widened,
-    _welch_satterthwaite,
     all_masks,
     shapley_weights,
     unit_std,
@@ -755,7 +752,7 @@ def _pair_magnitudes(X, vS, vC, v0, v1, activity, ratio, primal=None, products=N
     pv = activity[pairs[:, 0]] * activity[pairs[:, 1]]
     pv = pv / pv.mean()
     z = ((vS - v0) + (vC - v1)).reshape(n, -1) / 2.0    # the even part less the ends' mean
-    z = z / _pow2_scale(z)                              # exact; values far from 1
+    z = z / pow2_scale(z)                              # exact; values far from 1
     if primal is None:
         primal = n > C2
     if primal:
@@ -957,7 +954,7 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         over groups of the sampled pairs (sampling variance only). **Student-t
         intervals:** a standard error estimated from few sampled pairs is itself noisy
         (4 pairs, one per fold, leave it 3 degrees of freedom), so the returned one is
-        widened by ``t(0.975, df) / z(0.975)`` (:func:`_t_widened`), ``df`` the
+        widened by ``t(0.975, df) / z(0.975)`` (:func:`t_widened`), ``df`` the
         Welch-Satterthwaite degrees of freedom of the sampled strata (the jackknife's
         ``G - 1``; for a mean game, Welch-Satterthwaite's combination over the
         components): ``phi +- 1.96 se`` is then a 95 % Student-t interval, and the
@@ -1019,10 +1016,10 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
             return phi, base
         # independent designs: the variance of the mean is sum_k se_k^2 / K^2, its degrees
         # of freedom Welch-Satterthwaite's over the components
-        se, df = _mean_se(se_k, df_k, axis=1)
+        se, df = mean_se(se_k, df_k, axis=1)
         if dof is not None:
             dof.append(df)
-        return phi, base, _units_from_se(phi, _t_widened(se, df))
+        return phi, base, _units_from_se(phi, t_widened(se, df))
     out = _frontier_rows(game, n_evals, generators, cfg, return_units, paths=paths)
     if not return_units or out[2] is None:
         if dof is not None and return_units:
@@ -1031,7 +1028,7 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
     phi, base, se, df = out
     if dof is not None:
         dof.append(df)
-    return phi, base, _units_from_se(phi, _t_widened(se, df))
+    return phi, base, _units_from_se(phi, t_widened(se, df))
 
 
 def row_path(component_paths: Sequence[str]) -> str:
@@ -1297,7 +1294,7 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
         # in each component's power-of-two scale (exact): a**2 under- or overflows far from 1
         top = np.zeros(len(comps))
         np.maximum.at(top, seg, a)
-        c = _pow2_scale(top[:, None], axis=1)[:, 0]
+        c = pow2_scale(top[:, None], axis=1)[:, 0]
         return np.sqrt(np.bincount(seg, (a / c[seg]) ** 2, minlength=len(comps))) * c
 
     # the border pairs evaluated first must be in the designs: "greedy" enumerates them
@@ -1667,7 +1664,7 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     # mean squared error of the surrogate's own Shapley values phi(g_h): E R_h^2 - Var R_h,
     # pooled over the players (per output) and the folds
     mse = (R**2 - var_h.reshape(K, Pa, O)).mean(axis=0).sum(axis=0)          # (O,)
-    df = _welch_satterthwaite(v_j.reshape(J, Pa, O), (n_u - 1.0)[:, None, None], axis=0)
+    df = welch_satterthwaite(v_j.reshape(J, Pa, O), (n_u - 1.0)[:, None, None], axis=0)
     return est, np.sqrt(var), mse, df
 
 

@@ -19,8 +19,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from .._explanation import Attribution, GlobalImportance, squeeze_single_output
+from .._explanation import Attribution, GlobalImportance
 from .._random import row_keys, stream_seeds
+from .._stats import mean_se, t_factor, t_widened
 from .._utils import draw_base_seed, is_frame, keyed_generators, take_rows, unwrap_frozen
 from ..base import (
     AttributionExplainer,
@@ -38,9 +39,6 @@ from ._estimators import (
     AUTO_MIN_UNITS,
     MAX_AUTO_N_EVALS,
     MAX_EXACT_PLAYERS,
-    _mean_se,
-    _t_factor,
-    _t_widened,
     auto_start_n_evals,
     crossed_std,
     default_n_evals,
@@ -424,7 +422,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
     so their spread over the knockoffs measures it; crossed with the sampling units in a
     two-way random-effects estimate). ``None`` for exact values with marginal imputation.
     They are Student-t widened: multiplied by ``t(0.975, nu) / z(0.975)`` with ``nu``
-    their degrees of freedom (``extras["std_dof"]``, the shape of ``values``: the units'
+    their degrees of freedom (``Attribution.std_dof``, the shape of ``values``: the units'
     or the knockoffs' number less one, Satterthwaite's for the crossed estimate, the
     frontier's own), so ``values +- 1.96 std`` is a 95 % Student-t interval also with few
     units or knockoffs (with 10 knockoffs the normal interval covered 0.92-0.93).
@@ -528,8 +526,6 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                   "n_units": int(res.n_units)}
         if res.paths is not None:
             extras["paths"] = res.paths
-        if res.dof is not None:
-            extras["std_dof"] = squeeze_single_output(res.dof)
         if auto:
             if self.algorithm_ != "exact":
                 extras["n_evals"] = res.budget[:, 0]
@@ -545,7 +541,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                     "larger tol.", ConvergenceWarning, key="n_evals='auto' cap",
                     stacklevel=3)
         return Attribution(res.phi, res.base, data, list(self.player_names_),
-                           list(self.output_names_), extras, res.std)
+                           list(self.output_names_), extras, res.std, std_dof=res.dof)
 
     def _explain_rows(self, X, data, keys, idx, seed, ko_seed, n_evals, n_knockoffs,
                       parts=False):
@@ -589,7 +585,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         if not knockoffs:
             std, dof = est.std, est.dof
             var_s = np.zeros(n) if std is None else np.nan_to_num(
-                (std / _t_factor(dof)) ** 2, nan=np.inf).max(axis=(1, 2))
+                (std / t_factor(dof)) ** 2, nan=np.inf).max(axis=(1, 2))
             return _KnockoffRows(phi, base, std, game.n_evaluations, n_units, var_s,
                                  np.zeros(n), paths, dof=dof)
         K = game.n_imputations
@@ -603,7 +599,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         var_k = np.nan_to_num(unit_std(crossed.mean(axis=1)) ** 2, nan=np.inf).max(
             axis=(1, 2))
         return _KnockoffRows(per_draw.mean(axis=2), base.reshape(n, K, n_out).mean(axis=1),
-                             _t_widened(std, dof), game.n_evaluations, n_units, var_s, var_k,
+                             t_widened(std, dof), game.n_evaluations, n_units, var_s, var_k,
                              paths, dof=dof)
 
     def _auto_rows(self, X, data, keys, idx, seed, ko_seed):
@@ -728,7 +724,7 @@ def _frontier_by_knockoff(game, split, n_evals, generators, parts):
     # the mean of K independent draws: a Student-t interval with K - 1 degrees of freedom
     # (the normal one covered 0.92-0.93 with 10 knockoffs, doc/benchmarks.md)
     dof = np.where(std > 0, float(K - 1), np.inf)
-    return _KnockoffRows(phi_k.mean(axis=1), base_k.mean(axis=1), _t_widened(std, dof),
+    return _KnockoffRows(phi_k.mean(axis=1), base_k.mean(axis=1), t_widened(std, dof),
                          game.n_evaluations, K, worst(var_s), worst(var_k), paths, dof=dof)
 
 
@@ -1162,7 +1158,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
             if est.std is None:
                 se, df = np.zeros_like(est.values), np.full(est.values.shape, np.inf)
             else:   # each row's std is widened by its own t: the mean is widened once
-                se, df = est.std / _t_factor(est.dof), est.dof
+                se, df = est.std / t_factor(est.dof), est.dof
             return est.values[:, :, 0], se[:, :, 0], df[:, :, 0], est.paths, game.n_evaluations
 
         parts = self._map_batches(run, n)
@@ -1171,8 +1167,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         values = phi.mean(axis=0)
         # the rows' errors are independent: the mean's variance is their sum over n**2,
         # its degrees of freedom Welch-Satterthwaite's over the rows
-        std, df = _mean_se(se, np.concatenate([p[2] for p in parts]), axis=0)
-        std = _t_widened(std, df)
+        std, df = mean_se(se, np.concatenate([p[2] for p in parts]), axis=0)
+        std = t_widened(std, df)
         converged = self.tol is None or self._tol_reached(values, std, np.max(np.abs(phi)))
         no_se = int(np.isnan(se).any(axis=1).sum())
         if no_se:  # once per fitted explainer (score explains again)

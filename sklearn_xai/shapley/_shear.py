@@ -26,7 +26,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._explanation import Attribution, squeeze_single_output
+from .._explanation import Attribution
 from .._model import select_outputs
 from .._model import shown_positions as _shown_positions
 from .._random import row_keys, stream_seeds
@@ -959,7 +959,7 @@ class ShearExplainer(AttributionExplainer):
     Standard errors (``Attribution.std``; ``None`` in the exact regime) come from SHEAR's
     independent units, the random fills: one per antithetic pair of subsets (per subset
     without pairing) and per round. The variance ``V`` they give has ``nu`` degrees of
-    freedom (``extras["std_dof"]``), and ``std = sqrt(V) t(nu) / 1.96`` with ``t(nu)`` the
+    freedom (``Attribution.std_dof``), and ``std = sqrt(V) t(nu) / 1.96`` with ``t(nu)`` the
     97.5 % quantile of Student's t, so that ``values +- 1.96 std`` is a 95 % interval even
     with few degrees of freedom (``t(1) / 1.96 = 6.5``, ``t(2) / 1.96 = 2.2``,
     ``t(15) / 1.96 = 1.09``).
@@ -997,8 +997,8 @@ class ShearExplainer(AttributionExplainer):
     ``"cross_contribution"`` ((n_samples, n_players, n_players), ``-inf`` on the diagonal;
     ``None`` for random or exact selection), ``"n_evals"`` (int array (n_samples,), the
     coalition evaluations per player each row used: ``2^(K+1)`` times its rounds, or
-    ``2^n_players`` in the exact regime), ``"n_rounds"`` (0 in the exact regime) and
-    ``"std_dof"`` (the degrees of freedom of ``std``, same shape; ``inf`` where the
+    ``2^n_players`` in the exact regime) and ``"n_rounds"`` (0 in the exact regime); its
+    ``std_dof`` holds the degrees of freedom of ``std`` (same shape; ``inf`` where the
     standard error is 0 or its interval normal; with ``algorithm="frontier"`` the
     frontier's, whose standard errors are widened the same way; ``None`` in the exact
     regime).
@@ -1329,10 +1329,9 @@ class ShearExplainer(AttributionExplainer):
                     "n_cooperators": self.n_cooperators_,
                     "cross_contribution_method": self.cross_contribution_,
                     "n_evals": n_evals, "n_rounds": rounds,
-                    "std_dof": None if dof is None else squeeze_single_output(dof),
                     "algorithm": self.algorithm,
                     **({"paths": res.paths} if res.paths is not None else {})},
-            std=std)
+            std=std, std_dof=dof)
 
     def explain(self, X: ArrayLike | pd.DataFrame) -> Attribution:
         """SHEAR attributions of the rows of ``X``.
