@@ -351,6 +351,25 @@ def test_knockoff_shap_frontier_by_knockoff():
     # BLAS round-off only (worker threads run BLAS on one thread): 6e-12 relative seen
     np.testing.assert_allclose(other.values, att.values, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(other.std, att.std, rtol=1e-9, atol=1e-12)
+    # the spread of 6 knockoffs' estimates: a Student-t interval with 5 degrees of freedom
+    np.testing.assert_array_equal(att.std_dof, 5.0)
+    # one knockoff: the frontier's own standard errors and degrees of freedom (its units
+    # carry them, and are not widened again)
+    from sklearn_xai._random import row_keys, stream_seeds
+    from sklearn_xai._utils import draw_base_seed, keyed_generators
+    from sklearn_xai.shapley import ImputationGame, estimate_shapley
+    from sklearn_xai.shapley._knockoff import _KNOCKOFF_STREAM, _draw_knockoffs
+
+    one = KnockoffSHAP(model, n_knockoffs=1, random_state=0).fit(X)
+    a1 = one.explain(X[:5])
+    seed, keys = draw_base_seed(0), row_keys(X[:5])
+    ko = _draw_knockoffs(one.sampler_, X[:5], 1, int(stream_seeds(seed, _KNOCKOFF_STREAM)),
+                         keys)
+    game = ImputationGame(one.model_fn_, X[:5], ko, groups=one.groups_, per_imputation=True)
+    est = estimate_shapley(game, "frontier", one.n_evals_, keyed_generators(seed, keys))
+    np.testing.assert_allclose(a1.values, est.values[:, :, 0], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(a1.std, est.std[:, :, 0], rtol=1e-12)
+    np.testing.assert_array_equal(a1.std_dof, est.dof[:, :, 0])
 
 
 def test_components_share_the_row_budget():

@@ -592,15 +592,20 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         per_draw = phi.reshape(n, P, K, n_out)
         crossed = (per_draw[:, None] if units is None else
                    units.reshape(n, n_units, P, K, n_out)).transpose(0, 1, 3, 2, 4)
-        std, dof = crossed_std(crossed, return_dof=True)            # (n, P, O)
+        if self.algorithm_ == "frontier" and units is not None:
+            # one knockoff (more go by knockoff): the frontier's units carry its widened
+            # standard errors, and its degrees of freedom are its own
+            std, dof = est.std, est.dof
+        else:
+            std, dof = crossed_std(crossed, return_dof=True)        # (n, P, O)
+            std = t_widened(std, dof)
         # which source dominates: the sampling (spread over units) or the knockoffs
         var_s = np.nan_to_num(unit_std(crossed.mean(axis=2)) ** 2, nan=np.inf).max(
             axis=(1, 2)) if n_units else np.zeros(n)
         var_k = np.nan_to_num(unit_std(crossed.mean(axis=1)) ** 2, nan=np.inf).max(
             axis=(1, 2))
         return _KnockoffRows(per_draw.mean(axis=2), base.reshape(n, K, n_out).mean(axis=1),
-                             t_widened(std, dof), game.n_evaluations, n_units, var_s, var_k,
-                             paths, dof=dof)
+                             std, game.n_evaluations, n_units, var_s, var_k, paths, dof=dof)
 
     def _auto_rows(self, X, data, keys, idx, seed, ko_seed):
         """``n_evals="auto"``: per row, double the budget of the larger error source (the
