@@ -3,7 +3,10 @@
 The public entry points are the ``plot_*`` methods of :class:`~sklearn_xai.Attribution`
 and :class:`~sklearn_xai.Counterfactuals`, which document each figure; the functions here
 take the result object as their first argument. Error bars are +-1.96 standard errors
-(``Z95``) wherever the values carry ``std``.
+(``Z95``) wherever the values carry ``std``. A bar of several values (a mean over rows,
+the summed other players) combines their errors as independent; with ``std_dof`` each
+one's Student-t widening is divided out first and the combination's applied once
+(:func:`_sum_se`).
 """
 
 from __future__ import annotations
@@ -84,6 +87,11 @@ def _output(att, output):
     return k, one.values, one.std, one.base_values
 
 
+def _dof(att, k):
+    """``std_dof`` (n, P) of output ``k``, or None."""
+    return att.for_output(k).std_dof
+
+
 def player_data(att):
     """``data`` as a 2-D array with one column per player, or None."""
     data = att.data
@@ -151,6 +159,7 @@ def by_importance(vals):
 
 def waterfall(att, row, output, max_display, ax, label_width):
     k, vals, errors, base = _output(att, output)
+    dof = _dof(att, k)
     vals = vals[row]
     errs = None if errors is None else np.nan_to_num(errors[row])
     base = float(base[row])
@@ -165,7 +174,9 @@ def waterfall(att, row, output, max_display, ax, label_width):
         labels.append(f"{len(order) - max_display} other features")
         contrib.append(rest)
         if bars is not None:  # independent errors add in quadrature
-            bars.append(float(np.sqrt(np.sum(errs[order[max_display:]] ** 2))))
+            rest = order[max_display:]
+            bars.append(float(_sum_se(errs[rest], None if dof is None else dof[row, rest],
+                                      axis=0)[0]))
     own, ax = ax is None, _axes(ax, (7, 0.45 * len(labels) + 1.5))
     start = base
     for i, c in enumerate(contrib):
@@ -269,16 +280,23 @@ def _label_levels(ax, labels, n_levels=4):
 # ---- many rows ----------------------------------------------------------------------------
 
 
-def _mean_abs_se(errors, dof):
-    """The standard error of the mean over rows of the values whose standard errors are
-    ``errors`` (n, P; NaN counted as 0), from the rows' independent errors: with their
-    degrees of freedom ``dof`` (their Student-t widening divided out, the mean's
-    Welch-Satterthwaite one applied once), else ``sqrt(sum errors**2) / n``."""
+def _sum_se(errors, dof, axis):
+    """The standard error of the sum over ``axis`` of values with independent errors of
+    standard errors ``errors`` (NaN counted as 0), and its degrees of freedom (``None``
+    without ``dof``): with their degrees of freedom ``dof`` (Student-t intervals) each
+    one's widening is divided out and the sum's Welch-Satterthwaite one applied once,
+    else ``sqrt(sum errors**2)``."""
     errors = np.nan_to_num(errors)
     if dof is None:
-        return np.sqrt(np.sum(errors**2, axis=0)) / errors.shape[0]
-    se, df = mean_se(errors / t_factor(dof), dof, axis=0)
-    return t_widened(se, df)
+        return np.sqrt(np.sum(errors**2, axis=axis)), None
+    se, df = mean_se(errors / t_factor(dof), dof, axis=axis)
+    return t_widened(se * errors.shape[axis], df), df
+
+
+def _mean_abs_se(errors, dof):
+    """The standard error of the mean over rows (axis 0) of values with the standard
+    errors ``errors`` (n, P) and degrees of freedom ``dof`` or None (:func:`_sum_se`)."""
+    return _sum_se(errors, dof, axis=0)[0] / errors.shape[0]
 
 
 def bar(att, output, max_display, ax, label_width):
@@ -287,7 +305,7 @@ def bar(att, output, max_display, ax, label_width):
     order = by_importance(vals)[:max_display]
     xerr = None
     if errors is not None:
-        xerr = Z95 * _mean_abs_se(errors, att.for_output(k).std_dof)[order]
+        xerr = Z95 * _mean_abs_se(errors, _dof(att, k))[order]
     own, ax = ax is None, _axes(ax, (7, 0.4 * len(order) + 1.5))
     ax.barh(range(len(order))[::-1], imp[order], color=NEGATIVE, xerr=xerr,
             capsize=3 if xerr is not None else 0)
@@ -488,21 +506,26 @@ def cluster_order(values):
     return leaves_list(linkage(values, method="ward"))
 
 
-def _top_players(vals, errors, max_display, names, label_width):
-    """(matrix (n, m), std (n, m) or None, labels) of the players with the largest mean
-    |value|, most important first, the others summed into a last column."""
+def _top_players(vals, errors, dof, max_display, names, label_width):
+    """(matrix (n, m), std (n, m) or None, their degrees of freedom (n, m) or None,
+    labels) of the players with the largest mean |value|, most important first, the
+    others summed into a last column (:func:`_sum_se`)."""
     order = by_importance(vals)
     shown, rest = order[:max_display], order[max_display:]
     cols = [vals[:, shown]]
     errs = None if errors is None else [np.nan_to_num(errors[:, shown])]
+    dofs = None if errors is None or dof is None else [dof[:, shown]]
     labels = [shorten(names[j], label_width) for j in shown]
     if len(rest):
         cols.append(vals[:, rest].sum(axis=1, keepdims=True))
         if errs is not None:
-            errs.append(np.sqrt(np.sum(np.nan_to_num(errors[:, rest]) ** 2, axis=1,
-                                       keepdims=True)))
+            se, df = _sum_se(errors[:, rest], None if dof is None else dof[:, rest], axis=1)
+            errs.append(se[:, None])
+            if dofs is not None:
+                dofs.append(df[:, None])
         labels.append(f"{len(rest)} other features")
-    return np.hstack(cols), None if errs is None else np.hstack(errs), labels
+    return (np.hstack(cols), None if errs is None else np.hstack(errs),
+            None if dofs is None else np.hstack(dofs), labels)
 
 
 def heatmap(att, output, max_display, ax, label_width):
@@ -511,8 +534,10 @@ def heatmap(att, output, max_display, ax, label_width):
     if n == 0:
         raise ValueError("plot_heatmap needs at least one explained row.")
     rows = cluster_order(vals)
-    matrix, errs, labels = _top_players(vals[rows], None if errors is None else errors[rows],
-                                        max_display, att.feature_names, label_width)
+    dof = _dof(att, k)
+    matrix, errs, dofs, labels = _top_players(
+        vals[rows], None if errors is None else errors[rows],
+        None if dof is None else dof[rows], max_display, att.feature_names, label_width)
     m = matrix.shape[1]
     own, ax = ax is None, _axes(ax, (10, 0.4 * m + 2.5))
     lim = float(np.max(np.abs(matrix))) or 1.0
@@ -532,7 +557,7 @@ def heatmap(att, output, max_display, ax, label_width):
     top.tick_params(labelbottom=False, labelsize=7)
     side = ax.inset_axes([1.02, 0.0, 0.14, 1.0], sharey=ax)
     mean_abs = np.abs(matrix).mean(axis=0)
-    xerr = None if errs is None else Z95 * np.sqrt(np.sum(errs ** 2, axis=0)) / n
+    xerr = None if errs is None else Z95 * _mean_abs_se(errs, dofs)
     side.barh(range(m), mean_abs, xerr=xerr, color=NEGATIVE,
               capsize=2 if xerr is not None else 0)
     side.tick_params(labelleft=False, labelsize=7)
@@ -550,8 +575,10 @@ def decision(att, rows, output, max_display, ax, label_width):
     sel = np.arange(len(att)) if rows is None else key_positions(rows, len(att), "row")
     if len(sel) == 0:
         raise ValueError("plot_decision needs at least one row.")
-    matrix, errs, labels = _top_players(vals[sel], None if errors is None else errors[sel],
-                                        max_display, att.feature_names, label_width)
+    dof = _dof(att, k)
+    matrix, errs, _, labels = _top_players(
+        vals[sel], None if errors is None else errors[sel],
+        None if dof is None else dof[sel], max_display, att.feature_names, label_width)
     steps = matrix[:, ::-1]  # bottom to top: the summed others first, the largest last
     errs = None if errs is None else errs[:, ::-1]
     labels = labels[::-1]

@@ -176,6 +176,33 @@ def test_std_dof_follows_the_values_and_the_bar_whiskers_widen_the_mean_once():
     np.testing.assert_allclose(half, sorted(1.96 * mean_se), rtol=1e-9)
     assert np.all(np.array(half) < 1.96 * np.sqrt((std[:, :, 1] ** 2).sum(axis=0)).min() / n)
     plt.close("all")
+    # the heatmap's bars of the mean |value| have the same whiskers; its column of the
+    # summed other players (and the waterfall's) sums their unwidened errors in a row
+    ax = att.plot_heatmap(output="q", max_display=1)
+    order = np.argsort(-np.abs(vals[:, :, 1]).mean(axis=0))
+    rest = order[1:]
+    v_rest = (se[:, rest, 1] ** 2).sum(axis=1)
+    nu_rest = np.where(np.isinf(dof[:, 0, 1]), np.inf, v_rest**2 / (
+        (se[:, rest, 1] ** 4 / 3.0).sum(axis=1)))
+    v = np.column_stack([se[:, order[0], 1], np.sqrt(v_rest)]) ** 2
+    nus = np.column_stack([dof[:, order[0], 1], nu_rest])
+    nu = v.sum(axis=0) ** 2 / np.where(np.isinf(nus), 0.0, v**2 / nus).sum(axis=0)
+    expected = np.sqrt(v.sum(axis=0)) / n * stats.t.ppf(0.975, nu) / stats.norm.ppf(0.975)
+    side = ax.child_axes[1]
+    found = sorted(float(np.max(np.ptp(seg, axis=0))) / 2 for coll in side.collections
+                   for seg in coll.get_segments())
+    np.testing.assert_allclose(found, sorted(1.96 * expected), rtol=1e-9)
+    plt.close("all")
+    row = 2                                           # 3 degrees of freedom
+    ax = att.plot_waterfall(row, output="q", max_display=1)
+    widths = sorted(seg[1, 0] - seg[0, 0] for coll in ax.collections
+                    for seg in coll.get_segments() if seg.shape == (2, 2))
+    others = np.argsort(-np.abs(vals[row, :, 1]))[1:]
+    v_row = se[row, others, 1] ** 2
+    nu_row = v_row.sum() ** 2 / (v_row**2 / 3.0).sum()
+    assert np.isclose(widths, 2 * 1.96 * np.sqrt(v_row.sum()) * stats.t.ppf(0.975, nu_row)
+                      / stats.norm.ppf(0.975), rtol=1e-9).sum() == 1
+    plt.close("all")
 
 
 # --------------------------------------------------------------------------- units
