@@ -102,7 +102,8 @@ def crossed_std(units, return_dof=False):
         Estimates of every (unit, draw) cell.
     return_dof : bool, default=False
         Also return the degrees of freedom of the standard errors: Satterthwaite's for the
-        two-way combination, ``U - 1`` or ``K - 1`` where a one-way term is taken.
+        two-way combination (at least ``min(U, K) - 1``), ``U - 1`` or ``K - 1`` where a
+        one-way term is taken.
 
     Returns
     -------
@@ -131,7 +132,9 @@ def crossed_std(units, return_dof=False):
     a, b, e = np.stack([va, vb, ve]) / pow2_scale(np.stack([va, vb, ve]), axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         sat = (a + b - e) ** 2 / (a**2 / (U - 1) + b**2 / (K - 1) + e**2 / ((U - 1) * (K - 1)))
-    dof = np.where(two_way >= np.maximum(va, vb), sat,
+    # at least the smaller one-way term's: with the negative term, Satterthwaite's formula
+    # can fall below both (0.3 with two units and two draws, a 1,300x wider interval)
+    dof = np.where(two_way >= np.maximum(va, vb), np.maximum(sat, float(min(U, K) - 1)),
                    np.where(va >= vb, float(U - 1), float(K - 1)))
     return std, np.where(std > 0, dof, np.inf)
 
