@@ -1113,7 +1113,9 @@ class GlobalImportance:
         Importance of each player (for SAGE: the loss reduction it accounts for; higher is
         more important). Also available as ``values``.
     std : ndarray of shape (n_players,)
-        Standard errors of ``importances`` (0 for exact values).
+        Standard errors of ``importances`` (0 for exact values), Student-t widened by
+        their degrees of freedom, so that ``importances +- 1.96 std`` is a 95 % interval
+        (KnockoffSAGE: the rows', or the rows' pairs of permutations, number less one).
     feature_names : list of str, length n_players
         Names of the players (group names when features were grouped).
     n_permutations : int, default=0

@@ -114,7 +114,10 @@ def test_sage_default_stop_rule_ends_with_one_feature():
     # one player: its Shapley value is exactly loss(empty) - loss(full), per row
     per_row = (y[:20] - lr.predict(bg).mean()) ** 2 - (y[:20] - lr.predict(X[:20])) ** 2
     np.testing.assert_allclose(res.importances, per_row.mean(), rtol=1e-10)
-    np.testing.assert_allclose(res.std, per_row.std(ddof=1) / np.sqrt(20), rtol=1e-10)
+    # the rows are the units: Student-t widened with 19 degrees of freedom
+    from scipy import stats
+    np.testing.assert_allclose(res.std, per_row.std(ddof=1) / np.sqrt(20) * stats.t.ppf(
+        0.975, 19) / stats.norm.ppf(0.975), rtol=1e-10)
 
 
 @pytest.mark.timeout(60)

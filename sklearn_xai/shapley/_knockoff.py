@@ -1065,7 +1065,9 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
                 lambda rows: estimate_shapley(_LossGame(losses, rows, n, P), "exact",
                                               with_std=False).values[:, :, 0], n))
             values = samples.mean(axis=0)
-            std = samples.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(P)
+            # the rows are the units: a Student-t interval with n - 1 degrees of freedom
+            std = (t_widened(samples.std(axis=0, ddof=1) / np.sqrt(n), n - 1.0) if n > 1
+                   else np.zeros(P))
             return GlobalImportance(values, std, list(self.player_names_), 0, True,
                                     self.loss_, self.imputation)
         if self.algorithm == "frontier":
@@ -1239,13 +1241,14 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
                     # the error against the exact SAGE values of these rows (and
                     # knockoffs): a row's antithetic pairs are its independent units
                     var_rows = np.maximum(row_sq - row_total**2 / pairs, 0.0) / (pairs - 1)
-                    std = np.sqrt(var_rows.mean(axis=0) / (pairs * n))
+                    std = t_widened(np.sqrt(var_rows.mean(axis=0) / (pairs * n)),
+                                    n * (pairs - 1.0))
                 elif count > 1:
                     # one pair: the spread over rows also counts the rows' differences (an
                     # upper bound)
                     var = np.maximum(row_sq.sum(axis=0) / count - mean**2, 0.0) * count / (
                         count - 1)
-                    std = np.sqrt(var / count)
+                    std = t_widened(np.sqrt(var / count), count - 1.0)
                 if self.tol is not None and count > 1 and self._tol_reached(values, std,
                                                                             loss_scale):
                     converged = True
