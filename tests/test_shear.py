@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from joblib import parallel_config
+from scipy import stats
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LinearRegression, LogisticRegression
@@ -438,12 +439,17 @@ def test_efficiency_options(data):
     raw, proj = (ShearExplainer(model, n_evals=16, n_rounds=2, efficiency=eff, random_state=0)
                  .fit(X).explain(X[:6]) for eff in ("none", "variance"))
     assert np.all(np.isfinite(raw.std)) and np.all(raw.std.sum(axis=1) > 0)
-    var = raw.std**2
+    # the variances without the Student-t widening (the players' degrees of freedom
+    # differ here), the projected standard errors widened again by each player's own
+    widen = stats.t.ppf(0.975, raw.std_dof) / stats.norm.ppf(0.975)
+    assert np.ptp(widen) > 0.1
+    var = (raw.std / widen) ** 2
     resid = f(X[:6])[:, 0] - raw.base_values - raw.values.sum(axis=1)
     np.testing.assert_allclose(proj.values, raw.values + var / var.sum(axis=1, keepdims=True)
                                * resid[:, None], rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(proj.std, np.sqrt(var - var**2 / var.sum(axis=1, keepdims=True)),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(proj.std, widen * np.sqrt(
+        var - var**2 / var.sum(axis=1, keepdims=True)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(proj.std_dof, raw.std_dof)
 
 
 def test_frontier_algorithm_on_the_torch_game(data):

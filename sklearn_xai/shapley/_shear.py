@@ -21,7 +21,6 @@ from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.stats import t as student_t
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -30,6 +29,7 @@ from .._explanation import Attribution
 from .._model import select_outputs
 from .._model import shown_positions as _shown_positions
 from .._random import row_keys, stream_seeds
+from .._stats import t_factor, t_widened
 from .._torch import TorchModelFunction, is_torch_model
 from .._utils import draw_base_seed, is_frame, keyed_generators, unwrap_frozen
 from ..base import (
@@ -314,28 +314,32 @@ def _frontier_std(est):
     return est.std, est.dof
 
 
-def _make_efficient(phi, total, how, std=None):
+def _make_efficient(phi, total, how, std=None, dof=None):
     """Values that add up to ``total`` and their standard errors.
 
     ``how="variance"`` (with ``std``): the generalised least-squares projection onto
-    ``sum_i phi_i = total`` for independent errors of variances ``std**2``: player ``i``
-    takes the share ``std_i^2 / sum_j std_j^2`` of the residual, and its standard error
-    becomes ``sqrt(std_i^2 - std_i^4 / sum_j std_j^2)``, that of the constrained estimate.
+    ``sum_i phi_i = total`` for independent errors of variances ``s**2``: player ``i``
+    takes the share ``s_i^2 / sum_j s_j^2`` of the residual, and its standard error
+    becomes ``sqrt(s_i^2 - s_i^4 / sum_j s_j^2)``, that of the constrained estimate.
+    ``s`` is ``std`` without its Student-t widening by ``dof`` (the players' degrees of
+    freedom differ: their widened variances would weigh them wrongly); the projected
+    standard errors are widened again by each player's own ``dof``.
     Exact values (``std`` 0) stay as they are; a row/output whose standard errors are all
     0 or not all finite spreads its residual as ``"redistribute"`` does. The other
     choices (:func:`_redistribute`) leave ``std`` unchanged.
     """
     if how != "variance" or std is None:
         return _redistribute(phi, total, "redistribute" if how == "variance" else how), std
-    var = std**2
+    widen = 1.0 if dof is None else t_factor(dof)
+    var = (std / widen) ** 2
     tot = var.sum(axis=1, keepdims=True)                        # (n, 1, O)
     ok = np.isfinite(tot) & (tot > 0)
     safe = np.where(ok, tot, 1.0)
     fallback = _redistribute(phi, total, "redistribute")
     resid = (total - phi.sum(axis=1))[:, None, :]
     out = np.where(ok, phi + np.where(ok, var, 0.0) / safe * resid, fallback)
-    new_std = np.where(ok, np.sqrt(np.maximum(var - np.where(ok, var, 0.0)**2 / safe, 0.0)),
-                       std)
+    new_std = np.where(ok, np.sqrt(np.maximum(var - np.where(ok, var, 0.0)**2 / safe, 0.0))
+                       * widen, std)
     return out, new_std
 
 
@@ -391,10 +395,6 @@ def _shear_units(diff, n_cooperators, antithetic):
     return diff, w, size
 
 
-# the 97.5 % quantile of the standard normal: an interval is phi +- _Z95 std
-_Z95 = float(student_t.ppf(0.975, np.inf))
-
-
 def _shear_std(rounds, weight, size_class):
     """Standard errors of SHEAR from its units over ``R`` rounds (n, R, P, U, O), and
     their degrees of freedom.
@@ -446,7 +446,7 @@ def _shear_std(rounds, weight, size_class):
             n_dof += int(sel.sum()) - 1
         var = ss / n_dof * w2.sum()
         dof = np.full((n, P, O), float(n_dof))
-    return np.sqrt(var) * (student_t.ppf(0.975, dof) / _Z95), dof
+    return t_widened(np.sqrt(var), dof), dof
 
 
 def _shear_estimate(value, cooperators, keys, seed, *, antithetic=True,
@@ -495,7 +495,7 @@ def _shear_estimate(value, cooperators, keys, seed, *, antithetic=True,
                               units[0][2])
     if efficiency != "none":
         phi, std = _make_efficient(phi, full - base, efficiency,
-                                   std if return_std else None)
+                                   std if return_std else None, dof if return_std else None)
     if return_std:
         return phi, base, full, std, dof
     return phi, base, full
@@ -1220,7 +1220,7 @@ class ShearExplainer(AttributionExplainer):
             phi, base, full, std, dof, rounds = self._auto_rounds(game, Xb, rows, coop, keys,
                                                                   base_seed, kw)
         if self.efficiency != "none":
-            phi, std = _make_efficient(phi, full - base, self.efficiency, std)
+            phi, std = _make_efficient(phi, full - base, self.efficiency, std, dof)
         return _ShearBatch(phi, base, coop, eta, std, rounds, dof)
 
     def _auto_frontier(self, game, Xb, rows, keys, base_seed):
