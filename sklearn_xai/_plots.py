@@ -89,7 +89,8 @@ def _output(att, output):
 
 def _dof(att, k):
     """``std_dof`` (n, P) of output ``k``, or None."""
-    return att.for_output(k).std_dof
+    dof = att._dof3d()
+    return None if dof is None else dof[:, :, k]
 
 
 def player_data(att):

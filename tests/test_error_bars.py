@@ -336,6 +336,9 @@ def test_engine_std_is_the_units_t_interval(estimator, n_evals):
     np.testing.assert_array_equal(est.dof, U - 1)
     np.testing.assert_allclose(est.std, unit_std(est.units) * stats.t.ppf(0.975, U - 1)
                                / stats.norm.ppf(0.975), rtol=1e-12)
+    # exact values: no standard error, and std_and_dof gives 0 with a normal interval
+    std, dof = estimate_shapley(game, "exact", with_std=False).std_and_dof()
+    assert np.all(std == 0) and np.all(np.isinf(dof)) and std.shape == est.values.shape
 
 
 def test_few_permutation_units_are_calibrated_by_the_t_interval():

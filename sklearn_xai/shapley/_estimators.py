@@ -499,10 +499,10 @@ class ShapleyEstimate:
     dof : ndarray of shape (n_rows, n_players, n_outputs) or None
         The degrees of freedom of ``std`` (``None`` with ``std``): ``n_units - 1`` for the
         permutation and kernel units (antithetic pairs, jackknife groups), the
-        frontier's Welch-Satterthwaite degrees of freedom of its sampled strata (``inf``
-        where its interval is normal). A caller that combines several estimates divides
-        ``t(0.975, dof) / z(0.975)`` out first and widens the combination once
-        (KnockoffSAGE's mean over rows).
+        frontier's Welch-Satterthwaite degrees of freedom of its sampled strata; ``inf``
+        where the interval is normal or the standard error 0. A caller that combines
+        several estimates divides ``t(0.975, dof) / z(0.975)`` out first and widens the
+        combination once (KnockoffSAGE's mean over rows).
     """
 
     values: np.ndarray
@@ -512,6 +512,13 @@ class ShapleyEstimate:
     paths: np.ndarray | None = None
     units: np.ndarray | None = None
     dof: np.ndarray | None = None
+
+    def std_and_dof(self):
+        """``(std, dof)``, each of the shape of ``values``: 0 and ``inf`` (an exact,
+        normal interval) when ``std`` is None because every value is exact."""
+        if self.std is None:
+            return np.zeros_like(self.values), np.full(self.values.shape, np.inf)
+        return self.std, self.dof
 
 
 def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | None = None,
@@ -563,7 +570,7 @@ def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | Non
             # the mean of U independent units: a Student-t interval with U - 1 degrees of
             # freedom (the normal one covered 0.67-0.91 with 2-8 antithetic pairs,
             # doc/benchmarks.md)
-            df = np.full(std.shape, float(units.shape[1] - 1))
+            df = np.where(std > 0, float(units.shape[1] - 1), np.inf)
             std = t_widened(std, df)
     return ShapleyEstimate(
         values=out[0], base=out[1], std=std, n_evaluations=int(game.n_evaluations - start),

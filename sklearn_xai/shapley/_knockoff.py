@@ -592,9 +592,9 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         per_draw = phi.reshape(n, P, K, n_out)
         crossed = (per_draw[:, None] if units is None else
                    units.reshape(n, n_units, P, K, n_out)).transpose(0, 1, 3, 2, 4)
-        if self.algorithm_ == "frontier" and units is not None:
-            # one knockoff (more go by knockoff): the frontier's units carry its widened
-            # standard errors, and its degrees of freedom are its own
+        if K == 1 and units is not None:
+            # one knockoff: the sampling alone, whose Student-t interval the engine gives
+            # (the frontier's units are synthetic: their number says nothing of its dof)
             std, dof = est.std, est.dof
         else:
             std, dof = crossed_std(crossed, return_dof=True)        # (n, P, O)
@@ -1162,10 +1162,9 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         def run(rows):
             game = _LossGame(losses, rows, n, P)
             est = estimate_shapley(game, "frontier", n_evals, keyed_generators(seed, keys[rows]))
-            if est.std is None:
-                se, df = np.zeros_like(est.values), np.full(est.values.shape, np.inf)
-            else:   # each row's std is widened by its own t: the mean is widened once
-                se, df = est.std / t_factor(est.dof), est.dof
+            # each row's std is widened by its own t: the mean is widened once
+            std, df = est.std_and_dof()
+            se = std / t_factor(df)
             return est.values[:, :, 0], se[:, :, 0], df[:, :, 0], est.paths, game.n_evaluations
 
         parts = self._map_batches(run, n)

@@ -306,14 +306,6 @@ def _shear_coalitions(cooperators, keys, seed, *, antithetic=True,
                             non_cooperators == "shapley")
 
 
-def _frontier_std(est):
-    """``(std, dof)`` of a frontier :class:`~sklearn_xai.shapley.ShapleyEstimate`, (n, P,
-    O) each: 0 and ``inf`` when every row is exact (``est.std`` None)."""
-    if est.std is None:
-        return np.zeros_like(est.values), np.full(est.values.shape, np.inf)
-    return est.std, est.dof
-
-
 def _make_efficient(phi, total, how, std=None, dof=None):
     """Values that add up to ``total`` and their standard errors.
 
@@ -1183,7 +1175,7 @@ class ShearExplainer(AttributionExplainer):
                 est = estimate_shapley(game, "frontier", int(self.n_evals),
                                        keyed_generators(base_seed, keys[rows]))
                 phi, base, paths = est.values, est.base, est.paths
-                std, dof = _frontier_std(est)
+                std, dof = est.std_and_dof()
                 budget = np.full(n, int(self.n_evals), dtype=np.int64)
             return _ShearBatch(phi, base, np.zeros((n, P, 0), dtype=np.intp), None, std,
                                np.zeros(n, dtype=np.int64), dof, paths, budget)
@@ -1241,7 +1233,7 @@ class ShearExplainer(AttributionExplainer):
             b = int(budget[idx[0]])                    # the rows still running share it
             sub = game if idx.size == n else self._game(Xb[idx], rows.start + idx)
             est = estimate_shapley(sub, "frontier", b, keyed_generators(base_seed, keys[idx]))
-            s, d = _frontier_std(est)
+            s, d = est.std_and_dof()
             if phi is None:
                 phi = np.zeros((n,) + est.values.shape[1:])
                 base, std = np.zeros((n,) + est.base.shape[1:]), np.zeros_like(phi)
