@@ -513,7 +513,7 @@ class ShapleyEstimate:
     units: np.ndarray | None = None
     dof: np.ndarray | None = None
 
-    def std_and_dof(self):
+    def std_and_dof(self) -> tuple[np.ndarray, np.ndarray]:
         """``(std, dof)``, each of the shape of ``values``: 0 and ``inf`` (an exact,
         normal interval) when ``std`` is None because every value is exact."""
         if self.std is None:
