@@ -514,8 +514,15 @@ class ShapleyEstimate:
     dof: np.ndarray | None = None
 
     def std_and_dof(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(std, dof)``, each of the shape of ``values``: 0 and ``inf`` (an exact,
-        normal interval) when ``std`` is None because every value is exact."""
+        """The standard errors and their degrees of freedom, also when every value is exact.
+
+        Returns
+        -------
+        std : ndarray of the shape of ``values``
+            ``std``, or 0 when it is None (every value exact).
+        dof : ndarray of the shape of ``values``
+            ``dof``, or ``inf`` (a normal interval) when ``std`` is None.
+        """
         if self.std is None:
             return np.zeros_like(self.values), np.full(self.values.shape, np.inf)
         return self.std, self.dof
