@@ -1551,8 +1551,27 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     Returns ``(estimate, se, mse, df)``: (Pa, O) each but ``mse`` (O,), the surrogates'
     pooled mean squared error.
     """
-    n, Pa = X.shape
-    K = cfg["folds"]
+    folds = _xfit_folds(S, strat, incl, is_extra, cfg["folds"])
+    est, resid, Tk, R = _xfit_linear(folds, X, y, W, yN, cfg, gram, kshap, chars, design)
+    return (est,) + _xfit_spread(folds, resid, Tk, R)
+
+
+class _Folds:
+    """The cross-fit's strata and folds of one design (:func:`_xfit_folds`)."""
+
+    __slots__ = ("K", "J", "coef", "jj", "fold", "unit", "in_j", "cell", "n_all", "n_jh",
+                 "m_j", "p_j", "sampled")
+
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+def _xfit_folds(S, strat, incl, is_extra, K):
+    """The strata with units of the design ``S`` (n, Pa), the fold of each unit pair
+    (round robin in draw order within its stratum) and the Shapley coefficients of the
+    pairs: what :func:`_xfit_linear` and :func:`_xfit_spread` share."""
+    n, Pa = S.shape
     _, m, _ = _pair_strata(Pa)
     w = shapley_weights(Pa)
     sz = S.sum(axis=1)
@@ -1576,11 +1595,22 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     fold[unit] = rank % K
     in_j = (jj[None, :] == np.arange(J)[:, None]).astype(np.float64)          # (J, n)
     cell = in_j[:, None, :] * (fold[None, None, :] == np.arange(K)[None, :, None])  # (J, K, n)
-    n_all = in_j.sum(axis=1)                                 # pairs of each stratum (J,)
-    n_jh = cell.sum(axis=2)                                  # unit pairs per fold (J, K)
-    m_j = m[js]
     p_j = np.zeros(J)
     p_j[jj[jj >= 0]] = incl[jj >= 0]                          # one value per stratum
+    return _Folds(K=K, J=J, coef=coef, jj=jj, fold=fold, unit=unit, in_j=in_j, cell=cell,
+                  n_all=in_j.sum(axis=1), n_jh=cell.sum(axis=2), m_j=m[js], p_j=p_j,
+                  sampled=sampled)
+
+
+def _xfit_linear(fo, X, y, W, yN, cfg, gram=None, kshap=None, chars=None, design=None):
+    """The part of :func:`_xfit` that is linear in ``(y, yN)``: the cross-fitted estimate
+    (Pa, O), each unit pair's residual under the surrogate of its own fold's complement
+    (n, O; 0 for the other pairs), the folds' mean stratum totals of the residual
+    contributions ``Tk`` (J, Pa, O) and each fold's residual correction ``R`` (K, Pa, O).
+    Linear, so :func:`_shared_maps` takes them of a design once, as matrices."""
+    n, Pa = X.shape
+    K, J, jj, fold, in_j, cell = fo.K, fo.J, fo.jj, fo.fold, fo.in_j, fo.cell
+    n_all, n_jh, m_j, p_j, coef, sampled = fo.n_all, fo.n_jh, fo.m_j, fo.p_j, fo.coef, fo.sampled
     O = y.shape[1]
     # kriging fits (of fewer pairs than coefficients) take their kernel from one gram
     kriged = [_uses_kernel(cfg["orders"], cfg["ratio"], n - int(n_jh[:, h].sum()), Pa)
@@ -1601,7 +1631,7 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     # stratum totals, fold h's share and the enumerated pairs' total in one product
     sums = np.concatenate([np.broadcast_to(in_j, (K, J, n)), cell.transpose(1, 0, 2),
                            np.broadcast_to((~sampled)[None, None, :], (K, 1, n))], axis=1)
-    Z = np.zeros((n, Pa * O))
+    resid = np.zeros((n, O))
     T_h = np.zeros((K, J, Pa * O))                           # each fold's stratum totals
     R = np.zeros((K, Pa, O))             # fold h: residual correction phi_x,h - phi(g_h)
     est = np.zeros((Pa, O))
@@ -1644,28 +1674,40 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
         whole, part = tot[:J], tot[J:2 * J]
         T_h[h] = whole - part + ((m_j - nA[:, h]) / n_jh[:, h])[:, None] * part
         R[h] = (tot[2 * J] + (T_h[h] / p_j[:, None]).sum(axis=0)).reshape(Pa, O)
-        Z[mine] = contrib[mine]
+        resid[mine] = (y - fitted)[mine]
         est += (phi_h + R[h]) / K
+    return est, resid, T_h.mean(axis=0).reshape(J, Pa, O), R
+
+
+def _xfit_spread(fo, resid, Tk, R):
+    """``(se, mse, df)`` of :func:`_xfit` from its linear parts (:func:`_xfit_linear`):
+    the stratified variance of the units' residual contributions. Every sum runs over
+    pairs, strata or folds of one column at a time (no matrix product), so a column's
+    result does not depend on the other columns (the rows that share a design,
+    :func:`_shared_solve`)."""
+    K, J, Pa, O = fo.K, fo.J, Tk.shape[1], resid.shape[1]
+    Z = fo.coef[:, :, None] * resid[:, None, :]                               # (n, Pa, O)
     # each stratum's within variance of the units' residual contributions (ddof 1)
-    u_j = in_j * unit
-    n_u = u_j.sum(axis=1)
-    mean = (u_j @ Z) / n_u[:, None]
-    s2 = (u_j @ (Z - mean[np.maximum(jj, 0)]) ** 2) / (n_u - 1.0)[:, None]     # (J, Pa O)
-    Np = m_j[:, None] - (n_all[:, None] - n_jh)                                 # (J, K)
-    fpc = Np**2 * np.maximum(0.0, 1.0 - n_jh / Np) / n_jh / p_j[:, None] ** 2
-    vh = fpc[:, :, None] * s2[:, None, :]                                       # (J, K, Pa O)
+    n_u = np.zeros(J)
+    s2 = np.zeros((J, Pa, O))
+    for j in range(J):
+        Zj = Z[fo.unit & (fo.jj == j)]
+        n_u[j] = Zj.shape[0]
+        s2[j] = ((Zj - Zj.sum(axis=0) / n_u[j]) ** 2).sum(axis=0) / (n_u[j] - 1.0)
+    Np = fo.m_j[:, None] - (fo.n_all[:, None] - fo.n_jh)                        # (J, K)
+    fpc = Np**2 * np.maximum(0.0, 1.0 - fo.n_jh / Np) / fo.n_jh / fo.p_j[:, None] ** 2
+    vh = fpc[:, :, None, None] * s2[:, None]                                    # (J, K, Pa, O)
     v_j = vh.sum(axis=1) / K**2
-    var_h = vh.sum(axis=0)                                                      # (K, Pa O)
-    drawn = (1 - p_j) / p_j**2                                # 0 for strata always drawn
-    Tk = T_h.mean(axis=0)
-    v_j = v_j + Tk**2 * drawn[:, None]
-    var_h = var_h + (Tk**2 * drawn[:, None]).sum(axis=0)[None]
-    var = v_j.sum(axis=0).reshape(Pa, O)
+    var_h = vh.sum(axis=0)                                                      # (K, Pa, O)
+    drawn = (1 - fo.p_j) / fo.p_j**2                          # 0 for strata always drawn
+    v_j = v_j + Tk**2 * drawn[:, None, None]
+    var_h = var_h + (Tk**2 * drawn[:, None, None]).sum(axis=0)[None]
+    var = v_j.sum(axis=0)
     # mean squared error of the surrogate's own Shapley values phi(g_h): E R_h^2 - Var R_h,
     # pooled over the players (per output) and the folds
-    mse = (R**2 - var_h.reshape(K, Pa, O)).mean(axis=0).sum(axis=0)          # (O,)
-    df = welch_satterthwaite(v_j.reshape(J, Pa, O), (n_u - 1.0)[:, None, None], axis=0)
-    return est, np.sqrt(var), mse, df
+    mse = (R**2 - var_h).mean(axis=0).sum(axis=0)                              # (O,)
+    df = welch_satterthwaite(v_j, (n_u - 1.0)[:, None, None], axis=0)
+    return np.sqrt(var), mse, df
 
 
 def _uses_kernel(orders, ratio, n, Pa):
