@@ -13,6 +13,7 @@ from ._estimators import (
     estimate_shapley,
     exact_shapley,
     frontier_shapley,
+    frontier_shared_shapley,
     kernel_shapley,
     permutation_shapley,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "permutation_shapley",
     "kernel_shapley",
     "frontier_shapley",
+    "frontier_shared_shapley",
     "frontier_components",
     "ShearExplainer",
     "KnockoffSHAP",

@@ -823,9 +823,10 @@ def _border_row(S, vS, vC, v0, v1, c):
     return phi + gap[None] * share
 
 
-def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Generator], *,
+def frontier_shapley(game: Game, n_evals: int,
+                     generators: Sequence[np.random.Generator] | None, *,
                      return_units: bool = False, paths: list | None = None,
-                     dof: list | None = None,
+                     dof: list | None = None, design_seed: int | None = None,
                      **config: Any) -> tuple[np.ndarray | None, ...]:
     """Shapley values with free exactness, exact border strata and an odd surrogate.
 
@@ -1004,11 +1005,14 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
     """
     cfg = _config(config)
     n_evals = _check_n_evals(n_evals)
-    _check_generators(generators, game.n_rows)
+    if design_seed is None:
+        _check_generators(generators, game.n_rows)
+    else:
+        design_seed = _check_design_seed(design_seed, cfg)
     split = game.imputation_components() if cfg["by_component"] else None
     if split is not None:
         phi_k, base_k, se_k, df_k, path_k = _components(
-            game, n_evals, generators, split, return_units, cfg)
+            game, n_evals, generators, split, return_units, cfg, design_seed)
         if paths is not None:
             paths.extend(row_path(p) for p in path_k)
         phi, base = phi_k.mean(axis=1), base_k.mean(axis=1)
@@ -1020,7 +1024,8 @@ def frontier_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Ge
         if dof is not None:
             dof.append(df)
         return phi, base, _units_from_se(phi, t_widened(se, df))
-    out = _frontier_rows(game, n_evals, generators, cfg, return_units, paths=paths)
+    out = _frontier_rows(game, n_evals, generators, cfg, return_units, paths=paths,
+                         design_seed=design_seed)
     if not return_units or out[2] is None:
         if dof is not None and return_units:
             dof.append(np.full(out[0].shape, np.inf))
@@ -1110,20 +1115,23 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
     return phi, base, se, path
 
 
-def _components(game, n_evals, generators, components, with_se, cfg):
+def _components(game, n_evals, generators, components, with_se, cfg, design_seed=None):
     """:func:`frontier_components` (checked arguments, full ``cfg``), with the degrees
-    of freedom of each standard error (``None`` without ``with_se``) before the path."""
+    of freedom of each standard error (``None`` without ``with_se``) before the path;
+    with a ``design_seed``, the components share designs (:func:`_shared_design`)."""
     n = game.n_rows
     comp, K = components
-    seeds = [g.integers(0, 2**63 - 1, size=K, dtype=np.int64) for g in generators]
-    gens = [np.random.default_rng(int(s)) for row in seeds for s in row]
+    gens = None
+    if design_seed is None:
+        seeds = [g.integers(0, 2**63 - 1, size=K, dtype=np.int64) for g in generators]
+        gens = [np.random.default_rng(int(s)) for row in seeds for s in row]
     evals0 = comp.n_evaluations
     paths = []
     if cfg["se_mode"] == "auto":
         # a sum of K components' errors: unbiased estimates of each (see frontier_shapley)
         cfg = dict(cfg, se_mode="pooled")
     out = _frontier_rows(comp, n_evals, gens, cfg, with_se, paths=paths,
-                         pool=K if cfg["pool"] else None)
+                         pool=K if cfg["pool"] else None, design_seed=design_seed)
     phi, base = out[0], out[1]
     # K component coalitions cost as many model rows as one coalition of the mean
     game.n_evaluations += -(-(comp.n_evaluations - evals0) // K)
@@ -1269,7 +1277,8 @@ def _values(game, plans, known, active):
     return vals
 
 
-def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, pool=None):
+def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, pool=None,
+                   design_seed=None):
     """The frontier estimate of each row's game (no component split): ``(phi, base)``,
     with ``return_units`` also the standard errors and their degrees of freedom
     (:func:`_solve_rows`); ``paths``, when a list, receives each row's path (see
@@ -1303,7 +1312,8 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     budget = (n_evals * P if not pool else
               _pooled_budgets(active, pool, n_evals * P, activity_norms if by_activity else None,
                               unit=cfg["folds"] if xfit else 1, alloc=cfg["alloc"]))
-    plans = _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1)
+    plans = _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1, design_seed,
+                       return_units, pool or 1)
     vals = _values(game, plans, known, active)
     if paths is not None:
         paths.extend(_path_name(p, cfg) for p in plans)
@@ -1316,6 +1326,11 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
 
 def _path_name(plan, cfg):
     kind, masks, extra = plan
+    if kind == "shared":
+        sd = extra[1]
+        if sd.kind == "border" or not np.any(sd.strat >= 0):
+            return "border"
+        return "linear" if _too_wide(sd.S.shape[0], sd.S.shape[1], cfg) else "sampled"
     if kind == "fit":
         if _is_border(extra[1]) or not np.any(extra[3] >= 0):
             # whole coalition sizes from the border only, nothing sampled
@@ -1354,10 +1369,15 @@ def _ends_and_active(game):
     return v0, v1, active
 
 
-def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1):
+def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1, design_seed=None,
+               with_se=False, design_streams=1):
     """Per row ``(kind, masks (C, P), extra)``: ``"done"`` (at most one active player,
     its value written into ``phi``), ``"exact"`` (every coalition of the active players
-    fits in the row's budget) or ``"fit"`` (the drawn complementary pairs). ``budget``:
+    fits in the row's budget), ``"fit"`` (the drawn complementary pairs) or, with a
+    ``design_seed``, ``"shared"`` (the pairs of the design shared by every row with as
+    many active players and pairs, :func:`_shared_design`; the components of a mean game,
+    rows ``r K .. r K + K - 1`` with ``design_streams = K``, each from their own stream
+    ``r % K``, so that a row's components have independent designs). ``budget``:
     coalitions per row, one number or one per row."""
     n, P = active.shape
     budgets = np.broadcast_to(np.asarray(budget, dtype=np.int64), (n,))
@@ -1375,6 +1395,10 @@ def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1):
             masks = np.zeros((sub.shape[0], P), bool)
             masks[:, players] = sub
             plans.append(("exact", masks, (players, coef, c0, c1)))
+        elif design_seed is not None:
+            sd = _shared_design(Pa, budget // 2, design_seed, cfg, with_se,
+                                r % design_streams)
+            plans.append(("shared", _pair_masks(sd.S, players, P), (players, sd)))
         else:
             design = _design(Pa, budget // 2, generators[r], cfg["alloc"], cfg["ht"],
                              unit=cfg["folds"] if xfit else 1)
@@ -1391,7 +1415,10 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
     se = np.zeros(phi.shape) if return_units else None
     df = np.full(phi.shape, np.inf) if return_units else None
     sampled = False
+    groups = {}
     for r, (kind, masks, extra) in enumerate(plans):
+        if kind == "shared":
+            groups.setdefault(id(extra[1]), []).append(r)
         if kind == "exact":
             players, coef, c0, c1 = extra
             phi[r, players] = coef.T @ vals[r] + np.outer(c0, v0[r]) + np.outer(c1, v1[r])
@@ -1409,6 +1436,15 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
             phi[r, players] = est
             if return_units:
                 se[r, players], df[r, players], sampled = s, d, True
+    for rows in groups.values():
+        sd = plans[rows[0]][2][1]
+        players = np.stack([plans[r][2][0] for r in rows])                   # (R, Pa)
+        est, s, d = _shared_solve(sd, np.stack([vals[r] for r in rows]), v0[rows], v1[rows],
+                                  cfg, return_units)
+        at = (np.asarray(rows)[:, None], players)
+        phi[at] = est
+        if return_units:
+            se[at], df[at], sampled = s, d, True
     return (se if sampled else None), df
 
 
@@ -1500,6 +1536,15 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
     full = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"],
                     lam=cfg["lam"], gram=gram, activity=rcfg["activity"], kshap=kshap,
                     design=design)
+    est, se = _hybrid(est, se, mse, full, cfg, hybrid)
+    return est, se, df
+
+
+def _hybrid(est, se, mse, full, cfg, hybrid=True):
+    """The estimate and standard error of ``mode="hybrid"`` (see :func:`frontier_shapley`)
+    from the cross-fit's ``(est, se, mse)`` and the plain fit ``full``, column by
+    column: ``full``, with ``se`` raised by the squared gap between the two beyond
+    ``se**2``."""
     d = est - full
     # "auto" reaches here only for a single game, the max rule (_components turns it
     # into "pooled" for the components of a mean game)
@@ -1514,7 +1559,7 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
         # squared bias of the plain fit estimated by d**2 - se**2 (>= 0)
         est, se = full, np.sqrt(cfg["se_scale"]**2 * se**2 + cfg["bias_w"]
                                 * np.maximum(d**2 - cfg["bias_sub"] * se**2, 0.0))
-    return est, se, df
+    return est, se
 
 
 def _n_halves_ok(strat, K=2):
@@ -1754,3 +1799,156 @@ def _jackknife(X, y, W, strat, yN, cfg, est):
                        ard=cfg["ard"], lam=cfg["lam"], activity=prior)
         pseudo[g] = G * est - (G - 1) * _project(fit, 2 * yN)
     return pseudo
+
+
+# --------------------------------------------------------------------------- shared designs
+
+# the shared designs' linear maps, by (design_seed, Pa, n_pairs, knobs, with_se): a map
+# costs a few fits of its design (O(n^3)), then each row one matrix-vector product
+_SHARED_CACHE_SIZE = 64
+_shared_cache: dict = {}
+
+
+class _SharedDesign:
+    """One design of the shared frontier (:func:`_shared_design`): the pairs ``S`` and
+    their weights, strata, inclusion probabilities and extra flags (:func:`_design`),
+    ``kind`` ("border", "xfit", "jack" or "fit", the branches of
+    :func:`_solve_fit_row`), ``linear`` (fitted by the linear term alone), ``full`` (Pa,
+    n + 1): the plain fit's linear map, applied to ``[y; yN]``, and ``M`` (rows, n + 1):
+    the standard error's linear maps stacked, with ``parts`` naming their row slices (the
+    fit's map stands alone so that the values do not depend on ``with_se``)."""
+
+    __slots__ = ("S", "W", "strat", "incl", "extra", "kind", "linear", "full", "M", "parts",
+                 "folds")
+
+    def __init__(self, **kw):
+        for k in self.__slots__:
+            setattr(self, k, kw.get(k))
+
+
+def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0):
+    """The design of every row with ``Pa`` active players and ``n_pairs`` pairs, drawn
+    from ``design_seed``, ``(Pa, n_pairs)`` and ``stream`` (a component's position in its
+    mean game) alone, with the linear maps that take a
+    row's ``[y; yN]`` (its pairs' odd values and the full coalition's) to its estimate
+    and the linear parts of its standard error (cached). The fit has a flat order-3
+    prior and no ARD: the estimate is a fixed linear function of the row's values."""
+    xfit = cfg["mode"] in ("xfit", "hybrid")
+    knobs = tuple(sorted((k, v) for k, v in cfg.items() if k not in ("activity", "prior_of")))
+    key = (int(design_seed), int(Pa), int(n_pairs), int(stream), knobs, bool(with_se))
+    hit = _shared_cache.get(key)
+    if hit is not None:
+        return hit
+    rng = np.random.default_rng(np.random.SeedSequence(
+        entropy=int(design_seed), spawn_key=(int(Pa), int(n_pairs), int(stream))))
+    S, W, strat, incl, extra = _design(Pa, n_pairs, rng, cfg["alloc"], cfg["ht"],
+                                       unit=cfg["folds"] if xfit else 1)
+    n = S.shape[0]
+    sd = _SharedDesign(S=S, W=W, strat=strat, incl=incl, extra=extra, kind="border",
+                       linear=False)
+    if not _is_border(S):
+        X = np.where(S, 1.0, -1.0)
+        small = S.shape[0] < cfg["linear_below"] * Pa or _too_wide(n, Pa, cfg)
+        orders = () if small else cfg["orders"]
+        rcfg = dict(cfg, ard=0, orders=orders, activity=None, prior_of=None)
+        # the basis of [y; yN]: column c < n is pair c's odd value, column n the full's
+        Iy, IyN = np.eye(n, n + 1), np.eye(1, n + 1, n)[0]
+        full = _fit_row(X, Iy, W, IyN, orders, cfg["ratio"])
+        maps, names = [], []
+        kind = "fit"
+        if with_se and xfit and _n_halves_ok(strat[~extra], cfg["folds"]):
+            kind = "xfit"
+            sd.folds = _xfit_folds(S, strat, incl, extra, cfg["folds"])
+            est_x, resid, Tk, R = _xfit_linear(sd.folds, X, Iy, W, IyN, rcfg)
+            maps += [est_x, R.reshape(-1, n + 1), Tk.reshape(-1, n + 1), resid]
+            names += ["est_x", "R", "Tk", "resid"]
+        elif with_se:
+            kind = "jack"
+            u = _jackknife(X, Iy, W, np.where(extra, -2, strat), IyN, rcfg, full)
+            if u is not None:
+                maps.append(u.reshape(-1, n + 1))
+                names.append("jack")
+        sizes = np.cumsum([0] + [m.shape[0] for m in maps])
+        sd.kind, sd.linear, sd.full = kind, bool(small), np.ascontiguousarray(full)
+        sd.M = np.ascontiguousarray(np.vstack(maps)) if maps else None
+        sd.parts = {nm: slice(int(a), int(b)) for nm, a, b in zip(names, sizes[:-1], sizes[1:])}
+    for a in (sd.S, sd.W, sd.strat, sd.incl, sd.extra, sd.full, sd.M):
+        if a is not None:
+            a.flags.writeable = False
+    if len(_shared_cache) >= _SHARED_CACHE_SIZE:
+        _shared_cache.pop(next(iter(_shared_cache)))
+    _shared_cache[key] = sd
+    return sd
+
+
+def _shared_solve(sd, vals, v0, v1, cfg, with_se):
+    """Estimates of the rows that share the design ``sd`` from their pairs' values
+    ``vals`` (R, 2 n, O) (a coalition, then its complement) and ends ``v0``, ``v1`` (R,
+    O): ``(est, se, df)``, each (R, Pa, O) (``se`` NaN where a row has no error estimate;
+    ``None`` and ``inf`` without ``with_se``). Each row's numbers come from one
+    matrix-vector product per output and sums over its own pairs, players or folds: a
+    row's result does not depend on the other rows."""
+    R, _, O = vals.shape
+    if R * O == 1:
+        # numpy sums a lone column's entries pairwise (as one contiguous run), two or more
+        # columns entry by entry: the row twice takes the arithmetic of any larger call
+        est, se, df = _shared_solve(sd, np.repeat(vals, 2, axis=0), np.repeat(v0, 2, axis=0),
+                                    np.repeat(v1, 2, axis=0), cfg, with_se)
+        return est[:1], (None if se is None else se[:1]), (df if se is None else df[:1])
+    Pa = sd.S.shape[1]
+    # a row far from 1 in a power-of-two scale (exact): its squares would over- or underflow
+    c = np.array([_far_scale(vals[r], v0[r], v1[r]) for r in range(R)])[:, None]   # (R, 1)
+    vS, vC = vals[:, 0::2] / c[:, :, None], vals[:, 1::2] / c[:, :, None]       # (R, n, O)
+    v0c, v1c = v0 / c, v1 / c
+    yN = (v1c - v0c) / 2.0
+    C = R * O
+
+    def cols(a):                       # (R, k, O) -> (k, R O): one column per row and output
+        return a.transpose(1, 0, 2).reshape(a.shape[1], C)
+
+    if sd.kind == "border":
+        est = _project(_border_row(sd.S, cols(vS), cols(vC), v0c.ravel(), v1c.ravel(),
+                                   cfg["border_c"]), 2 * yN.ravel())
+        se = np.full(est.shape, np.nan) if with_se else None
+        df = np.inf
+    else:
+        yaug = np.concatenate([(vS - vC) / 2.0, yN[:, None, :]], axis=1)     # (R, n + 1, O)
+        yaug = yaug.transpose(0, 2, 1)[..., None]                            # (R, O, n + 1, 1)
+
+        def apply(M):
+            # one matrix-vector product per row and output (a stacked matmul, not one
+            # product of all rows: its round-off would depend on how many rows there are)
+            return np.matmul(M, yaug)[..., 0].reshape(C, -1).T              # (m, R O)
+
+        out = apply(sd.M) if with_se and sd.M is not None else None
+
+        def part(name, shape=(Pa,)):
+            return out[sd.parts[name]].reshape(shape + (C,))
+
+        est, se, df = apply(sd.full), None, np.inf
+        if with_se and sd.kind == "xfit":
+            fo = sd.folds
+            se_x, mse, df = _xfit_spread(fo, part("resid", (fo.coef.shape[0],)),
+                                         part("Tk", (fo.J, Pa)), part("R", (fo.K, Pa)))
+            est, se = _hybrid(part("est_x"), se_x, mse, est, cfg)
+        elif with_se and sd.parts and "jack" in sd.parts:
+            u = part("jack", (-1, Pa))
+            se, df = unit_std(u, axis=0), u.shape[0] - 1.0
+        elif with_se:
+            se = np.full(est.shape, np.nan)
+        est = _project(est, 2 * yN.ravel())
+    back = lambda a: a.reshape(Pa, R, O).transpose(1, 0, 2)       # noqa: E731
+    est = back(est) * c[:, :, None]
+    if not with_se:
+        return est, None, np.inf
+    df = np.broadcast_to(np.asarray(df, dtype=np.float64), (Pa, C))
+    return est, back(se) * c[:, :, None], back(np.array(df))
+
+
+def _check_design_seed(design_seed, cfg):
+    if isinstance(design_seed, bool) or int(design_seed) != design_seed or design_seed < 0:
+        raise ValueError(f"design_seed must be a non-negative integer; got {design_seed!r}.")
+    if cfg["mode"] != "hybrid":
+        raise ValueError(f"shared designs (design_seed) need mode='hybrid'; got "
+                         f"{cfg['mode']!r}.")
+    return int(design_seed)

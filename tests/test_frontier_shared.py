@@ -1,0 +1,215 @@
+"""The frontier with shared designs (``frontier_shared_shapley``, ``"frontier_shared"``).
+
+Oracles: the closed-form Shapley values of dividend games (sklearn_xai.testing.DividendGame)
+and exact enumeration of imputation games; the same rows explained alone, in other orders
+and next to other rows (a row's result must not change, to the last bit).
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from sklearn_xai.shapley import (
+    ALGORITHMS,
+    ImputationGame,
+    estimate_shapley,
+    exact_shapley,
+    frontier_shapley,
+    frontier_shared_shapley,
+)
+from sklearn_xai.shapley import _frontier as F
+from sklearn_xai.shapley._estimators import unit_std
+from sklearn_xai.testing import DividendGame
+
+HIGH = ((1, 10), (2, 10), (3, 6), (4, 4), (5, 3))
+
+
+def _dividend_game(P, orders, n_rows=3, seed=0):
+    rng = np.random.default_rng(seed)
+    terms = {}
+    for order, count in orders:
+        for _ in range(count):
+            T = tuple(sorted(rng.choice(P, order, replace=False).tolist()))
+            terms[T] = rng.normal(size=n_rows)
+    return DividendGame(P, terms, n_rows=n_rows, constant=rng.normal(size=n_rows))
+
+
+def _rows(game, rows):
+    """The dividend game of some of ``game``'s rows, in the given order."""
+    rows = np.asarray(rows)
+    return DividendGame(game.n_players, {T: d[rows] for T, d in game.terms.items()},
+                        n_rows=rows.size, constant=game.constant[rows])
+
+
+def _shared(game, n_evals, seed=0, **kw):
+    return frontier_shared_shapley(game, n_evals, design_seed=seed, **kw)
+
+
+def test_is_an_algorithm_of_the_engine_and_efficient_to_1e12():
+    assert ALGORITHMS["frontier_shared"] is frontier_shared_shapley
+    game = _dividend_game(12, HIGH, n_rows=5)
+    full = game.value(np.ones((1, 12), bool))[:, 0]
+    for n_evals in (2, 5, 16):
+        est = estimate_shapley(game, "frontier_shared", n_evals, design_seed=3)
+        np.testing.assert_allclose(est.values.sum(axis=1) + est.base, full, rtol=0,
+                                   atol=1e-12)
+        assert est.n_evaluations <= 5 * (n_evals * 12 + 2)
+        assert est.paths.shape == (5,)
+        if est.std is not None:
+            assert est.dof.shape == est.std.shape
+
+
+def test_games_in_the_surrogates_class():
+    # pairwise interactions: the odd part is linear, the fit exact at any budget
+    pairwise = _dividend_game(14, ((1, 14), (2, 30)))
+    np.testing.assert_allclose(_shared(pairwise, 2)[0], pairwise.shapley_values()[0],
+                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(_shared(pairwise, 8)[0], pairwise.shapley_values()[0],
+                               rtol=0, atol=1e-10)
+    # dividends up to order 3: the error is the prior's shrinkage, falling as 1 / ratio
+    inside = _dividend_game(10, ((1, 10), (2, 10), (3, 8)), seed=1)
+    truth = inside.shapley_values()[0]
+
+    def err(ratio):
+        return np.abs(_shared(inside, 64, ratio=ratio)[0] - truth).max()
+
+    assert err(1e2) > 30 * err(1e4) > 30 * 30 * err(1e6)
+    assert err(1e8) < 1e-8
+
+
+def test_error_falls_with_budget_and_exact_when_the_reduced_game_fits():
+    game = _dividend_game(14, HIGH, n_rows=6)
+    truth = game.shapley_values()[0]
+
+    def err(n_evals):
+        return np.mean([np.abs(_shared(game, n_evals, s)[0] - truth).mean() for s in range(4)])
+
+    e4, e16, e64 = err(4), err(16), err(64)
+    assert e16 < 0.7 * e4 and e64 < 0.7 * e16
+    # rows with 2..5 players unequal to the reference: every coalition fits in 3 * 10
+    rng = np.random.default_rng(3)
+    W = rng.normal(size=(10, 2))
+
+    def f(Z):
+        return np.tanh(Z @ W[:, :1]) * np.cos(Z @ W[:, 1:])
+
+    ref = rng.normal(size=(1, 10))
+    X = np.repeat(ref, 4, axis=0)
+    for r, k in enumerate((2, 3, 4, 5)):
+        X[r, rng.choice(10, k, replace=False)] = rng.normal(size=k)
+    g = ImputationGame(f, X, ref)
+    paths = []
+    phi, _, units = _shared(g, 3, return_units=True, paths=paths)
+    np.testing.assert_allclose(phi, exact_shapley(g)[0], rtol=0, atol=1e-12)
+    assert units is None and paths == ["exact"] * 4
+
+
+def test_a_rows_result_depends_only_on_the_row_and_the_seed():
+    game = _dividend_game(11, HIGH, n_rows=9, seed=7)
+    # some rows get dummies (fewer active players): several designs in one call
+    for T in list(game.terms):
+        if 10 in T:
+            game.terms[T][:4] = 0.0
+    for n_evals in (2, 4, 16):
+        whole = _shared(game, n_evals, 5, return_units=True)
+        se = unit_std(whole[2]) if whole[2] is not None else None
+        for rows in ([3], [8, 0, 4], list(range(8, -1, -1))):
+            part = _shared(_rows(game, rows), n_evals, 5, return_units=True)
+            np.testing.assert_array_equal(part[0], whole[0][rows])
+            if se is not None:
+                np.testing.assert_array_equal(unit_std(part[2]), se[rows])
+        # the cached maps and freshly computed ones give the same bits
+        F._shared_cache.clear()
+        np.testing.assert_array_equal(_shared(game, n_evals, 5)[0], whole[0])
+    other = _shared(game, 16, 6)[0]
+    assert np.abs(other - whole[0]).max() > 1e-6
+
+
+def test_intervals_cover():
+    # 12 players, odd structure up to order 5 (beyond the order-3 surrogate); one design per
+    # seed, shared by the 8 rows: coverage over 20 seeds (measured 0.97)
+    game = _dividend_game(12, HIGH, n_rows=8, seed=5)
+    truth = game.shapley_values()[0]
+    hits = []
+    for seed in range(20):
+        phi, _, units = _shared(game, 8, seed, return_units=True)
+        hits.append(np.abs(phi - truth) <= 1.96 * unit_std(units))
+    assert 0.90 <= np.mean(hits) <= 0.995, np.mean(hits)
+
+
+def test_mean_games_components_draw_independent_designs():
+    # a background of 6 rows: a mean of 6 one-reference games; each component has its own
+    # stream, so their errors are independent and the standard error of the mean holds
+    rng = np.random.default_rng(2)
+    W = rng.normal(size=(7, 3))
+
+    def f(Z):
+        return np.tanh(Z @ W[:, :1]) + Z[:, :1] * Z[:, 1:2] * Z[:, 2:3] * np.cos(Z @ W[:, 1:2])
+
+    X, bg = rng.normal(size=(6, 7)), rng.normal(size=(6, 7))
+    game = ImputationGame(f, X, bg)
+    truth = exact_shapley(game)[0]
+    hits, errs = [], []
+    for seed in range(12):
+        est = estimate_shapley(game, "frontier_shared", 4, design_seed=seed)
+        errs.append(np.abs(est.values - truth).mean())
+        hits.append(np.abs(est.values - truth) <= 1.96 * est.std)
+        np.testing.assert_allclose(est.values.sum(axis=1) + est.base,
+                                   game.value(np.ones((1, 7), bool))[:, 0], atol=1e-12)
+    row = estimate_shapley(game, "frontier", 4, [np.random.default_rng(r) for r in range(6)])
+    assert np.mean(errs) < 3 * np.abs(row.values - truth).mean()
+    assert 0.9 <= np.mean(hits) <= 1.0, np.mean(hits)
+
+
+def test_values_far_from_one_scale_exactly():
+    game = _dividend_game(12, HIGH, n_rows=3, seed=4)
+    big = DividendGame(12, {T: d * 2.0**600 for T, d in game.terms.items()}, n_rows=3,
+                       constant=game.constant * 2.0**600)
+    a, _, ua = _shared(game, 8, 1, return_units=True)
+    b, _, ub = _shared(big, 8, 1, return_units=True)
+    np.testing.assert_array_equal(b, a * 2.0**600)
+    np.testing.assert_allclose(unit_std(ub), unit_std(ua) * 2.0**600, rtol=1e-12)
+
+
+def test_bad_seeds_and_algorithm_mixups_are_named():
+    game = _dividend_game(6, HIGH[:2], n_rows=2)
+    with pytest.raises(ValueError, match="design_seed"):
+        estimate_shapley(game, "frontier_shared", 8)
+    with pytest.raises(ValueError, match="design_seed is for algorithm='frontier_shared'"):
+        estimate_shapley(game, "frontier", 8, [np.random.default_rng(0)] * 2, design_seed=1)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="design_seed must be a non-negative integer"):
+            frontier_shapley(game, 8, None, design_seed=bad)
+    with pytest.raises(ValueError, match="mode='hybrid'"):
+        frontier_shapley(game, 8, None, design_seed=0, mode="xfit")
+
+
+def test_shear_explainer_frontier_shared():
+    torch = pytest.importorskip("torch")
+    from sklearn_xai import ShearExplainer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 6))
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Softplus(),
+                              torch.nn.Linear(16, 16), torch.nn.Softplus(),
+                              torch.nn.Linear(16, 1)).double()
+    e = ShearExplainer(net, algorithm="frontier_shared", n_evals=4, random_state=0).fit(X)
+    a = e.explain(X[:12])
+    truth = exact_shapley(ImputationGame(e.model_fn_, X[:12], e.reference_))[0][:, :, 0]
+    assert np.abs(a.values - truth).mean() < 0.2 * np.abs(truth).mean()
+    np.testing.assert_allclose(a.values.sum(axis=1) + a.base_values,
+                               e.model_fn_(X[:12])[:, 0], atol=1e-9)
+    assert a.std is not None and a.std_dof.shape == a.std.shape
+    assert set(a.extras["paths"]) <= {"sampled", "exact", "border", "dummy"}
+    b = ShearExplainer(net, algorithm="frontier_shared", n_evals=4, random_state=0,
+                       batch_size=5).fit(X).explain(X[:12][::-1])
+    np.testing.assert_array_equal(b.values[::-1], a.values)
+    np.testing.assert_array_equal(b.std[::-1], a.std)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(e)).explain(X[:12]).values,
+                                  a.values)
+    auto = ShearExplainer(net, algorithm="frontier_shared", n_evals="auto", tol=0.05,
+                          random_state=0).fit(X).explain(X[:12])
+    assert np.all(auto.extras["n_evals"] >= 16)
+    assert np.abs(auto.values - truth).mean() <= np.abs(a.values - truth).mean()
