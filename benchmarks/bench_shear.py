@@ -11,6 +11,8 @@ package's one budget unit; M*N + 2 per row) we compare
 * SHEAR with finite-difference and with random cooperators (the paper's ablation);
 * antithetic permutation sampling and KernelSHAP (the package's ``"permutation"`` and
   ``"kernel"`` algorithms) at the same ``n_evals = N``;
+* ``ShearExplainer(algorithm="frontier")`` and ``algorithm="frontier_shared"`` (designs
+  shared by the rows; its first call, which computes the designs' maps, timed apart);
 
 on absolute error (sum over players of |phi_hat - phi|, mean over rows) and the paper's
 weighted ranking accuracy of signed values, and time SHEAR with and without its
@@ -233,6 +235,18 @@ def main(argv=None):
         t, a = timed(lambda e3=e3: e3.explain(X), args.repeats)
         row["frontier_time"], row["frontier_ae"] = t, absolute_error(a.values, truth)
         row["frontier_acc"] = acc_of(a.values)
+        row["frontier_cover"] = coverage(a)[0]
+        # shared designs: the first call computes (and caches) the designs' linear maps,
+        # the next ones reuse them; both timed
+        from sklearn_xai.shapley import _frontier
+        _frontier._shared_cache.clear()
+        e4 = ShearExplainer(FrozenEstimator(net), response_method="decision_function",
+                            feature_groups=groups, n_evals=N, algorithm="frontier_shared",
+                            batch_size=rows, random_state=0).fit(X_tr)
+        row["shared_cold"], _ = timed(lambda e4=e4: e4.explain(X), 1)
+        t, a = timed(lambda e4=e4: e4.explain(X), args.repeats)
+        row["shared_time"], row["shared_ae"] = t, absolute_error(a.values, truth)
+        row["shared_cover"] = coverage(a)[0]
         row["shap_perm_ae"], row["shap_perm_time"] = shap_permutation(fn, X, ref, base.groups_,
                                                                       N * M + 2, truth)
         g = ImputationGame(fn, X, ref, groups=base.groups_)
@@ -283,15 +297,28 @@ def main(argv=None):
     print("Equal evaluations (N * M + 2 per row) against shap's PermutationExplainer: "
           "absolute error and its ratio; time over the bare forwards")
     print()
-    print("| N | SHEAR AE | frontier AE | shap Permutation AE | SHEAR / shap | "
-          "frontier / shap | SHEAR time / bare | frontier time / bare |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| N | SHEAR AE | frontier AE | frontier_shared AE | shap Permutation AE | "
+          "SHEAR / shap | frontier / shap | frontier_shared / shap | SHEAR time / bare | "
+          "frontier time / bare | frontier_shared time / bare (first call) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         sp = r["shap_perm_ae"] or float("nan")
-        print(f"| {r['N']} | {r['shear_ae']:.5f} | {r['frontier_ae']:.6f} | {sp:.5f} | "
+        print(f"| {r['N']} | {r['shear_ae']:.5f} | {r['frontier_ae']:.6f} | "
+              f"{r['shared_ae']:.6f} | {sp:.5f} | "
               f"{r['shear_ae'] / sp:.2f} | {r['frontier_ae'] / sp:.3f} | "
+              f"{r['shared_ae'] / sp:.3f} | "
               f"{r['shear_time'] / r['floor_time']:.1f}x | "
-              f"{r['frontier_time'] / r['floor_time']:.1f}x |")
+              f"{r['frontier_time'] / r['floor_time']:.1f}x | "
+              f"{r['shared_time'] / r['floor_time']:.1f}x "
+              f"({r['shared_cold'] / r['floor_time']:.1f}x) |")
+    print()
+    print("95 % coverage of the values' intervals: SHEAR / frontier / frontier_shared")
+    print()
+    print("| N | SHEAR | frontier | frontier_shared |")
+    print("|---|---|---|---|")
+    for r in results:
+        print(f"| {r['N']} | {r['shear_cover']:.3f} | {r['frontier_cover']:.3f} | "
+              f"{r['shared_cover']:.3f} |")
     print()
     print("Cooperator selection (SHEAR AE, Beta fill): Hessian / finite differences / random")
     print()

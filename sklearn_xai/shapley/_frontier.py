@@ -1316,7 +1316,16 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
                        return_units, pool or 1)
     vals = _values(game, plans, known, active)
     if paths is not None:
-        paths.extend(_path_name(p, cfg) for p in plans)
+        shared = {}                                # a shared design's path, named once
+
+        def name(plan):
+            if plan[0] != "shared":
+                return _path_name(plan, cfg)
+            key = id(plan[2][1])
+            if key not in shared:
+                shared[key] = _path_name(plan, cfg)
+            return shared[key]
+        paths.extend(name(p) for p in plans)
     se, df = _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts)
     base = v0.copy()
     if not return_units:
@@ -1382,6 +1391,7 @@ def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1, design_seed=N
     n, P = active.shape
     budgets = np.broadcast_to(np.asarray(budget, dtype=np.int64), (n,))
     plans = []
+    designs = {}                           # the call's shared designs, looked up once each
     for r in range(n):
         players = np.flatnonzero(active[r])
         Pa = players.size
@@ -1396,8 +1406,10 @@ def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1, design_seed=N
             masks[:, players] = sub
             plans.append(("exact", masks, (players, coef, c0, c1)))
         elif design_seed is not None:
-            sd = _shared_design(Pa, budget // 2, design_seed, cfg, with_se,
-                                r % design_streams)
+            key = (Pa, budget // 2, r % design_streams)
+            if key not in designs:
+                designs[key] = _shared_design(*key[:2], design_seed, cfg, with_se, key[2])
+            sd = designs[key]
             plans.append(("shared", _pair_masks(sd.S, players, P), (players, sd)))
         else:
             design = _design(Pa, budget // 2, generators[r], cfg["alloc"], cfg["ht"],
@@ -1897,7 +1909,11 @@ def _shared_solve(sd, vals, v0, v1, cfg, with_se):
         return est[:1], (None if se is None else se[:1]), (df if se is None else df[:1])
     Pa = sd.S.shape[1]
     # a row far from 1 in a power-of-two scale (exact): its squares would over- or underflow
-    c = np.array([_far_scale(vals[r], v0[r], v1[r]) for r in range(R)])[:, None]   # (R, 1)
+    # (_far_scale, called for the rows whose largest value is outside its bounds only)
+    top = np.maximum(np.abs(vals).max(axis=(1, 2)), np.abs(np.hstack([v0, v1])).max(axis=1))
+    c = np.ones((R, 1))
+    for r in np.flatnonzero(~((top >= 2.0**-60) & (top <= 2.0**60)) & (top != 0)):
+        c[r] = _far_scale(vals[r], v0[r], v1[r])
     vS, vC = vals[:, 0::2] / c[:, :, None], vals[:, 1::2] / c[:, :, None]       # (R, n, O)
     v0c, v1c = v0 / c, v1 / c
     yN = (v1c - v0c) / 2.0

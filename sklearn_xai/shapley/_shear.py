@@ -1180,9 +1180,10 @@ class ShearExplainer(AttributionExplainer):
         if self.algorithm != "shear":
             if self.n_evals == "auto":
                 phi, base, std, dof, paths, budget = self._auto_frontier(
-                    game, Xb, rows, keys[rows], base_seed)
+                    game, Xb, rows, None if keys is None else keys[rows], base_seed)
             else:
-                est = self._frontier_estimate(game, int(self.n_evals), keys[rows], base_seed)
+                est = self._frontier_estimate(game, int(self.n_evals),
+                                              None if keys is None else keys[rows], base_seed)
                 phi, base, paths = est.values, est.base, est.paths
                 std, dof = est.std_and_dof()
                 budget = np.full(n, int(self.n_evals), dtype=np.int64)
@@ -1249,7 +1250,8 @@ class ShearExplainer(AttributionExplainer):
             idx = np.flatnonzero(todo)
             b = int(budget[idx[0]])                    # the rows still running share it
             sub = game if idx.size == n else self._game(Xb[idx], rows.start + idx)
-            est = self._frontier_estimate(sub, b, keys[idx], base_seed)
+            est = self._frontier_estimate(sub, b, None if keys is None else keys[idx],
+                                          base_seed)
             s, d = est.std_and_dof()
             if phi is None:
                 phi = np.zeros((n,) + est.values.shape[1:])
@@ -1298,7 +1300,9 @@ class ShearExplainer(AttributionExplainer):
             Xa = np.ascontiguousarray(Xa)  # torch.as_tensor rejects negative strides (X[::-1])
         base_seed = draw_base_seed(self.random_state)
         # a row's draws follow its content, not its position (see sklearn_xai._random)
-        keys = None if self._exact_regime() else row_keys(Xa)
+        # the shared designs draw from the seed alone: no row keys
+        keys = (None if self._exact_regime() or self.algorithm == "frontier_shared"
+                else row_keys(Xa))
         parts = self._map_batches(self._explain_batch, Xa.shape[0], Xa, keys, base_seed)
         res = _ShearBatch.concatenate(parts)
         phi, base, coop, eta, std, dof = res.phi, res.base, res.coop, res.eta, res.std, res.dof
