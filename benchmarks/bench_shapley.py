@@ -301,6 +301,47 @@ def run_ours(out, seeds, games=GAMES, methods=None, max_units_budget=16, cover_s
     return res
 
 
+def run_shared(out, seeds, games=GAMES, cover_seeds=None, max_units_budget=16):
+    """``frontier_shared`` (designs shared by the rows, one ``design_seed`` per seed): MAE,
+    time per row of the first call of a seed (it computes the designs' maps: cold) and of
+    a second call with the same seed (the maps cached: warm), and the 95 % coverage of its
+    intervals over ``cover_seeds``."""
+    from sklearn_xai.shapley import _frontier
+    from sklearn_xai.shapley._estimators import frontier_shared_shapley
+    res = {}
+    for name in games:
+        game, truth = load_game(out, name)
+        n = game.n_rows
+        for b in BUDGETS:
+            errs, cold, warm, evals = [], 0.0, 0.0, 0
+            for seed in seeds:
+                _frontier._shared_cache.clear()
+                game.n_evaluations = 0
+                t0 = time.perf_counter()
+                phi = frontier_shared_shapley(game, b, design_seed=seed)[0][:, :, 0]
+                cold += time.perf_counter() - t0
+                evals = max(evals, game.n_evaluations)
+                t0 = time.perf_counter()
+                frontier_shared_shapley(game, b, design_seed=seed)
+                warm += time.perf_counter() - t0
+                errs.append(np.abs(phi - truth).mean(axis=1))
+            hits = tot = 0
+            if b <= max_units_budget:
+                for seed in (cover_seeds or seeds):
+                    phi, _, units = frontier_shared_shapley(game, b, design_seed=seed,
+                                                            return_units=True)
+                    if units is None:
+                        continue
+                    se = unit_std(units)[:, :, 0]
+                    ok = se > 1e-12
+                    hits += int((np.abs(phi[:, :, 0] - truth) <= 1.96 * se)[ok].sum())
+                    tot += int(ok.sum())
+            res[(name, b)] = {"mae": float(np.mean(errs)), "evals_per_row": evals / n,
+                              "cold_ms": cold / (len(seeds) * n) * 1e3,
+                              "warm_ms": warm / (len(seeds) * n) * 1e3, "cover": (hits, tot)}
+    return res
+
+
 # --------------------------------------------------------------------------- shap
 
 def run_shap(out, seeds, games=GAMES):
@@ -520,16 +561,47 @@ def main(argv=None):
         for (algorithm, b), (U, c_t, c_z, tot) in engine_coverage(out, name).items():
             print(f"  {name:16s} {algorithm:11s} n_evals={b:3d}  units {U:3d}  Student-t "
                   f"{c_t:.3f}  normal {c_z:.3f}  ({tot} values)")
+    shared = run_shared(out, seeds, games, cover_seeds=list(range(min(args.cover_seeds, 16))))
+    print("\nfrontier_shared (one design per number of active players, shared by the rows; "
+          "flat order-3 prior): MAE over shapiq's best, shap's permutation and the "
+          "frontier; time per row without the model (cold: the seed's first call computes "
+          "the designs' maps; warm: cached) against shapiq's best; 95 % coverage (16 seeds)")
+    print(f"{'game':18s} {'n_ev':>4s} {'MAE':>9s} {'/ sq best':>9s} {'/ shap perm':>11s} "
+          f"{'/ frontier':>10s} {'cold ms':>8s} {'warm ms':>8s} {'sq ms':>7s} {'cover':>6s}")
+    for name in games:
+        sqm = shapiq_mae(out, sq, name) if sq else {}
+        for b in BUDGETS:
+            r = shared[(name, b)]
+            cand = {m: v for m, v in sqm.items() if v.get("budget") == b or
+                    m.endswith(f"@{b}")}
+            bm = min((v["mae"] for v in cand.values()), default=float("nan"))
+            bt = min((v["sec_per_row"] * 1e3 for m, v in cand.items()
+                      if v["mae"] == bm), default=float("nan"))
+            sp = theirs.get((name, "shap_permutation", b), {}).get("mae", float("nan"))
+            c = r["cover"]
+            print(f"{name:18s} {b:4d} {r['mae']:9.2e} {_ratio(r['mae'], bm):>9s} "
+                  f"{_ratio(r['mae'], sp):>11s} "
+                  f"{_ratio(r['mae'], ours[(name, 'frontier', b)]['mae']):>10s} "
+                  f"{r['cold_ms']:8.3f} {r['warm_ms']:8.3f} {bt:7.1f} "
+                  f"{(f'{c[0] / c[1]:.3f}' if c[1] else '-'):>6s}")
     if "adult_mlp_ref" in games:
         print("\nadult_mlp_ref: time outside the model against the model's own time (the "
               "torch MLP on the rows the frontier evaluated, one call per game)")
         print(f"{'n_ev':>4s} {'evals/row':>9s} {'model ms/row':>12s} {'ours ms/row':>11s} "
               f"{'ours/model':>10s}")
-        for b, model_ms in mlp_model_ms(ours, _load_game(out, "adult_mlp_ref")[0].n_rows):
+        print(f"{'':36s} frontier_shared: {'evals/row':>9s} {'model ms/row':>12s} "
+              f"{'warm ms/row':>11s} {'/model':>7s}")
+        n_mlp = _load_game(out, "adult_mlp_ref")[0].n_rows
+        shared_model = dict(mlp_model_ms({("adult_mlp_ref", "frontier", b):
+                                          shared[("adult_mlp_ref", b)] for b in BUDGETS}, n_mlp))
+        for b, model_ms in mlp_model_ms(ours, n_mlp):
             fr = ours[("adult_mlp_ref", "frontier", b)]
             ms = fr["sec_per_row"] * 1e3
+            sh = shared[("adult_mlp_ref", b)]
             print(f"{b:4d} {fr['evals_per_row']:9.1f} {model_ms:12.3f} {ms:11.3f} "
-                  f"{ms / model_ms:10.2f}")
+                  f"{ms / model_ms:10.2f}   {sh['evals_per_row']:9.1f} "
+                  f"{shared_model[b]:12.3f} {sh['warm_ms']:11.3f} "
+                  f"{sh['warm_ms'] / shared_model[b]:7.2f}")
     return 0
 
 

@@ -929,8 +929,9 @@ def frontier_shapley(game: Game, n_evals: int,
     n_evals : int >= 2
         Coalition evaluations per player and row: at most ``n_evals * P`` coalitions per
         row besides the empty and the full one (``game.n_evaluations`` counts them).
-    generators : list of numpy.random.Generator
+    generators : list of numpy.random.Generator or None
         One per row; row ``r``'s coalitions depend only on ``generators[r]`` and row ``r``.
+        ``None`` with ``design_seed``.
     return_units : bool, default=False
         Also return units whose spread (:func:`unit_std`) is a standard error. It comes from
         a 4-fold cross-fitted, regression-adjusted estimate ``phi_x`` (see :func:`_xfit`:
@@ -976,6 +977,17 @@ def frontier_shapley(game: Game, n_evals: int,
         n_outputs): the degrees of freedom of the returned standard errors (``inf``
         where the interval is normal, e.g. exact values), for callers that combine them
         (the standard error the units give is already widened by them).
+    design_seed : int >= 0 or None, default=None
+        **Shared designs** (:func:`~sklearn_xai.shapley.frontier_shared_shapley`): every
+        row (or component) with as many active players and pairs takes one design, drawn
+        from ``design_seed``, that number of players, the budget and (for a mean game's
+        components) the component's position alone; ``generators`` is then not used. The
+        fit has a flat order-3 prior (no activity or pairs' prior, no ARD), so the
+        estimate and the linear parts of its cross-fitted standard error are fixed
+        matrices of the row's values, computed once per design and cached (64 MiB);
+        a row's values come from one matrix-vector product per output and its own sums
+        (bitwise the same in any call). Far cheaper per row; 1.3-2x the error of the
+        per-row fit on the benchmark games (``doc/benchmarks.md``).
     **config
         Tuning knobs for benchmarks: ``alloc`` ("greedy": whole strata from the border
         while the budget covers them, then water-filling; "kernel": water-filling only;
@@ -1815,9 +1827,10 @@ def _jackknife(X, y, W, strat, yN, cfg, est):
 
 # --------------------------------------------------------------------------- shared designs
 
-# the shared designs' linear maps, by (design_seed, Pa, n_pairs, knobs, with_se): a map
-# costs a few fits of its design (O(n^3)), then each row one matrix-vector product
-_SHARED_CACHE_SIZE = 64
+# the shared designs' linear maps, by (design_seed, Pa, n_pairs, stream, knobs, with_se): a
+# map costs a few fits of its design (O(n^3)), then each row one matrix-vector product; the
+# oldest are dropped beyond this many bytes of maps
+_SHARED_CACHE_BYTES = 64 * 2**20
 _shared_cache: dict = {}
 
 
@@ -1887,10 +1900,15 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0):
     for a in (sd.S, sd.W, sd.strat, sd.incl, sd.extra, sd.full, sd.M):
         if a is not None:
             a.flags.writeable = False
-    if len(_shared_cache) >= _SHARED_CACHE_SIZE:
-        _shared_cache.pop(next(iter(_shared_cache)))
     _shared_cache[key] = sd
+    total = sum(_design_bytes(d) for d in _shared_cache.values())
+    while total > _SHARED_CACHE_BYTES and len(_shared_cache) > 1:
+        total -= _design_bytes(_shared_cache.pop(next(iter(_shared_cache))))
     return sd
+
+
+def _design_bytes(sd):
+    return sum(a.nbytes for a in (sd.S, sd.full, sd.M) if a is not None)
 
 
 def _shared_solve(sd, vals, v0, v1, cfg, with_se):
