@@ -809,10 +809,11 @@ class ShearExplainer(AttributionExplainer):
         players unequal to the reference takes one design drawn from ``random_state``,
         fitted with a flat order-3 prior, so each estimate is one cached matrix applied
         to the row's coalition values (no per-row fit). Measured on the same benchmark:
-        0.2x / 0.04x / 0.014x the error of shap's permutation sampler at ``n_evals``
-        8 / 16 / 32 (1.3-2x the frontier's), at 1.9x / 1.3x / 0.9x the bare forward
-        passes once its designs are cached (the first call computes them: 2-3x). A row's
-        values still depend only on the row and ``random_state``.
+        0.16x / 0.04x / 0.013x the error of shap's permutation sampler at ``n_evals``
+        8 / 16 / 32 (about 1.5x the frontier's), at 2.1x / 1.3x / 0.9x the bare forward
+        passes once its designs are cached for the ``random_state`` (the first call
+        computes them: 2.3-3.4x; with ``random_state=None`` every call is a first call).
+        A row's values still depend only on the row and ``random_state``.
     n_rounds : int, default=1
         Rounds of random fills a fixed ``n_evals`` is split into: a power of two, at most
         ``n_evals / 2``; ignored by ``n_evals="auto"``. ``1``: the most cooperators the
