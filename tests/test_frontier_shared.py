@@ -9,6 +9,7 @@ import pickle
 
 import numpy as np
 import pytest
+from joblib import parallel_config
 
 from sklearn_xai.shapley import (
     ALGORITHMS,
@@ -207,6 +208,12 @@ def test_shear_explainer_frontier_shared():
                        batch_size=5).fit(X).explain(X[:12][::-1])
     np.testing.assert_array_equal(b.values[::-1], a.values)
     np.testing.assert_array_equal(b.std[::-1], a.std)
+    # batches in threads fill the designs' cache concurrently
+    F._shared_cache.clear()
+    with parallel_config(backend="threading"):
+        c = ShearExplainer(net, algorithm="frontier_shared", n_evals=4, random_state=0,
+                           batch_size=2, n_jobs=2).fit(X).explain(X[:12])
+    np.testing.assert_array_equal(c.values, a.values)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(e)).explain(X[:12]).values,
                                   a.values)
     auto = ShearExplainer(net, algorithm="frontier_shared", n_evals="auto", tol=0.05,

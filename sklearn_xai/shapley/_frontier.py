@@ -7,6 +7,7 @@ budget ``n_evals`` in coalition evaluations per player and row.
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 from math import comb, floor
 from typing import TYPE_CHECKING
@@ -986,8 +987,9 @@ def frontier_shapley(game: Game, n_evals: int,
         estimate and the linear parts of its cross-fitted standard error are fixed
         matrices of the row's values, computed once per design and cached (64 MiB);
         a row's values come from one matrix-vector product per output and its own sums
-        (bitwise the same in any call). Far cheaper per row; 1.3-2x the error of the
-        per-row fit on the benchmark games (``doc/benchmarks.md``).
+        (bitwise the same in any call). Far cheaper per row; 1.0-2.3x the error of the
+        per-row fit on the benchmark games, 2.7x where its ARD pays
+        (``doc/benchmarks.md``).
     **config
         Tuning knobs for benchmarks: ``alloc`` ("greedy": whole strata from the border
         while the budget covers them, then water-filling; "kernel": water-filling only;
@@ -1832,6 +1834,7 @@ def _jackknife(X, y, W, strat, yN, cfg, est):
 # oldest are dropped beyond this many bytes of maps
 _SHARED_CACHE_BYTES = 64 * 2**20
 _shared_cache: dict = {}
+_shared_lock = threading.Lock()          # explainers' batches may run in threads
 
 
 class _SharedDesign:
@@ -1859,9 +1862,11 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0):
     and the linear parts of its standard error (cached). The fit has a flat order-3
     prior and no ARD: the estimate is a fixed linear function of the row's values."""
     xfit = cfg["mode"] in ("xfit", "hybrid")
-    knobs = tuple(sorted((k, v) for k, v in cfg.items() if k not in ("activity", "prior_of")))
+    knobs = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()
+                         if k not in ("activity", "prior_of")))
     key = (int(design_seed), int(Pa), int(n_pairs), int(stream), knobs, bool(with_se))
-    hit = _shared_cache.get(key)
+    with _shared_lock:
+        hit = _shared_cache.get(key)
     if hit is not None:
         return hit
     rng = np.random.default_rng(np.random.SeedSequence(
@@ -1900,10 +1905,11 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0):
     for a in (sd.S, sd.W, sd.strat, sd.incl, sd.extra, sd.full, sd.M):
         if a is not None:
             a.flags.writeable = False
-    _shared_cache[key] = sd
-    total = sum(_design_bytes(d) for d in _shared_cache.values())
-    while total > _SHARED_CACHE_BYTES and len(_shared_cache) > 1:
-        total -= _design_bytes(_shared_cache.pop(next(iter(_shared_cache))))
+    with _shared_lock:
+        _shared_cache[key] = sd
+        total = sum(_design_bytes(d) for d in _shared_cache.values())
+        while total > _SHARED_CACHE_BYTES and len(_shared_cache) > 1:
+            total -= _design_bytes(_shared_cache.pop(next(iter(_shared_cache))))
     return sd
 
 
