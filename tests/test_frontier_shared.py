@@ -220,3 +220,30 @@ def test_shear_explainer_frontier_shared():
                           random_state=0).fit(X).explain(X[:12])
     assert np.all(auto.extras["n_evals"] >= 16)
     assert np.abs(auto.values - truth).mean() <= np.abs(a.values - truth).mean()
+
+
+@pytest.mark.parametrize("imputation", ["marginal", "knockoff"])
+def test_knockoff_shap_frontier_shared(imputation):
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.frozen import FrozenEstimator
+
+    from sklearn_xai import KnockoffSHAP
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 8))
+    y = X[:, 0] * X[:, 1] + np.sin(X[:, 2]) + X[:, 3] * X[:, 4] * X[:, 5]
+    model = FrozenEstimator(GradientBoostingRegressor(n_estimators=30, random_state=0).fit(X, y))
+    kw = {"imputation": imputation, "n_knockoffs": 3, "n_evals": 8, "random_state": 0}
+    if imputation == "marginal":
+        kw["background"] = X[:1]
+    shared = KnockoffSHAP(model, algorithm="frontier_shared", **kw).fit(X)
+    exact = KnockoffSHAP(model, algorithm="exact", **kw).fit(X)
+    a, ex = shared.explain(X[:10]), exact.explain(X[:10])
+    assert a.extras["algorithm"] == "frontier_shared" and a.extras["paths"].shape == (10,)
+    np.testing.assert_allclose(a.values.sum(axis=1) + a.base_values,
+                               ex.values.sum(axis=1) + ex.base_values, atol=1e-9)
+    # the same knockoffs and background: only the sampling differs from the exact values
+    assert np.abs(a.values - ex.values).mean() < 0.1 * np.abs(ex.values).mean()
+    b = KnockoffSHAP(model, algorithm="frontier_shared", batch_size=3, **kw).fit(X).explain(
+        X[:10][::-1])
+    np.testing.assert_array_equal(b.values[::-1], a.values)

@@ -454,3 +454,31 @@ def test_marginal_imputation_warns_of_a_large_default_background(cls):
         warnings.simplefilter("error")
         cls(model, imputation="marginal").fit(X[:100], y[:100])
         cls(model, imputation="marginal", background=X).fit(X, y)
+
+
+@pytest.mark.parametrize("algorithm", ["frontier", "frontier_shared"])
+def test_batches_of_exact_rows_beside_sampled_ones(algorithm):
+    # one reference row: rows equal to it on 4 of 8 columns are enumerated exactly (no
+    # standard error); a batch of only such rows beside sampled batches used to raise (or,
+    # first, drop every batch's standard errors)
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.frozen import FrozenEstimator
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 8))
+    y = np.sin(X[:, 0] * X[:, 1] * X[:, 2] * X[:, 3]) + X[:, 4] * X[:, 5] * X[:, 6] * X[:, 7]
+    # depth 5: interactions beyond the frontier's order-3 surrogate (a standard error > 0)
+    model = FrozenEstimator(GradientBoostingRegressor(n_estimators=30, max_depth=5,
+                                                      random_state=0).fit(X, y))
+    Z = X[:9].copy()
+    Z[3:6, :4] = X[100, :4]
+    kw = {"algorithm": algorithm, "imputation": "marginal", "background": X[100:101],
+          "n_evals": 8, "random_state": 0}
+    whole = KnockoffSHAP(model, **kw).fit(X).explain(Z)
+    for order in (slice(None), slice(None, None, -1)):
+        batched = KnockoffSHAP(model, batch_size=3, **kw).fit(X).explain(Z[order])
+        np.testing.assert_allclose(batched.values, whole.values[order], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(batched.std, whole.std[order], rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(batched.std_dof, whole.std_dof[order])
+    assert np.all(whole.std[3:6] == 0) and np.all(whole.std_dof[3:6] == np.inf)
+    assert whole.std[[0, 1, 2, 6, 7, 8]].max() > 1e-6

@@ -348,7 +348,7 @@ def test_one_table_of_algorithms_used_by_knockoff_shap(monkeypatch):
 
     from sklearn_xai.shapley import KnockoffSAGE, KnockoffSHAP
 
-    assert set(ALGORITHMS) == {"exact", "permutation", "kernel", "frontier"}
+    assert set(ALGORITHMS) == {"exact", "permutation", "kernel", "frontier", "frontier_shared"}
     options = KnockoffSHAP._parameter_constraints["algorithm"][0].options
     assert options == {"auto"} | set(ALGORITHMS)
     rng = np.random.default_rng(0)
@@ -431,17 +431,21 @@ def test_every_algorithm_returns_its_units(name):
     game = DividendGame(5, {(0,): 1.0, (1, 2): 2.0, (0, 3, 4): -1.5}, n_rows=3)
     # below full enumeration: KernelSHAP at 2, the frontier estimator at 4 (at 2 its budget is
     # exactly the size-1 stratum: deterministic but not exact, so its units are NaN)
-    budget = {"kernel": 2, "frontier": 4}.get(name, 8)
-    plain = ALGORITHMS[name](game, budget, None if name == "exact" else _gens(3))
-    phi, base, units = ALGORITHMS[name](game, budget, None if name == "exact" else _gens(3),
-                                        return_units=True)
+    budget = {"kernel": 2, "frontier": 4, "frontier_shared": 4}.get(name, 8)
+    # frontier_shared draws its designs from one seed instead of per-row generators
+    gens = None if name == "exact" else _gens(3)
+    kw = {"design_seed": 0} if name == "frontier_shared" else {}
+    if kw:
+        gens = None
+    plain = ALGORITHMS[name](game, budget, gens, **kw)
+    phi, base, units = ALGORITHMS[name](game, budget, gens, return_units=True, **kw)
     np.testing.assert_array_equal(phi, plain[0])
     np.testing.assert_array_equal(base, plain[1])
     if name == "exact":
         assert units is None
         return
     assert units.ndim == 4 and units.shape[0] == 3 and units.shape[2:] == phi.shape[1:]
-    if name in ("permutation", "frontier"):
+    if name in ("permutation", "frontier", "frontier_shared"):
         np.testing.assert_allclose(units.mean(axis=1), phi, atol=1e-12)
         assert np.isfinite(units).all()
     else:  # jackknife pseudo-values (checked against refits in test_error_bars.py)

@@ -1064,9 +1064,11 @@ def row_path(component_paths: Sequence[str]) -> str:
     return f"{lead} ({have[lead]} of {K} components; {rest})"
 
 
-def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random.Generator],
+def frontier_components(game: Game, n_evals: int,
+                        generators: Sequence[np.random.Generator] | None,
                         *, components: tuple[Game, int] | None = None,
-                        with_se: bool = True, **config: Any) -> tuple[np.ndarray, ...]:
+                        with_se: bool = True, design_seed: int | None = None,
+                        **config: Any) -> tuple[np.ndarray, ...]:
     """The frontier estimate of each imputation component of a mean game.
 
     A game that is a mean of ``K`` component games (``game.imputation_components()``, e.g.
@@ -1092,13 +1094,17 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
         A game with ``imputation_components()``.
     n_evals : int >= 2
         Coalition evaluations per player and row, in coalitions of the mean game.
-    generators : list of numpy.random.Generator
+    generators : list of numpy.random.Generator or None
         One per row; row ``r``'s components draw from ``K`` generators seeded from it.
+        ``None`` with ``design_seed``.
     components : (Game, int) or None
         ``game.imputation_components()``, when the caller has it.
     with_se : bool, default=True
         Compute the standard errors (the cross-fit costs four more surrogate fits per
         sampled component); ``se`` is ``None`` otherwise. The values do not depend on it.
+    design_seed : int >= 0 or None, default=None
+        Shared designs (see :func:`frontier_shapley`): component ``k`` of every row
+        draws from stream ``k`` of this seed; ``generators`` is then not used.
     **config
         As :func:`frontier_shapley`.
 
@@ -1120,12 +1126,16 @@ def frontier_components(game: Game, n_evals: int, generators: Sequence[np.random
     """
     cfg = _config(config)
     n_evals = _check_n_evals(n_evals)
-    _check_generators(generators, game.n_rows)
+    if design_seed is None:
+        _check_generators(generators, game.n_rows)
+    else:
+        design_seed = _check_design_seed(design_seed, cfg)
     if components is None:
         components = game.imputation_components()
     if components is None:
         raise ValueError("frontier_components needs a game with imputation components.")
-    phi, base, se, _, path = _components(game, n_evals, generators, components, with_se, cfg)
+    phi, base, se, _, path = _components(game, n_evals, generators, components, with_se, cfg,
+                                         design_seed)
     return phi, base, se, path
 
 

@@ -282,15 +282,22 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
     n_knockoffs : int, default=10
         Knockoffs drawn per explained row (``K``). One coalition evaluation costs ``K``
         model rows.
-    algorithm : {"auto", "exact", "frontier", "kernel", "permutation"}, default="auto"
+    algorithm : {"auto", "exact", "frontier", "frontier_shared", "kernel", "permutation"}, \
+            default="auto"
         The Shapley algorithm (an entry of :data:`sklearn_xai.shapley.ALGORITHMS`).
         ``"auto"``: exact enumeration up to 12 players, else ``"frontier"``. ``"exact"``
         evaluates all ``2**P`` coalitions; ``"frontier"``
         (:func:`~sklearn_xai.shapley.frontier_shapley`) estimates the game of each
         knockoff or background row with its own design (its dummy players exactly 0, the
         game enumerated when it fits the budget, else a regression-adjusted odd
-        surrogate), with exact efficiency; ``"kernel"`` is paired KernelSHAP with exact
-        efficiency; ``"permutation"`` is antithetic permutation sampling.
+        surrogate), with exact efficiency; ``"frontier_shared"``
+        (:func:`~sklearn_xai.shapley.frontier_shared_shapley`) is the frontier with one
+        design per number of active players shared by the rows (knockoff ``k``'s from its
+        own stream), drawn from ``random_state``, and a flat prior: fixed, cached linear
+        maps instead of per-row fits (cheaper where rows share designs, e.g. a reference
+        row; with knockoffs the components' budgets vary, so few do); ``"kernel"`` is
+        paired KernelSHAP with exact efficiency; ``"permutation"`` is antithetic
+        permutation sampling.
     n_evals : int >= 2 or None, default=None
         Budget of the sampling algorithms in coalition evaluations per player and row, the
         unit of every explainer of the package (:class:`ShearExplainer` included): a row
@@ -457,7 +464,8 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         return {"n_knockoffs": 5, "random_state": seed}
 
     def __init__(self, model: Any = None, *, sampler: Any = None, n_knockoffs: int = 10,
-                 algorithm: Literal["auto", "exact", "frontier", "kernel", "permutation"] = "auto",
+                 algorithm: Literal["auto", "exact", "frontier", "frontier_shared", "kernel",
+                                    "permutation"] = "auto",
                  n_evals: int | None = None, tol: float = 0.05,
                  imputation: Literal["knockoff", "marginal"] = "knockoff",
                  background: ArrayLike | None = None, feature_groups: FeatureGroups = None,
@@ -568,17 +576,20 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                                  keys[idx])
         else:
             ko = self.background_
-        gens = None if self.algorithm_ == "exact" else keyed_generators(seed, keys[idx])
-        if self.algorithm_ == "frontier" and knockoffs and n_knockoffs > 1:
+        shared = self.algorithm_ == "frontier_shared"    # its designs come from the seed
+        gens = (None if self.algorithm_ == "exact" or shared else
+                keyed_generators(seed, keys[idx]))
+        design = {"design_seed": seed} if shared else {}
+        if self.algorithm_ in ("frontier", "frontier_shared") and knockoffs and n_knockoffs > 1:
             game = ImputationGame(self.model_fn_, data[idx], ko, groups=self.groups_,
                                   batch_size=self.max_model_rows)
             return _frontier_by_knockoff(game, game.imputation_components(), n_evals, gens,
-                                         parts)
+                                         parts, **design)
         # knockoffs: one output per knockoff, so that their spread gives the error of the
         # knockoff draws (the Shapley values of the mean game are their mean)
         game = ImputationGame(self.model_fn_, data[idx], ko, groups=self.groups_,
                               batch_size=self.max_model_rows, per_imputation=knockoffs)
-        est = estimate_shapley(game, self.algorithm_, n_evals, gens)
+        est = estimate_shapley(game, self.algorithm_, n_evals, gens, **design)
         phi, base, units, paths = est.values, est.base, est.units, est.paths
         n, P = phi.shape[:2]
         n_units = 0 if units is None else units.shape[1]
@@ -702,24 +713,31 @@ class _KnockoffRows:
     @classmethod
     def concatenate(cls, parts):
         """The batches' results, rows in order (evaluations summed, units the most)."""
-        def cat(name):
-            first = getattr(parts[0], name)
-            return None if first is None else np.concatenate([getattr(p, name) for p in parts])
-        return cls(cat("phi"), cat("base"), cat("std"),
+        def cat(name, exact=None):
+            # a batch whose rows are all exact has no std (dof): 0 (inf) for its rows
+            vals = [getattr(p, name) for p in parts]
+            if all(v is None for v in vals):
+                return None
+            return np.concatenate([np.full(p.phi.shape, exact) if v is None else v
+                                   for p, v in zip(parts, vals)])
+        return cls(cat("phi"), cat("base"), cat("std", 0.0),
                    sum(p.n_evaluations for p in parts), max(p.n_units for p in parts),
                    cat("var_sampling"), cat("var_knockoff"), cat("paths"), cat("budget"),
-                   cat("converged"), cat("dof"))
+                   cat("converged"), cat("dof", np.inf))
 
 
-def _frontier_by_knockoff(game, split, n_evals, generators, parts):
+def _frontier_by_knockoff(game, split, n_evals, generators, parts, design_seed=None):
     """KnockoffSHAP's frontier path: each knockoff's game estimated with its own design
     (:func:`~sklearn_xai.shapley.frontier_components`). The per-knockoff estimates are
     independent draws given the row, so their spread is the standard error of the mean,
     sampling and knockoff draws together. With ``parts`` (``n_evals="auto"``, which grows
     the larger source) the sampling part ``sum_k se_k^2 / K^2`` is estimated too (the
-    cross-fits of the components); otherwise it is reported as 0."""
+    cross-fits of the components); otherwise it is reported as 0. ``design_seed``: the
+    knockoffs' designs shared by the rows (``"frontier_shared"``), knockoff ``k``'s from
+    its own stream."""
     phi_k, base_k, se_k, path_k = frontier_components(game, n_evals, generators,
-                                                      components=split, with_se=parts)
+                                                      components=split, with_se=parts,
+                                                      design_seed=design_seed)
     paths = np.array([row_path(p) for p in path_k], dtype=object)
     K = phi_k.shape[1]
     std = unit_std(phi_k)                                           # (n, P, O)
