@@ -433,12 +433,13 @@ def test_every_algorithm_returns_its_units(name):
     # exactly the size-1 stratum: deterministic but not exact, so its units are NaN)
     budget = {"kernel": 2, "frontier": 4, "frontier_shared": 4}.get(name, 8)
     # frontier_shared draws its designs from one seed instead of per-row generators
-    gens = None if name == "exact" else _gens(3)
     kw = {"design_seed": 0} if name == "frontier_shared" else {}
-    if kw:
-        gens = None
-    plain = ALGORITHMS[name](game, budget, gens, **kw)
-    phi, base, units = ALGORITHMS[name](game, budget, gens, return_units=True, **kw)
+
+    def gens():
+        return None if name == "exact" or kw else _gens(3)
+
+    plain = ALGORITHMS[name](game, budget, gens(), **kw)
+    phi, base, units = ALGORITHMS[name](game, budget, gens(), return_units=True, **kw)
     np.testing.assert_array_equal(phi, plain[0])
     np.testing.assert_array_equal(base, plain[1])
     if name == "exact":
