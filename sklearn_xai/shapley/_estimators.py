@@ -484,9 +484,9 @@ def frontier_shared_shapley(game: Game, n_evals: int, generators: None = None, *
     than the frontier by the per-row fits (on the SHEAR benchmark's Adult MLP, 0.9-2.1x
     the bare forward passes at ``n_evals`` 32-8 once cached, against 7-26x), at 1.0-2.3x
     its error on the benchmark games (``doc/benchmarks.md``; 2.7x on a game of 32
-    players at ``n_evals=64``, where the frontier's ARD pays). The components of a mean
-    game each draw from their own stream (their position in the mean), so their errors
-    stay independent.
+    players at ``n_evals=64``, where the frontier's ARD pays). A mean game's components
+    with as many active players and pairs in one row draw from distinct streams, so
+    their errors stay independent.
 
     Parameters
     ----------

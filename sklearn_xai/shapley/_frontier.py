@@ -982,7 +982,9 @@ def frontier_shapley(game: Game, n_evals: int,
         **Shared designs** (:func:`~sklearn_xai.shapley.frontier_shared_shapley`): every
         row (or component) with as many active players and pairs takes one design, drawn
         from ``design_seed``, that number of players, the budget and (for a mean game's
-        components) the component's position alone; ``generators`` is then not used. The
+        components) its stream alone (the number of its row's earlier components with
+        as many players and pairs: independent designs within a row, shared across
+        rows); ``generators`` is then not used. The
         fit has a flat order-3 prior (no activity or pairs' prior, no ARD), so the
         estimate and the linear parts of its cross-fitted standard error are fixed
         matrices of the row's values, computed once per design and cached (64 MiB);
@@ -1104,7 +1106,8 @@ def frontier_components(game: Game, n_evals: int,
         sampled component); ``se`` is ``None`` otherwise. The values do not depend on it.
     design_seed : int >= 0 or None, default=None
         Shared designs (see :func:`frontier_shapley`): component ``k`` of every row
-        draws from stream ``k`` of this seed; ``generators`` is then not used.
+        draws from the stream of how many of its row's earlier components have as many
+        active players and pairs; ``generators`` is then not used.
     **config
         As :func:`frontier_shapley`.
 
@@ -1409,14 +1412,18 @@ def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1, design_seed=N
     fits in the row's budget), ``"fit"`` (the drawn complementary pairs) or, with a
     ``design_seed``, ``"shared"`` (the pairs of the design shared by every row with as
     many active players and pairs, :func:`_shared_design`; the components of a mean game,
-    rows ``r K .. r K + K - 1`` with ``design_streams = K``, each from their own stream
-    ``r % K``, so that a row's components have independent designs). ``budget``:
-    coalitions per row, one number or one per row."""
+    rows ``r K .. r K + K - 1`` with ``design_streams = K``: a component whose players and
+    pairs equal those of ``s`` earlier components of its row draws from stream ``s``, so
+    that a row's components have independent designs while the first such component of
+    every row shares one). ``budget``: coalitions per row, one number or one per row."""
     n, P = active.shape
     budgets = np.broadcast_to(np.asarray(budget, dtype=np.int64), (n,))
     plans = []
     designs = {}                           # the call's shared designs, looked up once each
+    seen = {}                              # per mean-game row: its components' design keys
     for r in range(n):
+        if r % design_streams == 0:
+            seen = {}
         players = np.flatnonzero(active[r])
         Pa = players.size
         budget = int(budgets[r])
@@ -1430,7 +1437,9 @@ def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1, design_seed=N
             masks[:, players] = sub
             plans.append(("exact", masks, (players, coef, c0, c1)))
         elif design_seed is not None:
-            key = (Pa, budget // 2, r % design_streams)
+            stream = seen.get((Pa, budget // 2), 0)
+            seen[(Pa, budget // 2)] = stream + 1
+            key = (Pa, budget // 2, stream)
             if key not in designs:
                 designs[key] = _shared_design(*key[:2], design_seed, cfg, with_se, key[2])
             sd = designs[key]
@@ -1866,11 +1875,12 @@ class _SharedDesign:
 
 def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0):
     """The design of every row with ``Pa`` active players and ``n_pairs`` pairs, drawn
-    from ``design_seed``, ``(Pa, n_pairs)`` and ``stream`` (a component's position in its
-    mean game) alone, with the linear maps that take a
-    row's ``[y; yN]`` (its pairs' odd values and the full coalition's) to its estimate
-    and the linear parts of its standard error (cached). The fit has a flat order-3
-    prior and no ARD: the estimate is a fixed linear function of the row's values."""
+    from ``design_seed``, ``(Pa, n_pairs)`` and ``stream`` (for a mean game's components,
+    how many of the row's earlier components share ``(Pa, n_pairs)``) alone, with the
+    linear maps that take a row's ``[y; yN]`` (its pairs' odd values and the full
+    coalition's) to its estimate and the linear parts of its standard error (cached). The
+    fit has a flat order-3 prior and no ARD: the estimate is a fixed linear function of
+    the row's values."""
     xfit = cfg["mode"] in ("xfit", "hybrid")
     knobs = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()
                          if k not in ("activity", "prior_of")))

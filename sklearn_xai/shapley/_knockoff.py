@@ -292,10 +292,11 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         game enumerated when it fits the budget, else a regression-adjusted odd
         surrogate), with exact efficiency; ``"frontier_shared"``
         (:func:`~sklearn_xai.shapley.frontier_shared_shapley`) is the frontier with one
-        design per number of active players shared by the rows (knockoff ``k``'s from its
-        own stream), drawn from ``random_state``, and a flat prior: fixed, cached linear
-        maps instead of per-row fits (cheaper where rows share designs, e.g. a reference
-        row; with knockoffs the components' budgets vary, so few do); ``"kernel"`` is
+        design per number of active players shared by the rows (a row's knockoffs
+        independent of each other), drawn from ``random_state``, and a flat prior:
+        fixed, cached linear maps instead of per-row fits (cheaper where rows share
+        designs, e.g. a reference row; with knockoffs the components' budgets vary, so
+        fewer do); ``"kernel"`` is
         paired KernelSHAP with exact efficiency; ``"permutation"`` is antithetic
         permutation sampling.
     n_evals : int >= 2 or None, default=None
@@ -733,8 +734,8 @@ def _frontier_by_knockoff(game, split, n_evals, generators, parts, design_seed=N
     sampling and knockoff draws together. With ``parts`` (``n_evals="auto"``, which grows
     the larger source) the sampling part ``sum_k se_k^2 / K^2`` is estimated too (the
     cross-fits of the components); otherwise it is reported as 0. ``design_seed``: the
-    knockoffs' designs shared by the rows (``"frontier_shared"``), knockoff ``k``'s from
-    its own stream."""
+    knockoffs' designs shared by the rows (``"frontier_shared"``; a row's knockoffs with as
+    many active players and pairs draw from distinct streams)."""
     phi_k, base_k, se_k, path_k = frontier_components(game, n_evals, generators,
                                                       components=split, with_se=parts,
                                                       design_seed=design_seed)
