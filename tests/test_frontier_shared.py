@@ -247,3 +247,20 @@ def test_knockoff_shap_frontier_shared(imputation):
     b = KnockoffSHAP(model, algorithm="frontier_shared", batch_size=3, **kw).fit(X).explain(
         X[:10][::-1])
     np.testing.assert_array_equal(b.values[::-1], a.values)
+
+
+def test_designs_too_large_for_maps_are_solved_row_by_row(monkeypatch):
+    # beyond _MAP_MAX_PAIRS pairs a design's maps would take O(n^2) memory: the same
+    # flat-prior fit and cross-fit, row by row
+    game = _dividend_game(12, HIGH, n_rows=5, seed=3)
+    maps = _shared(game, 8, 2, return_units=True)
+    monkeypatch.setattr(F, "_MAP_MAX_PAIRS", 10)
+    F._shared_cache.clear()
+    paths = []
+    rows = _shared(game, 8, 2, return_units=True, paths=paths)
+    assert paths == ["sampled"] * 5
+    np.testing.assert_allclose(rows[0], maps[0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(unit_std(rows[2]), unit_std(maps[2]), rtol=1e-9, atol=1e-14)
+    part = _shared(_rows(game, [4, 1]), 8, 2, return_units=True)
+    np.testing.assert_array_equal(part[0], rows[0][[4, 1]])
+    F._shared_cache.clear()

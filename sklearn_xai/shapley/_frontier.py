@@ -989,9 +989,10 @@ def frontier_shapley(game: Game, n_evals: int,
         estimate and the linear parts of its cross-fitted standard error are fixed
         matrices of the row's values, computed once per design and cached (64 MiB);
         a row's values come from one matrix-vector product per output and its own sums
-        (bitwise the same in any call). Far cheaper per row; 1.0-2.3x the error of the
-        per-row fit on the benchmark games, 2.7x where its ARD pays
-        (``doc/benchmarks.md``).
+        (bitwise the same in any call); a design of more than 2,048 pairs is fitted row
+        by row instead (the same fit: its maps would take ``O(n_pairs**2)`` memory).
+        Far cheaper per row; 1.0-2.3x the error of the per-row fit on the benchmark
+        games, 2.7x where its ARD pays (``doc/benchmarks.md``).
     **config
         Tuning knobs for benchmarks: ``alloc`` ("greedy": whole strata from the border
         while the budget covers them, then water-filling; "kernel": water-filling only;
@@ -1854,16 +1855,20 @@ def _jackknife(X, y, W, strat, yN, cfg, est):
 _SHARED_CACHE_BYTES = 64 * 2**20
 _shared_cache: dict = {}
 _shared_lock = threading.Lock()          # explainers' batches may run in threads
+# a design of more pairs is solved row by row (the same flat-prior fit, without maps:
+# they take O(n_pairs^2) memory and their basis fits O(n_pairs^3) time)
+_MAP_MAX_PAIRS = 2048
 
 
 class _SharedDesign:
     """One design of the shared frontier (:func:`_shared_design`): the pairs ``S`` and
     their weights, strata, inclusion probabilities and extra flags (:func:`_design`),
     ``kind`` ("border", "xfit", "jack" or "fit", the branches of
-    :func:`_solve_fit_row`), ``linear`` (fitted by the linear term alone), ``full`` (Pa,
-    n + 1): the plain fit's linear map, applied to ``[y; yN]``, and ``M`` (rows, n + 1):
-    the standard error's linear maps stacked, with ``parts`` naming their row slices (the
-    fit's map stands alone so that the values do not depend on ``with_se``)."""
+    :func:`_solve_fit_row`; "rowwise" beyond ``_MAP_MAX_PAIRS`` pairs), ``linear``
+    (fitted by the linear term alone), ``full`` (Pa, n + 1): the plain fit's linear map,
+    applied to ``[y; yN]``, and ``M`` (rows, n + 1): the standard error's linear maps
+    stacked, with ``parts`` naming their row slices (the fit's map stands alone so that
+    the values do not depend on ``with_se``)."""
 
     __slots__ = ("S", "W", "strat", "incl", "extra", "kind", "linear", "full", "M", "parts",
                  "folds")
@@ -1896,7 +1901,9 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0):
     n = S.shape[0]
     sd = _SharedDesign(S=S, W=W, strat=strat, incl=incl, extra=extra, kind="border",
                        linear=False)
-    if not _is_border(S):
+    if n > _MAP_MAX_PAIRS and not _is_border(S):
+        sd.kind = "rowwise"
+    elif not _is_border(S):
         X = np.where(S, 1.0, -1.0)
         small = S.shape[0] < cfg["linear_below"] * Pa or _too_wide(n, Pa, cfg)
         orders = () if small else cfg["orders"]
@@ -1945,6 +1952,8 @@ def _shared_solve(sd, vals, v0, v1, cfg, with_se):
     matrix-vector product per output and sums over its own pairs, players or folds: a
     row's result does not depend on the other rows."""
     R, _, O = vals.shape
+    if sd.kind == "rowwise":
+        return _shared_rowwise(sd, vals, v0, v1, cfg, with_se)
     if R * O == 1:
         # numpy sums a lone column's entries pairwise (as one contiguous run), two or more
         # columns entry by entry: the row twice takes the arithmetic of any larger call
@@ -2003,6 +2012,27 @@ def _shared_solve(sd, vals, v0, v1, cfg, with_se):
         return est, None, np.inf
     df = np.broadcast_to(np.asarray(df, dtype=np.float64), (Pa, C))
     return est, back(se) * c[:, :, None], back(np.array(df))
+
+
+def _shared_rowwise(sd, vals, v0, v1, cfg, with_se):
+    """:func:`_shared_solve` for a design too large for maps: each row's flat-prior fit
+    and cross-fit on the shared design, by :func:`_solve_fit_row`."""
+    R, _, O = vals.shape
+    Pa = sd.S.shape[1]
+    rcfg = dict(cfg, prior="flat", ard=0)
+    xfit = cfg["mode"] in ("xfit", "hybrid")
+    extra = (np.arange(Pa), sd.S, sd.W, sd.strat, sd.incl, sd.extra)
+    est = np.empty((R, Pa, O))
+    se = np.full((R, Pa, O), np.nan) if with_se else None
+    df = np.full((R, Pa, O), np.inf)
+    for r in range(R):
+        c = _far_scale(vals[r], v0[r], v1[r])
+        _, e, s, d = _solve_fit_row(extra, vals[r] / c, v0[r] / c, v1[r] / c, rcfg, xfit,
+                                    with_se)
+        est[r] = e * c
+        if with_se:
+            se[r], df[r] = s * c, d
+    return est, se, (df if with_se else np.inf)
 
 
 def _check_design_seed(design_seed, cfg):
