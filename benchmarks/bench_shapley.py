@@ -325,20 +325,13 @@ def run_shared(out, seeds, games=GAMES, cover_seeds=None, max_units_budget=16):
                 frontier_shared_shapley(game, b, design_seed=seed)
                 warm += time.perf_counter() - t0
                 errs.append(np.abs(phi - truth).mean(axis=1))
-            hits = tot = 0
-            if b <= max_units_budget:
-                for seed in (cover_seeds or seeds):
-                    phi, _, units = frontier_shared_shapley(game, b, design_seed=seed,
-                                                            return_units=True)
-                    if units is None:
-                        continue
-                    se = unit_std(units)[:, :, 0]
-                    ok = se > 1e-12
-                    hits += int((np.abs(phi[:, :, 0] - truth) <= 1.96 * se)[ok].sum())
-                    tot += int(ok.sum())
+            cover = ([_cover_counts(frontier_shared_shapley, game, truth, b, seed,
+                                    design_seed=seed) for seed in (cover_seeds or seeds)]
+                     if b <= max_units_budget else [])
             res[(name, b)] = {"mae": float(np.mean(errs)), "evals_per_row": evals / n,
                               "cold_ms": cold / (len(seeds) * n) * 1e3,
-                              "warm_ms": warm / (len(seeds) * n) * 1e3, "cover": (hits, tot)}
+                              "warm_ms": warm / (len(seeds) * n) * 1e3,
+                              "cover": (sum(c[0] for c in cover), sum(c[1] for c in cover))}
     return res
 
 

@@ -78,7 +78,11 @@ def _root_sum_squares(a, axis):
     return np.sqrt(((a / c) ** 2).sum(axis=axis)) * np.squeeze(c, axis)
 
 
-def _far_scale(*arrays, bound=2.0**60):
+# values beyond 2**+-60 are fitted in a power-of-two scale (_far_scale)
+FAR_BOUND = 2.0**60
+
+
+def _far_scale(*arrays, bound=FAR_BOUND):
     """1 when the largest ``|value|`` of ``arrays`` lies within ``[1 / bound, bound]``,
     else :func:`pow2_scale` of them all: the scale in which a row's values far from 1
     are fitted (exactly), so that their squares neither overflow nor underflow."""

@@ -18,6 +18,7 @@ from scipy.linalg.lapack import dpotrf, dpotrs
 
 from .._stats import mean_se, pow2_scale, t_widened, welch_satterthwaite
 from ._estimators import (
+    FAR_BOUND,
     _check_generators,
     _check_n_evals,
     _far_scale,
@@ -1469,16 +1470,8 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
             players, coef, c0, c1 = extra
             phi[r, players] = coef.T @ vals[r] + np.outer(c0, v0[r]) + np.outer(c1, v1[r])
         elif kind == "fit":
-            # a row far from 1 is fitted in a power-of-two scale (exact): its squares and
-            # cross-fit variances would overflow or underflow
-            c = _far_scale(vals[r], v0[r], v1[r])
-            row = (vals[r], v0[r], v1[r], (acts or {}).get(r))
-            if c != 1.0:
-                row = tuple(None if a is None else a / c for a in row)
-            players, est, s, d = _solve_fit_row(extra, *row[:3], cfg, xfit, return_units,
-                                                row[3])
-            if c != 1.0:
-                est, s = est * c, (None if s is None else s * c)
+            players, est, s, d = _solve_scaled(extra, vals[r], v0[r], v1[r], cfg, xfit,
+                                               return_units, (acts or {}).get(r))
             phi[r, players] = est
             if return_units:
                 se[r, players], df[r, players], sampled = s, d, True
@@ -1492,6 +1485,17 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
         if return_units:
             se[at], df[at], sampled = s, d, True
     return (se if sampled else None), df
+
+
+def _solve_scaled(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
+    """:func:`_solve_fit_row`, a row far from 1 in a power-of-two scale (exact): its
+    squares and cross-fit variances would overflow or underflow."""
+    c = _far_scale(vals, v0, v1)
+    if c == 1.0:
+        return _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity)
+    players, est, s, d = _solve_fit_row(extra, vals / c, v0 / c, v1 / c, cfg, xfit,
+                                        return_units, None if activity is None else activity / c)
+    return players, est * c, (None if s is None else s * c), d
 
 
 def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
@@ -1965,7 +1969,7 @@ def _shared_solve(sd, vals, v0, v1, cfg, with_se):
     # (_far_scale, called for the rows whose largest value is outside its bounds only)
     top = np.maximum(np.abs(vals).max(axis=(1, 2)), np.abs(np.hstack([v0, v1])).max(axis=1))
     c = np.ones((R, 1))
-    for r in np.flatnonzero(~((top >= 2.0**-60) & (top <= 2.0**60)) & (top != 0)):
+    for r in np.flatnonzero(~((top >= 1.0 / FAR_BOUND) & (top <= FAR_BOUND)) & (top != 0)):
         c[r] = _far_scale(vals[r], v0[r], v1[r])
     vS, vC = vals[:, 0::2] / c[:, :, None], vals[:, 1::2] / c[:, :, None]       # (R, n, O)
     v0c, v1c = v0 / c, v1 / c
@@ -2026,12 +2030,9 @@ def _shared_rowwise(sd, vals, v0, v1, cfg, with_se):
     se = np.full((R, Pa, O), np.nan) if with_se else None
     df = np.full((R, Pa, O), np.inf)
     for r in range(R):
-        c = _far_scale(vals[r], v0[r], v1[r])
-        _, e, s, d = _solve_fit_row(extra, vals[r] / c, v0[r] / c, v1[r] / c, rcfg, xfit,
-                                    with_se)
-        est[r] = e * c
+        _, est[r], s, d = _solve_scaled(extra, vals[r], v0[r], v1[r], rcfg, xfit, with_se)
         if with_se:
-            se[r], df[r] = s * c, d
+            se[r], df[r] = s, d
     return est, se, (df if with_se else np.inf)
 
 
