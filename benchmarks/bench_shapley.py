@@ -325,8 +325,10 @@ def run_shared(out, seeds, games=GAMES, cover_seeds=None, max_units_budget=16):
                 frontier_shared_shapley(game, b, design_seed=seed)
                 warm += time.perf_counter() - t0
                 errs.append(np.abs(phi - truth).mean(axis=1))
-            cover = ([_cover_counts(frontier_shared_shapley, game, truth, b, seed,
-                                    design_seed=seed) for seed in (cover_seeds or seeds)]
+            def shared(game, n_evals, generators, **kw):
+                return frontier_shared_shapley(game, n_evals, **kw)   # its seed, not these
+            cover = ([_cover_counts(shared, game, truth, b, seed, design_seed=seed)
+                      for seed in (cover_seeds or seeds)]
                      if b <= max_units_budget else [])
             res[(name, b)] = {"mae": float(np.mean(errs)), "evals_per_row": evals / n,
                               "cold_ms": cold / (len(seeds) * n) * 1e3,

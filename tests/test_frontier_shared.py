@@ -177,6 +177,9 @@ def test_bad_seeds_and_algorithm_mixups_are_named():
     game = _dividend_game(6, HIGH[:2], n_rows=2)
     with pytest.raises(ValueError, match="design_seed"):
         estimate_shapley(game, "frontier_shared", 8)
+    with pytest.raises(ValueError, match="not from per-row generators"):
+        estimate_shapley(game, "frontier_shared", 8, [np.random.default_rng(0)] * 2,
+                         design_seed=1)
     with pytest.raises(ValueError, match="design_seed is for algorithm='frontier_shared'"):
         estimate_shapley(game, "frontier", 8, [np.random.default_rng(0)] * 2, design_seed=1)
     for bad in (-1, 1.5, True):

@@ -499,8 +499,8 @@ def frontier_shared_shapley(game: Game, n_evals: int, generators: None = None, *
     n_evals : int >= 2
         Coalition evaluations per player and row.
     generators : None
-        Unused (the designs come from ``design_seed``); accepted so that every entry of
-        :data:`ALGORITHMS` is called the same way.
+        Must be None (the designs come from ``design_seed``); in the signature so that
+        every entry of :data:`ALGORITHMS` is called the same way.
     design_seed : int >= 0
         The seed of the shared designs.
     **kw
@@ -512,6 +512,9 @@ def frontier_shared_shapley(game: Game, n_evals: int, generators: None = None, *
     tuple
         As :func:`~sklearn_xai.shapley.frontier_shapley`.
     """
+    if generators is not None:
+        raise ValueError("frontier_shared draws its designs from design_seed, not from per-row "
+                         "generators: pass generators=None.")
     return frontier_shapley(game, n_evals, None, design_seed=design_seed, **kw)
 
 
