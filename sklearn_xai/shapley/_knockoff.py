@@ -296,9 +296,8 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         independent of each other), drawn from ``random_state``, and a flat prior:
         fixed, cached linear maps instead of per-row fits (cheaper where rows share
         designs, e.g. a reference row; with knockoffs the components' budgets vary, so
-        fewer do); ``"kernel"`` is
-        paired KernelSHAP with exact efficiency; ``"permutation"`` is antithetic
-        permutation sampling.
+        fewer do); ``"kernel"`` is paired KernelSHAP with exact efficiency;
+        ``"permutation"`` is antithetic permutation sampling.
     n_evals : int >= 2 or None, default=None
         Budget of the sampling algorithms in coalition evaluations per player and row, the
         unit of every explainer of the package (:class:`ShearExplainer` included): a row
