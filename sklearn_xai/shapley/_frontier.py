@@ -1443,7 +1443,10 @@ def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1, design_seed=N
             seen[(Pa, budget // 2)] = stream + 1
             key = (Pa, budget // 2, stream)
             if key not in designs:
-                designs[key] = _shared_design(*key[:2], design_seed, cfg, with_se, key[2])
+                if not designs:
+                    knobs = _knobs(cfg)
+                designs[key] = _shared_design(*key[:2], design_seed, cfg, with_se, key[2],
+                                              knobs)
             sd = designs[key]
             plans.append(("shared", _pair_masks(sd.S, players, P), (players, sd)))
         else:
@@ -1882,17 +1885,22 @@ class _SharedDesign:
             setattr(self, k, kw.get(k))
 
 
-def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0):
+def _knobs(cfg):
+    """The knobs of ``cfg`` as a hashable key of the shared designs' cache."""
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()
+                        if k not in ("activity", "prior_of")))
+
+
+def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None):
     """The design of every row with ``Pa`` active players and ``n_pairs`` pairs, drawn
     from ``design_seed``, ``(Pa, n_pairs)`` and ``stream`` (for a mean game's components,
     how many of the row's earlier components share ``(Pa, n_pairs)``) alone, with the
     linear maps that take a row's ``[y; yN]`` (its pairs' odd values and the full
     coalition's) to its estimate and the linear parts of its standard error (cached). The
     fit has a flat order-3 prior and no ARD: the estimate is a fixed linear function of
-    the row's values."""
+    the row's values. ``knobs``: :func:`_knobs` of ``cfg``, when the caller has it."""
     xfit = cfg["mode"] in ("xfit", "hybrid")
-    knobs = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()
-                         if k not in ("activity", "prior_of")))
+    knobs = _knobs(cfg) if knobs is None else knobs
     key = (int(design_seed), int(Pa), int(n_pairs), int(stream), knobs, bool(with_se))
     with _shared_lock:
         hit = _shared_cache.get(key)
