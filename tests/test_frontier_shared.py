@@ -267,3 +267,29 @@ def test_designs_too_large_for_maps_are_solved_row_by_row(monkeypatch):
     part = _shared(_rows(game, [4, 1]), 8, 2, return_units=True)
     np.testing.assert_array_equal(part[0], rows[0][[4, 1]])
     F._shared_cache.clear()
+
+
+def test_several_outputs_and_a_rows_independence():
+    # two outputs of a model computed row by row (no matrix product across rows), one
+    # reference row: each output's values exact where the reduced game fits, else close
+    def f(Z):
+        return np.column_stack([np.tanh(Z[:, 0] * Z[:, 1] + Z[:, 2] * Z[:, 3] * Z[:, 4]),
+                                np.sin(Z[:, 5:].sum(axis=1) * Z[:, 0])])
+
+    rng = np.random.default_rng(4)
+    X, ref = rng.normal(size=(10, 9)), rng.normal(size=(1, 9))
+    X[:3, :5] = ref[0, :5]                       # rows with 4 active players: exact
+    game = ImputationGame(f, X, ref)
+    truth = exact_shapley(game)[0]
+    est = estimate_shapley(game, "frontier_shared", 8, design_seed=3)
+    assert est.values.shape == (10, 9, 2) and est.std.shape == (10, 9, 2)
+    np.testing.assert_allclose(est.values[:3], truth[:3], rtol=0, atol=1e-12)
+    # below permutation sampling's error at the same budget (measured 0.012-0.016 against
+    # 0.026-0.036 over 4 seeds; the second output is a high-order interaction)
+    perm = estimate_shapley(game, "permutation", 8, [np.random.default_rng(r) for r in range(10)])
+    assert np.abs(est.values - truth).mean() < np.abs(perm.values - truth).mean()
+    for rows in ([7], [9, 2, 5]):
+        part = estimate_shapley(ImputationGame(f, X[rows], ref), "frontier_shared", 8,
+                                design_seed=3)
+        np.testing.assert_array_equal(part.values, est.values[rows])
+        np.testing.assert_array_equal(part.std, est.std[rows])
