@@ -253,11 +253,11 @@ def test_knockoff_shap_frontier_shared(imputation):
 
 
 def test_designs_too_large_for_maps_are_solved_row_by_row(monkeypatch):
-    # beyond _MAP_MAX_PAIRS pairs a design's maps would take O(n^2) memory: the same
+    # beyond _MAP_MAX_BYTES a design's basis fits would take O(n^2 Pa) memory: the same
     # flat-prior fit and cross-fit, row by row
     game = _dividend_game(12, HIGH, n_rows=5, seed=3)
     maps = _shared(game, 8, 2, return_units=True)
-    monkeypatch.setattr(F, "_MAP_MAX_PAIRS", 10)
+    monkeypatch.setattr(F, "_MAP_MAX_BYTES", 10_000)
     F._shared_cache.clear()
     paths = []
     rows = _shared(game, 8, 2, return_units=True, paths=paths)

@@ -990,8 +990,9 @@ def frontier_shapley(game: Game, n_evals: int,
         estimate and the linear parts of its cross-fitted standard error are fixed
         matrices of the row's values, computed once per design and cached (64 MiB);
         a row's values come from one matrix-vector product per output and its own sums
-        (bitwise the same in any call); a design of more than 2,048 pairs is fitted row
-        by row instead (the same fit: its maps would take ``O(n_pairs**2)`` memory).
+        (bitwise the same in any call); a design whose basis fits would hold more than
+        64 MiB (``n_pairs**2 * Pa`` floats: about 800 pairs of 13 players) is fitted row
+        by row instead (the same fit).
         Far cheaper per row; 1.0-2.3x the error of the per-row fit on the benchmark
         games, 2.7x where its ARD pays (``doc/benchmarks.md``).
     **config
@@ -1862,16 +1863,17 @@ def _jackknife(X, y, W, strat, yN, cfg, est):
 _SHARED_CACHE_BYTES = 64 * 2**20
 _shared_cache: dict = {}
 _shared_lock = threading.Lock()          # explainers' batches may run in threads
-# a design of more pairs is solved row by row (the same flat-prior fit, without maps:
-# they take O(n_pairs^2) memory and their basis fits O(n_pairs^3) time)
-_MAP_MAX_PAIRS = 2048
+# a design whose basis fits would hold more than this many bytes (the cross-fit's
+# contributions of n_pairs + 1 basis columns: n_pairs * Pa * (n_pairs + 1) floats) is
+# solved row by row (the same flat-prior fit, without maps)
+_MAP_MAX_BYTES = 64 * 2**20
 
 
 class _SharedDesign:
     """One design of the shared frontier (:func:`_shared_design`): the pairs ``S`` and
     their weights, strata, inclusion probabilities and extra flags (:func:`_design`),
     ``kind`` ("border", "xfit", "jack" or "fit", the branches of
-    :func:`_solve_fit_row`; "rowwise" beyond ``_MAP_MAX_PAIRS`` pairs), ``linear``
+    :func:`_solve_fit_row`; "rowwise" beyond ``_MAP_MAX_BYTES``), ``linear``
     (fitted by the linear term alone), ``full`` (Pa, n + 1): the plain fit's linear map,
     applied to ``[y; yN]``, and ``M`` (rows, n + 1): the standard error's linear maps
     stacked, with ``parts`` naming their row slices (the fit's map stands alone so that
@@ -1913,7 +1915,7 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None)
     n = S.shape[0]
     sd = _SharedDesign(S=S, W=W, strat=strat, incl=incl, extra=extra, kind="border",
                        linear=False)
-    if n > _MAP_MAX_PAIRS and not _is_border(S):
+    if 8 * n * (n + 1) * Pa > _MAP_MAX_BYTES and not _is_border(S):
         sd.kind = "rowwise"
     elif not _is_border(S):
         X = np.where(S, 1.0, -1.0)
