@@ -49,3 +49,17 @@ def test_pow2_scale_ignores_non_finite_and_zero():
     s = pow2_scale(a, axis=1)
     assert s.shape == (2, 1) and s[0, 0] == 4.0 and s[1, 0] == 1.0
     assert pow2_scale(np.array([1e-300]))[()] == 2.0 ** np.frexp(1e-300)[1]
+
+
+def test_t_factor_is_scipy_stats_quantile_ratio_bit_for_bit():
+    # computed from scipy.special once per distinct df: the numbers of t.ppf / norm.ppf
+    rng = np.random.default_rng(0)
+    for df in (rng.uniform(0.5, 50, (20, 13, 2)), np.full(12, 399.0),
+               rng.integers(1, 5, 300).astype(float), np.float64(7.0),
+               np.array([np.inf, 0.0, -1.0, np.nan, 3.0])):
+        ok = np.isfinite(df) & (df > 0)
+        ref = np.where(ok, stats.t.ppf(0.975, np.where(ok, df, 1.0)) / stats.norm.ppf(0.975),
+                       1.0)
+        out = t_factor(df)
+        assert np.shape(out) == np.shape(ref)
+        np.testing.assert_array_equal(out, ref)
