@@ -1548,8 +1548,7 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
                 activity=act, prior_of=None if small else prior_of)
     hybrid = cfg["mode"] == "hybrid"
     if xfit and (return_units or not hybrid) and _n_halves_ok(strat[~is_extra], cfg["folds"]):
-        est, se, df = _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid,
-                                     is_extra)
+        est, se, df = _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, is_extra)
         return players, _project(est, 2 * yN), se if return_units else None, df
     est = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"], lam=cfg["lam"],
                    activity=act)
@@ -1564,7 +1563,7 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
     return players, _project(est, 2 * yN), se, df
 
 
-def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
+def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, is_extra):
     """``(estimate, standard error, degrees of freedom)`` of a row from the cross-fit,
     combined with the plain fit on all pairs unless ``mode="xfit"`` (see
     :func:`frontier_shapley`); the degrees of freedom are the cross-fit's
@@ -1590,11 +1589,11 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, hybrid, is_extra):
     full = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"],
                     lam=cfg["lam"], gram=gram, activity=rcfg["activity"], kshap=kshap,
                     design=design)
-    est, se = _hybrid(est, se, mse, full, cfg, hybrid)
+    est, se = _hybrid(est, se, mse, full, cfg)
     return est, se, df
 
 
-def _hybrid(est, se, mse, full, cfg, hybrid=True):
+def _hybrid(est, se, mse, full, cfg):
     """The estimate and standard error of ``mode="hybrid"`` (see :func:`frontier_shapley`)
     from the cross-fit's ``(est, se, mse)`` and the plain fit ``full``, column by
     column: ``full``, with ``se`` raised by the squared gap between the two beyond
@@ -1602,14 +1601,14 @@ def _hybrid(est, se, mse, full, cfg, hybrid=True):
     d = est - full
     # "auto" reaches here only for a single game, the max rule (_components turns it
     # into "pooled" for the components of a mean game)
-    if hybrid and cfg["se_mode"] == "pooled":
+    if cfg["se_mode"] == "pooled":
         # level from the surrogate's estimated mean squared error, shape
         # from se_x: se_i^2 = se_x,i^2 * max(mse, floor) / sum(se_x^2)
         tot = (se**2).sum(axis=0)
         k2 = np.clip(mse / np.where(tot > 0, tot, 1.0), cfg["k2_min"], cfg["k2_max"])
         est, se = full, np.sqrt(k2[None] * se**2 + cfg["bias_w"] * np.maximum(
             d**2 - cfg["bias_sub"] * se**2, 0.0))
-    elif hybrid or (d**2).mean() <= (se**2).mean():
+    else:
         # squared bias of the plain fit estimated by d**2 - se**2 (>= 0)
         est, se = full, np.sqrt(cfg["se_scale"]**2 * se**2 + cfg["bias_w"]
                                 * np.maximum(d**2 - cfg["bias_sub"] * se**2, 0.0))
@@ -1873,14 +1872,13 @@ class _SharedDesign:
     """One design of the shared frontier (:func:`_shared_design`): the pairs ``S`` and
     their weights, strata, inclusion probabilities and extra flags (:func:`_design`),
     ``kind`` ("border", "xfit", "jack" or "fit", the branches of
-    :func:`_solve_fit_row`; "rowwise" beyond ``_MAP_MAX_BYTES``), ``linear``
-    (fitted by the linear term alone), ``full`` (Pa, n + 1): the plain fit's linear map,
+    :func:`_solve_fit_row`; "rowwise" beyond ``_MAP_MAX_BYTES``), ``full`` (Pa, n + 1):
+    the plain fit's linear map,
     applied to ``[y; yN]``, and ``M`` (rows, n + 1): the standard error's linear maps
     stacked, with ``parts`` naming their row slices (the fit's map stands alone so that
     the values do not depend on ``with_se``)."""
 
-    __slots__ = ("S", "W", "strat", "incl", "extra", "kind", "linear", "full", "M", "parts",
-                 "folds")
+    __slots__ = ("S", "W", "strat", "incl", "extra", "kind", "full", "M", "parts", "folds")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -1901,7 +1899,6 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None)
     coalition's) to its estimate and the linear parts of its standard error (cached). The
     fit has a flat order-3 prior and no ARD: the estimate is a fixed linear function of
     the row's values. ``knobs``: :func:`_knobs` of ``cfg``, when the caller has it."""
-    xfit = cfg["mode"] in ("xfit", "hybrid")
     knobs = _knobs(cfg) if knobs is None else knobs
     key = (int(design_seed), int(Pa), int(n_pairs), int(stream), knobs, bool(with_se))
     with _shared_lock:
@@ -1910,11 +1907,11 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None)
         return hit
     rng = np.random.default_rng(np.random.SeedSequence(
         entropy=int(design_seed), spawn_key=(int(Pa), int(n_pairs), int(stream))))
+    # mode="hybrid" (_check_design_seed): drawn in the cross-fit's units
     S, W, strat, incl, extra = _design(Pa, n_pairs, rng, cfg["alloc"], cfg["ht"],
-                                       unit=cfg["folds"] if xfit else 1)
+                                       unit=cfg["folds"])
     n = S.shape[0]
-    sd = _SharedDesign(S=S, W=W, strat=strat, incl=incl, extra=extra, kind="border",
-                       linear=False)
+    sd = _SharedDesign(S=S, W=W, strat=strat, incl=incl, extra=extra, kind="border")
     if 8 * n * (n + 1) * Pa > _MAP_MAX_BYTES and not _is_border(S):
         sd.kind = "rowwise"
     elif not _is_border(S):
@@ -1927,7 +1924,7 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None)
         full = _fit_row(X, Iy, W, IyN, orders, cfg["ratio"])
         maps, names = [], []
         kind = "fit"
-        if with_se and xfit and _n_halves_ok(strat[~extra], cfg["folds"]):
+        if with_se and _n_halves_ok(strat[~extra], cfg["folds"]):
             kind = "xfit"
             sd.folds = _xfit_folds(S, strat, incl, extra, cfg["folds"])
             est_x, resid, Tk, R = _xfit_linear(sd.folds, X, Iy, W, IyN, rcfg)
@@ -1940,7 +1937,7 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None)
                 maps.append(u.reshape(-1, n + 1))
                 names.append("jack")
         sizes = np.cumsum([0] + [m.shape[0] for m in maps])
-        sd.kind, sd.linear, sd.full = kind, bool(small), np.ascontiguousarray(full)
+        sd.kind, sd.full = kind, np.ascontiguousarray(full)
         sd.M = np.ascontiguousarray(np.vstack(maps)) if maps else None
         sd.parts = {nm: slice(int(a), int(b)) for nm, a, b in zip(names, sizes[:-1], sizes[1:])}
     for a in (sd.S, sd.W, sd.strat, sd.incl, sd.extra, sd.full, sd.M):
@@ -2034,13 +2031,12 @@ def _shared_rowwise(sd, vals, v0, v1, cfg, with_se):
     R, _, O = vals.shape
     Pa = sd.S.shape[1]
     rcfg = dict(cfg, prior="flat", ard=0)
-    xfit = cfg["mode"] in ("xfit", "hybrid")
     extra = (np.arange(Pa), sd.S, sd.W, sd.strat, sd.incl, sd.extra)
     est = np.empty((R, Pa, O))
     se = np.full((R, Pa, O), np.nan) if with_se else None
     df = np.full((R, Pa, O), np.inf)
     for r in range(R):
-        _, est[r], s, d = _solve_scaled(extra, vals[r], v0[r], v1[r], rcfg, xfit, with_se)
+        _, est[r], s, d = _solve_scaled(extra, vals[r], v0[r], v1[r], rcfg, True, with_se)
         if with_se:
             se[r], df[r] = s, d
     return est, se, (df if with_se else np.inf)
