@@ -23,24 +23,7 @@ from sklearn_xai.shapley import _frontier as F
 from sklearn_xai.shapley._estimators import unit_std
 from sklearn_xai.testing import DividendGame
 
-HIGH = ((1, 10), (2, 10), (3, 6), (4, 4), (5, 3))
-
-
-def _dividend_game(P, orders, n_rows=3, seed=0):
-    rng = np.random.default_rng(seed)
-    terms = {}
-    for order, count in orders:
-        for _ in range(count):
-            T = tuple(sorted(rng.choice(P, order, replace=False).tolist()))
-            terms[T] = rng.normal(size=n_rows)
-    return DividendGame(P, terms, n_rows=n_rows, constant=rng.normal(size=n_rows))
-
-
-def _rows(game, rows):
-    """The dividend game of some of ``game``'s rows, in the given order."""
-    rows = np.asarray(rows)
-    return DividendGame(game.n_players, {T: d[rows] for T, d in game.terms.items()},
-                        n_rows=rows.size, constant=game.constant[rows])
+from ._games import HIGH, dividend_game, game_rows
 
 
 def _shared(game, n_evals, seed=0, **kw):
@@ -49,7 +32,7 @@ def _shared(game, n_evals, seed=0, **kw):
 
 def test_is_an_algorithm_of_the_engine_and_efficient_to_1e12():
     assert ALGORITHMS["frontier_shared"] is frontier_shared_shapley
-    game = _dividend_game(12, HIGH, n_rows=5)
+    game = dividend_game(12, HIGH, n_rows=5)
     full = game.value(np.ones((1, 12), bool))[:, 0]
     for n_evals in (2, 5, 16):
         est = estimate_shapley(game, "frontier_shared", n_evals, design_seed=3)
@@ -63,13 +46,13 @@ def test_is_an_algorithm_of_the_engine_and_efficient_to_1e12():
 
 def test_games_in_the_surrogates_class():
     # pairwise interactions: the odd part is linear, the fit exact at any budget
-    pairwise = _dividend_game(14, ((1, 14), (2, 30)))
+    pairwise = dividend_game(14, ((1, 14), (2, 30)))
     np.testing.assert_allclose(_shared(pairwise, 2)[0], pairwise.shapley_values()[0],
                                rtol=0, atol=1e-10)
     np.testing.assert_allclose(_shared(pairwise, 8)[0], pairwise.shapley_values()[0],
                                rtol=0, atol=1e-10)
     # dividends up to order 3: the error is the prior's shrinkage, falling as 1 / ratio
-    inside = _dividend_game(10, ((1, 10), (2, 10), (3, 8)), seed=1)
+    inside = dividend_game(10, ((1, 10), (2, 10), (3, 8)), seed=1)
     truth = inside.shapley_values()[0]
 
     def err(ratio):
@@ -80,7 +63,7 @@ def test_games_in_the_surrogates_class():
 
 
 def test_error_falls_with_budget_and_exact_when_the_reduced_game_fits():
-    game = _dividend_game(14, HIGH, n_rows=6)
+    game = dividend_game(14, HIGH, n_rows=6)
     truth = game.shapley_values()[0]
 
     def err(n_evals):
@@ -107,7 +90,7 @@ def test_error_falls_with_budget_and_exact_when_the_reduced_game_fits():
 
 
 def test_a_rows_result_depends_only_on_the_row_and_the_seed():
-    game = _dividend_game(11, HIGH, n_rows=9, seed=7)
+    game = dividend_game(11, HIGH, n_rows=9, seed=7)
     # some rows get dummies (fewer active players): several designs in one call
     for T in list(game.terms):
         if 10 in T:
@@ -116,7 +99,7 @@ def test_a_rows_result_depends_only_on_the_row_and_the_seed():
         whole = _shared(game, n_evals, 5, return_units=True)
         se = unit_std(whole[2]) if whole[2] is not None else None
         for rows in ([3], [8, 0, 4], list(range(8, -1, -1))):
-            part = _shared(_rows(game, rows), n_evals, 5, return_units=True)
+            part = _shared(game_rows(game, rows), n_evals, 5, return_units=True)
             np.testing.assert_array_equal(part[0], whole[0][rows])
             if se is not None:
                 np.testing.assert_array_equal(unit_std(part[2]), se[rows])
@@ -130,7 +113,7 @@ def test_a_rows_result_depends_only_on_the_row_and_the_seed():
 def test_intervals_cover():
     # 12 players, odd structure up to order 5 (beyond the order-3 surrogate); one design per
     # seed, shared by the 8 rows: coverage over 20 seeds (measured 0.97)
-    game = _dividend_game(12, HIGH, n_rows=8, seed=5)
+    game = dividend_game(12, HIGH, n_rows=8, seed=5)
     truth = game.shapley_values()[0]
     hits = []
     for seed in range(20):
@@ -164,7 +147,7 @@ def test_mean_games_components_draw_independent_designs():
 
 
 def test_values_far_from_one_scale_exactly():
-    game = _dividend_game(12, HIGH, n_rows=3, seed=4)
+    game = dividend_game(12, HIGH, n_rows=3, seed=4)
     big = DividendGame(12, {T: d * 2.0**600 for T, d in game.terms.items()}, n_rows=3,
                        constant=game.constant * 2.0**600)
     a, _, ua = _shared(game, 8, 1, return_units=True)
@@ -174,7 +157,7 @@ def test_values_far_from_one_scale_exactly():
 
 
 def test_bad_seeds_and_algorithm_mixups_are_named():
-    game = _dividend_game(6, HIGH[:2], n_rows=2)
+    game = dividend_game(6, HIGH[:2], n_rows=2)
     with pytest.raises(ValueError, match="design_seed"):
         estimate_shapley(game, "frontier_shared", 8)
     with pytest.raises(ValueError, match="not from per-row generators"):
@@ -255,7 +238,7 @@ def test_knockoff_shap_frontier_shared(imputation):
 def test_designs_too_large_for_maps_are_solved_row_by_row(monkeypatch):
     # beyond _MAP_MAX_BYTES a design's basis fits would take O(n^2 Pa) memory: the same
     # flat-prior fit and cross-fit, row by row
-    game = _dividend_game(12, HIGH, n_rows=5, seed=3)
+    game = dividend_game(12, HIGH, n_rows=5, seed=3)
     maps = _shared(game, 8, 2, return_units=True)
     monkeypatch.setattr(F, "_MAP_MAX_BYTES", 10_000)
     F._shared_cache.clear()
@@ -264,7 +247,7 @@ def test_designs_too_large_for_maps_are_solved_row_by_row(monkeypatch):
     assert paths == ["sampled"] * 5
     np.testing.assert_allclose(rows[0], maps[0], rtol=0, atol=1e-12)
     np.testing.assert_allclose(unit_std(rows[2]), unit_std(maps[2]), rtol=1e-9, atol=1e-14)
-    part = _shared(_rows(game, [4, 1]), 8, 2, return_units=True)
+    part = _shared(game_rows(game, [4, 1]), 8, 2, return_units=True)
     np.testing.assert_array_equal(part[0], rows[0][[4, 1]])
     F._shared_cache.clear()
 

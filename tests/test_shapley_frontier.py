@@ -8,26 +8,19 @@ from sklearn_xai.shapley._estimators import unit_std
 from sklearn_xai.shapley._frontier import frontier_shapley
 from sklearn_xai.testing import DividendGame
 
+from ._games import HIGH, dividend_game, game_rows
+
 
 def _gens(n, seed=0):
     return [np.random.default_rng([seed, r]) for r in range(n)]
 
 
-def _dividend_game(P, orders, n_rows=3, seed=0):
-    rng = np.random.default_rng(seed)
-    terms = {}
-    for order, count in orders:
-        for _ in range(count):
-            T = tuple(sorted(rng.choice(P, order, replace=False).tolist()))
-            terms[T] = rng.normal(size=n_rows)
-    return DividendGame(P, terms, n_rows=n_rows, constant=rng.normal(size=n_rows))
 
 
-HIGH = ((1, 10), (2, 10), (3, 6), (4, 4), (5, 3))
 
 
 def test_efficiency_to_1e12():
-    game = _dividend_game(12, HIGH)
+    game = dividend_game(12, HIGH)
     for n_evals in (2, 5, 16):
         phi, base = frontier_shapley(game, n_evals, _gens(3))
         full = game.value(np.ones((1, 12), bool))[:, 0]
@@ -35,7 +28,7 @@ def test_efficiency_to_1e12():
 
 
 def test_budget_is_honest():
-    game = _dividend_game(11, HIGH)
+    game = dividend_game(11, HIGH)
     for n_evals in (2, 3, 8):
         game.n_evaluations = 0
         frontier_shapley(game, n_evals, _gens(3))
@@ -44,14 +37,14 @@ def test_budget_is_honest():
 
 def test_pairwise_game_is_exact():
     # the odd part of a game with at most pairwise interactions is linear: the fit is exact
-    game = _dividend_game(14, ((1, 14), (2, 30)))
+    game = dividend_game(14, ((1, 14), (2, 30)))
     truth = game.shapley_values()[0]
     phi, _ = frontier_shapley(game, 2, _gens(3))
     np.testing.assert_allclose(phi, truth, rtol=0, atol=1e-10)
 
 
 def test_error_falls_with_budget():
-    game = _dividend_game(14, HIGH, n_rows=4)
+    game = dividend_game(14, HIGH, n_rows=4)
     truth = game.shapley_values()[0]
 
     def err(n_evals):
@@ -93,7 +86,7 @@ def test_intervals_cover():
     # The interval is phi_fit +- 1.96 max(se_xfit, |phi_xfit - phi_fit|), Student-t
     # widened: measured 0.956 (0.938 with se_mode="pooled", whose k2 scales se_xfit by the
     # fold surrogates' estimated error).
-    game = _dividend_game(12, HIGH, n_rows=1, seed=5)
+    game = dividend_game(12, HIGH, n_rows=1, seed=5)
     truth = game.shapley_values()[0][0, :, 0]
     hits = total = 0
     for seed in range(40):
@@ -106,7 +99,7 @@ def test_intervals_cover():
 
 
 def test_units_do_not_change_phi():
-    game = _dividend_game(12, HIGH, n_rows=2, seed=5)
+    game = dividend_game(12, HIGH, n_rows=2, seed=5)
     for n_evals in (4, 8, 16):
         a = frontier_shapley(game, n_evals, _gens(2))[0]
         b = frontier_shapley(game, n_evals, _gens(2), return_units=True)[0]
@@ -115,13 +108,12 @@ def test_units_do_not_change_phi():
 
 @pytest.mark.parametrize("units", [False, True])
 def test_rows_split_invariance(units):
-    game = _dividend_game(11, HIGH, n_rows=4, seed=7)
+    game = dividend_game(11, HIGH, n_rows=4, seed=7)
     whole = frontier_shapley(game, 4, _gens(4), return_units=units)
 
     parts = []
     for lo, hi in ((0, 2), (2, 4)):
-        sub = DividendGame(11, {T: d[lo:hi] for T, d in game.terms.items()}, n_rows=hi - lo,
-                           constant=game.constant[lo:hi])
+        sub = game_rows(game, range(lo, hi))
         gens = [np.random.default_rng([0, r]) for r in range(lo, hi)]
         parts.append(frontier_shapley(sub, 4, gens, return_units=units))
     # same coalitions and same arithmetic per row; a tolerance only for BLAS blocking
@@ -515,7 +507,7 @@ def test_auto_budget_stops_when_the_capped_source_alone_exceeds_tol():
 def test_estimate_shapley_is_the_one_entry_point():
     from sklearn_xai.shapley import ShapleyEstimate, estimate_shapley
 
-    game = _dividend_game(10, HIGH, n_rows=3, seed=12)
+    game = dividend_game(10, HIGH, n_rows=3, seed=12)
     truth = game.shapley_values()[0]
     exact = estimate_shapley(game, "exact")
     assert isinstance(exact, ShapleyEstimate)
@@ -551,14 +543,14 @@ def test_few_pairs_intervals_cover(monkeypatch):
     # are Student-t intervals. Measured: 0.966 with them, 0.894 with normal ones (6
     # games x 30 seeds)
     import sklearn_xai.shapley._frontier as frontier
-    game0 = _dividend_game(6, HIGH, n_rows=1, seed=0)
+    game0 = dividend_game(6, HIGH, n_rows=1, seed=0)
     df = frontier._frontier_rows(game0, 4, _gens(1), frontier.DEFAULTS, True)[3]
     np.testing.assert_array_equal(df, 3.0)
 
     def coverage():
         hits = total = 0
         for game_seed in range(6):
-            game = _dividend_game(6, HIGH, n_rows=1, seed=game_seed)
+            game = dividend_game(6, HIGH, n_rows=1, seed=game_seed)
             truth = game.shapley_values()[0][0, :, 0]
             for seed in range(30):
                 phi, _, units = frontier_shapley(game, 4, _gens(1, seed), return_units=True)
@@ -595,8 +587,8 @@ def test_order3_game_is_in_the_surrogates_class():
     # remove. (The default ratio=100 keeps that shrinkage for games outside the class:
     # there a larger ratio raised the error, 1.5e-2 -> 2.0e-2 at n_evals=32.)
     P = 10
-    inside = _dividend_game(P, ((1, P), (2, 10), (3, 8)), n_rows=3, seed=1)
-    outside = _dividend_game(P, HIGH, n_rows=3, seed=1)
+    inside = dividend_game(P, ((1, P), (2, 10), (3, 8)), n_rows=3, seed=1)
+    outside = dividend_game(P, HIGH, n_rows=3, seed=1)
 
     def err(game, ratio):
         truth = game.shapley_values()[0]
@@ -617,8 +609,8 @@ def test_size_one_and_two_pairs_identify_the_values_of_an_order_four_game():
     # the fit's error is its ridge's shrinkage alone, falling as 1 / ratio (to round-off
     # near ratio = 1e8); dividends of order 5 keep an error.
     P = 8
-    inside = _dividend_game(P, ((1, P), (2, 12), (3, 10), (4, 8)), n_rows=3, seed=2)
-    outside = _dividend_game(P, ((1, P), (2, 12), (3, 10), (4, 8), (5, 4)), n_rows=3, seed=2)
+    inside = dividend_game(P, ((1, P), (2, 12), (3, 10), (4, 8)), n_rows=3, seed=2)
+    outside = dividend_game(P, ((1, P), (2, 12), (3, 10), (4, 8), (5, 4)), n_rows=3, seed=2)
 
     def err(game, ratio):
         paths = []
@@ -739,7 +731,7 @@ def test_activity_prior_finds_the_interacting_players(n_evals):
 
 def test_frontier_knobs_are_checked():
     # a misspelt knob or value would otherwise be ignored silently
-    game = _dividend_game(6, ((1, 6), (2, 4), (3, 2)), n_rows=2)
+    game = dividend_game(6, ((1, 6), (2, 4), (3, 2)), n_rows=2)
     with pytest.raises(TypeError, match="unknown frontier knob.*'prior_floor'"):
         frontier_shapley(game, 4, _gens(2), prior_floor=0.1)
     with pytest.raises(ValueError, match="prior must be one of"):
@@ -755,7 +747,7 @@ def test_wide_pairwise_game_is_exact_and_efficient():
     # must stay exact (an OverflowError before); a pairwise game's odd part is linear, so
     # the fit is exact at any width, in the ARD regime (n_evals=16) past ard_max_players
     P = 70
-    game = _dividend_game(P, ((1, P), (2, 40)), n_rows=2)
+    game = dividend_game(P, ((1, P), (2, 40)), n_rows=2)
     truth = game.shapley_values()[0]
     for n_evals in (2, 4, 16):
         phi, base = frontier_shapley(game, n_evals, _gens(2))
@@ -768,7 +760,7 @@ def test_wide_fits_are_capped_as_documented(knob, same):
     # ARD weighs all C(Pa, 3) triples (O(n Pa^3)): above ard_max_players the fit is the one
     # below ARD's budget (activity prior, no ARD); the order-3 fit solves min(n + 1, Pa +
     # C(Pa, 3)) unknowns: above max_unknowns the linear fit alone
-    game = _dividend_game(12, HIGH)
+    game = dividend_game(12, HIGH)
     for n_evals in (8, 16):
         capped = frontier_shapley(game, n_evals, _gens(3), return_units=True, **knob)
         ref = frontier_shapley(game, n_evals, _gens(3), return_units=True, **same)
@@ -950,7 +942,7 @@ def test_pair_prior_beats_the_activities_when_pairs_do_not_interact(n_evals, rat
 
 def test_pair_prior_is_capped_as_documented():
     # rows with more than pair_prior_max triples keep the activity prior
-    game = _dividend_game(9, HIGH)
+    game = dividend_game(9, HIGH)
     for n_evals in (3, 5):
         capped = frontier_shapley(game, n_evals, _gens(3), return_units=True,
                                   pair_prior_max=83)
@@ -968,7 +960,7 @@ def test_cross_fit_folds_learn_the_pairs_prior_without_their_own_pairs():
     from sklearn_xai.shapley import _frontier as F
 
     P = 9
-    game = _dividend_game(P, HIGH, n_rows=1)
+    game = dividend_game(P, HIGH, n_rows=1)
     rng = np.random.default_rng(0)
     S, W, strat, incl, extra = F._design(P, 40, rng, "greedy", True, unit=4)
     masks = F._pair_masks(S, np.arange(P), P)
@@ -1010,8 +1002,8 @@ def test_dof_gives_the_widening_of_the_standard_errors():
     from sklearn_xai.shapley import estimate_shapley
     from sklearn_xai.shapley._frontier import DEFAULTS, _frontier_rows
 
-    game = _dividend_game(9, HIGH, n_rows=3)
-    exact_row = _dividend_game(3, ((1, 3), (2, 2)), n_rows=1)
+    game = dividend_game(9, HIGH, n_rows=3)
+    exact_row = dividend_game(3, ((1, 3), (2, 2)), n_rows=1)
     for g in (game, exact_row):
         dof = []
         phi, _, units = frontier_shapley(g, 4, _gens(g.n_rows), return_units=True, dof=dof)
