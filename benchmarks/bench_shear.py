@@ -155,7 +155,7 @@ def main(argv=None):
     from sklearn_xai import ShearExplainer
     from sklearn_xai._utils import keyed_generators
     from sklearn_xai.metrics import absolute_error, ranking_accuracy
-    from sklearn_xai.shapley import ImputationGame, exact_shapley, kernel_shapley
+    from sklearn_xai.shapley import ImputationGame, _frontier, exact_shapley, kernel_shapley
     from sklearn_xai.shapley import permutation_shapley as perm
     from sklearn_xai.shapley._shear import _cross_contribution_hessian
 
@@ -238,7 +238,6 @@ def main(argv=None):
         row["frontier_cover"] = coverage(a)[0]
         # shared designs: the first call computes (and caches) the designs' linear maps,
         # the next ones reuse them; both timed
-        from sklearn_xai.shapley import _frontier
         _frontier._shared_cache.clear()
         e4 = ShearExplainer(FrozenEstimator(net), response_method="decision_function",
                             feature_groups=groups, n_evals=N, algorithm="frontier_shared",
