@@ -627,18 +627,18 @@ def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | Non
         n_evals = default_n_evals(algorithm, game.n_players)
     start = game.n_evaluations
     frontier = algorithm in ("frontier", "frontier_shared")
-    paths, dof = ([], []) if frontier else (None, None)
-    kw = {"paths": paths, "dof": dof} if frontier else {}
+    paths, dof, stds = ([], [], []) if frontier else (None, None, None)
+    kw = {"paths": paths, "dof": dof, "std": stds} if frontier else {}
     if shared:
         kw["design_seed"] = design_seed
     out = ALGORITHMS[algorithm](game, n_evals, generators, return_units=with_std, **kw)
     units = out[2] if with_std else None
     std = df = None
     if units is not None:
-        std = unit_std(units)
         if frontier:                   # its units carry its widened standard errors
-            df = dof[0]
+            std, df = stds[0], dof[0]
         else:
+            std = unit_std(units)
             # the mean of U independent units: a Student-t interval with U - 1 degrees of
             # freedom (the normal one covered 0.67-0.91 with 2-8 antithetic pairs,
             # doc/benchmarks.md)

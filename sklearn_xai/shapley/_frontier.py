@@ -828,7 +828,8 @@ def _border_row(S, vS, vC, v0, v1, c):
 def frontier_shapley(game: Game, n_evals: int,
                      generators: Sequence[np.random.Generator] | None, *,
                      return_units: bool = False, paths: list | None = None,
-                     dof: list | None = None, design_seed: int | None = None,
+                     dof: list | None = None, std: list | None = None,
+                     design_seed: int | None = None,
                      **config: Any) -> tuple[np.ndarray | None, ...]:
     """Shapley values with free exactness, exact border strata and an odd surrogate.
 
@@ -979,6 +980,11 @@ def frontier_shapley(game: Game, n_evals: int,
         n_outputs): the degrees of freedom of the returned standard errors (``inf``
         where the interval is normal, e.g. exact values), for callers that combine them
         (the standard error the units give is already widened by them).
+    std : list or None, default=None
+        When a list and ``return_units=True``, receives the (widened) standard errors
+        the units carry, (n_rows, n_players, n_outputs), or None when every row is exact:
+        what :func:`~sklearn_xai.shapley.unit_std` of the units gives up to round-off,
+        without computing it.
     design_seed : int >= 0 or None, default=None
         **Shared designs** (:func:`~sklearn_xai.shapley.frontier_shared_shapley`): every
         row (or component) with as many active players and pairs takes one design, drawn
@@ -1042,17 +1048,19 @@ def frontier_shapley(game: Game, n_evals: int,
         se, df = mean_se(se_k, df_k, axis=1)
         if dof is not None:
             dof.append(df)
-        return phi, base, _units_from_se(phi, t_widened(se, df))
+        return phi, base, _units_out(phi, t_widened(se, df), std)
     out = _frontier_rows(game, n_evals, generators, cfg, return_units, paths=paths,
                          design_seed=design_seed)
     if not return_units or out[2] is None:
         if dof is not None and return_units:
             dof.append(np.full(out[0].shape, np.inf))
+        if std is not None and return_units:
+            std.append(None)
         return out[:3]
     phi, base, se, df = out
     if dof is not None:
         dof.append(df)
-    return phi, base, _units_from_se(phi, t_widened(se, df))
+    return phi, base, _units_out(phi, t_widened(se, df), std)
 
 
 def row_path(component_paths: Sequence[str]) -> str:
@@ -1172,6 +1180,15 @@ def _components(game, n_evals, generators, components, with_se, cfg, design_seed
         df = out[3].reshape(n, K, P, O)
     return (phi.reshape(n, K, P, O), base.reshape(n, K, O), se, df,
             np.array(paths, dtype=object).reshape(n, K))
+
+
+def _units_out(phi, se, std=None):
+    """:func:`_units_from_se`, with ``se`` appended to ``std`` (a list) as the units'
+    standard errors (None where the units are)."""
+    units = _units_from_se(phi, se)
+    if std is not None:
+        std.append(None if units is None else se)
+    return units
 
 
 def _units_from_se(phi, se):
@@ -1317,8 +1334,13 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     components that get more are evaluated first, for their activities)."""
     xfit = cfg["mode"] in ("xfit", "hybrid")
     P, n = game.n_players, game.n_rows
-    v0, v1, active = _ends_and_active(game)
-    phi = np.zeros((n, P, v0.shape[-1]))
+    active = _active_players(game)
+    # the ends v(empty), v(all) of each row are evaluated with its planned coalitions (one
+    # model call less), except where the pooled budgets need them first (the components'
+    # activities)
+    early = pool is not None or n == 0
+    if early:
+        v0, v1 = _ends(game)
     known, acts = {}, {}
 
     def activity_norms(comps):
@@ -1342,9 +1364,13 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
     budget = (n_evals * P if not pool else
               _pooled_budgets(active, pool, n_evals * P, activity_norms if by_activity else None,
                               unit=cfg["folds"] if xfit else 1, alloc=cfg["alloc"]))
-    plans = _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1, design_seed,
-                       return_units, pool or 1)
+    plans = _plan_rows(active, budget, generators, cfg, xfit, design_seed, return_units,
+                       pool or 1, ends=not early)
     vals = _values(game, plans, known, active)
+    if not early:
+        v0, v1 = np.stack([v[-2] for v in vals]), np.stack([v[-1] for v in vals])
+        vals = [v[:-2] for v in vals]
+    phi = np.zeros((n, P, v0.shape[-1]))
     if paths is not None:
         shared = {}                                # a shared design's path, named once
 
@@ -1397,63 +1423,106 @@ def _is_border(S):
     return S.shape[0] == S.shape[1] and bool(np.all(S.sum(axis=1) == 1))
 
 
-def _ends_and_active(game):
-    """``v(empty)`` and ``v(all)`` of each row, and its active players (n_rows, P): those
-    of ``game.active_players()`` when the game has it, else every player."""
-    P, n = game.n_players, game.n_rows
-    ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]))
-    v0, v1 = ends[:, 0], ends[:, 1]
+def _active_players(game):
+    """The active players of each row (n_rows, P): those of ``game.active_players()``
+    when the game has it, else every player."""
     active = (game.active_players() if hasattr(game, "active_players") else None)
-    active = np.ones((n, P), bool) if active is None else np.asarray(active, dtype=bool)
-    return v0, v1, active
+    return (np.ones((game.n_rows, game.n_players), bool) if active is None
+            else np.asarray(active, dtype=bool))
 
 
-def _plan_rows(active, budget, generators, cfg, xfit, phi, v0, v1, design_seed=None,
-               with_se=False, design_streams=1):
+def _ends(game):
+    """``v(empty)`` and ``v(all)`` of each row, each (n_rows, n_outputs), in one call."""
+    P = game.n_players
+    ends = game.value(np.array([np.zeros(P, bool), np.ones(P, bool)]))
+    return ends[:, 0], ends[:, 1]
+
+
+def _blocks(local, active, ends):
+    """Each row's coalitions (R, C, P) from the coalitions ``local`` (C, Pa) over its
+    active players (``active`` (R, P), ``Pa`` per row; the other players in none), and
+    with ``ends`` the empty and the full coalition after them."""
+    C, Pa = local.shape
+    aug = np.zeros((C + 2 * ends, Pa + 1), bool)         # column Pa: an inactive player
+    aug[:C, :Pa] = local
+    if ends:
+        aug[C + 1] = True
+    column = np.where(active, np.cumsum(active, axis=1) - 1, Pa)                 # (R, P)
+    return aug.T[column].transpose(0, 2, 1)
+
+
+def _design_streams(rows, keys, K):
+    """The stream of each sampled component ``rows`` (m,) of a mean game of ``K``
+    components per row: how many earlier components of its row share its design key
+    ``keys`` (m, 2) (active players, pairs); 0 for every row when ``K == 1``."""
+    if K == 1 or rows.size == 0:
+        return np.zeros(rows.size, dtype=np.int64)
+    by = np.column_stack([rows // K, keys])
+    order = np.lexsort((rows,) + tuple(by.T[::-1]))
+    s = by[order]
+    new = np.r_[True, np.any(s[1:] != s[:-1], axis=1)]
+    at = np.arange(rows.size)
+    stream = np.empty(rows.size, dtype=np.int64)
+    stream[order] = at - np.maximum.accumulate(np.where(new, at, 0))
+    return stream
+
+
+def _plan_rows(active, budget, generators, cfg, xfit, design_seed=None, with_se=False,
+               design_streams=1, ends=False):
     """Per row ``(kind, masks (C, P), extra)``: ``"done"`` (at most one active player,
-    its value written into ``phi``), ``"exact"`` (every coalition of the active players
+    ``extra`` its index or None), ``"exact"`` (every coalition of the active players
     fits in the row's budget), ``"fit"`` (the drawn complementary pairs) or, with a
     ``design_seed``, ``"shared"`` (the pairs of the design shared by every row with as
     many active players and pairs, :func:`_shared_design`; the components of a mean game,
     rows ``r K .. r K + K - 1`` with ``design_streams = K``: a component whose players and
     pairs equal those of ``s`` earlier components of its row draws from stream ``s``, so
     that a row's components have independent designs while the first such component of
-    every row shares one). ``budget``: coalitions per row, one number or one per row."""
+    every row shares one). ``budget``: coalitions per row, one number or one per row.
+    ``ends``: every row's masks end with the empty and the full coalition. The rows of an
+    exact or shared kind are planned together (their masks are views of one block)."""
     n, P = active.shape
     budgets = np.broadcast_to(np.asarray(budget, dtype=np.int64), (n,))
-    plans = []
-    designs = {}                           # the call's shared designs, looked up once each
-    seen = {}                              # per mean-game row: its components' design keys
-    for r in range(n):
-        if r % design_streams == 0:
-            seen = {}
-        players = np.flatnonzero(active[r])
-        Pa = players.size
-        budget = int(budgets[r])
-        if Pa <= 1:
-            if Pa == 1:
-                phi[r, players[0]] = v1[r] - v0[r]
-            plans.append(("done", np.zeros((0, P), bool), None))
-        elif 2**Pa - 2 <= budget:
-            sub, coef, c0, c1 = _exact_coefs(Pa)
-            masks = np.zeros((sub.shape[0], P), bool)
-            masks[:, players] = sub
-            plans.append(("exact", masks, (players, coef, c0, c1)))
-        elif design_seed is not None:
-            stream = seen.get((Pa, budget // 2), 0)
-            seen[(Pa, budget // 2)] = stream + 1
-            key = (Pa, budget // 2, stream)
-            if key not in designs:
-                if not designs:
-                    knobs = _knobs(cfg)
-                designs[key] = _shared_design(*key[:2], design_seed, cfg, with_se, key[2],
-                                              knobs)
-            sd = designs[key]
-            plans.append(("shared", _pair_masks(sd.S, players, P), (players, sd)))
-        else:
-            design = _design(Pa, budget // 2, generators[r], cfg["alloc"], cfg["ht"],
-                             unit=cfg["folds"] if xfit else 1)
-            plans.append(("fit", _pair_masks(design[0], players, P), (players, *design)))
+    n_active = active.sum(axis=1)
+    plans = [None] * n
+    # 2**Pa - 2 <= budget, without overflow on wide rows
+    exact = (n_active >= 2) & (n_active < 62) & (
+        (np.int64(1) << np.minimum(n_active, 61)) - 2 <= budgets)
+    none = np.zeros((2 * ends, P), bool)
+    if ends:
+        none[1] = True
+    for r in np.flatnonzero(n_active <= 1):
+        player = np.flatnonzero(active[r])
+        plans[r] = ("done", none, int(player[0]) if player.size else None)
+    for Pa in np.unique(n_active[exact]):
+        rows = np.flatnonzero(exact & (n_active == Pa))
+        players = np.nonzero(active[rows])[1].reshape(rows.size, Pa)
+        sub, coef, c0, c1 = _exact_coefs(int(Pa))
+        block = _blocks(sub, active[rows], ends)
+        for i, r in enumerate(rows):
+            plans[r] = ("exact", block[i], (players[i], coef, c0, c1))
+    sampled = np.flatnonzero((n_active >= 2) & ~exact)
+    if design_seed is None:
+        for r in sampled:
+            players = np.flatnonzero(active[r])
+            design = _design(players.size, int(budgets[r]) // 2, generators[r], cfg["alloc"],
+                             cfg["ht"], unit=cfg["folds"] if xfit else 1)
+            masks = _pair_masks(design[0], players, P)
+            plans[r] = ("fit", np.concatenate([masks, none]) if ends else masks,
+                        (players, *design))
+        return plans
+    keys = np.column_stack([n_active[sampled], budgets[sampled] // 2])
+    keys = np.column_stack([keys, _design_streams(sampled, keys, design_streams)])
+    knobs = _knobs(cfg) if sampled.size else None
+    code = np.ravel_multi_index(keys.T, keys.max(axis=0) + 1) if sampled.size else keys[:, 0]
+    for c in np.unique(code):
+        at = np.flatnonzero(code == c)
+        rows = sampled[at]
+        Pa, n_pairs, stream = (int(k) for k in keys[at[0]])
+        sd = _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream, knobs)
+        players = np.nonzero(active[rows])[1].reshape(rows.size, Pa)
+        block = _blocks(_pair_masks(sd.S, np.arange(Pa), Pa), active[rows], ends)
+        for i, r in enumerate(rows):
+            plans[r] = ("shared", block[i], (players[i], sd))
     return plans
 
 
@@ -1470,7 +1539,9 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
     for r, (kind, masks, extra) in enumerate(plans):
         if kind == "shared":
             groups.setdefault(id(extra[1]), []).append(r)
-        if kind == "exact":
+        if kind == "done" and extra is not None:
+            phi[r, extra] = v1[r] - v0[r]
+        elif kind == "exact":
             players, coef, c0, c1 = extra
             phi[r, players] = coef.T @ vals[r] + np.outer(c0, v0[r]) + np.outer(c1, v1[r])
         elif kind == "fit":
@@ -1658,7 +1729,7 @@ class _Folds:
     """The cross-fit's strata and folds of one design (:func:`_xfit_folds`)."""
 
     __slots__ = ("K", "J", "coef", "jj", "fold", "unit", "in_j", "cell", "n_all", "n_jh",
-                 "m_j", "p_j", "sampled")
+                 "m_j", "p_j", "sampled", "members")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -1697,7 +1768,7 @@ def _xfit_folds(S, strat, incl, is_extra, K):
     p_j[jj[jj >= 0]] = incl[jj >= 0]                          # one value per stratum
     return _Folds(K=K, J=J, coef=coef, jj=jj, fold=fold, unit=unit, in_j=in_j, cell=cell,
                   n_all=in_j.sum(axis=1), n_jh=cell.sum(axis=2), m_j=m[js], p_j=p_j,
-                  sampled=sampled)
+                  sampled=sampled, members=[np.flatnonzero(unit & (jj == j)) for j in range(J)])
 
 
 def _xfit_linear(fo, X, y, W, yN, cfg, gram=None, kshap=None, chars=None, design=None):
@@ -1789,7 +1860,7 @@ def _xfit_spread(fo, resid, Tk, R):
     n_u = np.zeros(J)
     s2 = np.zeros((J, Pa, O))
     for j in range(J):
-        Zj = Z[fo.unit & (fo.jj == j)]
+        Zj = Z[fo.members[j]]
         n_u[j] = Zj.shape[0]
         s2[j] = ((Zj - Zj.sum(axis=0) / n_u[j]) ** 2).sum(axis=0) / (n_u[j] - 1.0)
     Np = fo.m_j[:, None] - (fo.n_all[:, None] - fo.n_jh)                        # (J, K)
