@@ -16,7 +16,8 @@ package's one budget unit; M*N + 2 per row) we compare
 
 on absolute error (sum over players of |phi_hat - phi|, mean over rows) and the paper's
 weighted ranking accuracy of signed values, and time SHEAR with and without its
-cross-contribution step against the bare M*N*rows forwards of the module in one batch.
+cross-contribution step against the bare M*N*rows forwards of the module in one batch
+(medians, each method's calls in turn with the forwards': a ratio of medians).
 
 Error bars: for every budget, the share of values whose 95 % interval
 (``values +- 1.96 std``) holds the exact value, with one round of fills (``n_rounds=1``,
@@ -98,13 +99,28 @@ def train_mlp(X_tr, y_tr, X_va, y_va, epochs, seed=0):
 
 
 def timed(func, repeats):
-    """(best wall time over ``repeats`` calls, last result): the machine is shared."""
-    best, out = np.inf, None
+    """(median wall time over ``repeats`` calls, last result)."""
+    times, out = [], None
     for _ in range(max(1, repeats)):
         t0 = time.perf_counter()
         out = func()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), out
+
+
+def timed_beside(func, floor, repeats):
+    """(median time of ``func`` over that of ``floor``, median time of ``func``, last
+    result), the two called in turn ``repeats`` times: the machine's drift (it is shared)
+    hits both alike."""
+    times, floors, out = [], [], None
+    for _ in range(max(1, repeats)):
+        t0 = time.perf_counter()
+        out = func()
+        times.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        floor()
+        floors.append(time.perf_counter() - t0)
+    return float(np.median(times) / np.median(floors)), float(np.median(times)), out
 
 
 def shap_permutation(fn, X, ref, groups, max_evals, truth, seed=0):
@@ -140,7 +156,9 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=None)
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32, 64, 128])
-    parser.add_argument("--repeats", type=int, default=3, help="timing: best of this many")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="timing: median of this many calls (in turn with the bare "
+                             "forwards where a time is given over theirs)")
     parser.add_argument("--tols", type=float, nargs="+", default=[0.05, 0.001, 0.0002],
                         help="tolerances of n_evals='auto'")
     args = parser.parse_args(argv)
@@ -203,12 +221,21 @@ def main(argv=None):
                                 np.where(np.abs(truth) < 1e-9, 0.0, truth))
     for N in args.budgets:
         row = {"N": N}
+        # the bare forwards: M N rows per explained row through the module, in one batch;
+        # each time over theirs is a ratio of medians taken in turn with them
+        Z = torch.as_tensor(np.repeat(X, M * N, axis=0))
+
+        def floor(Z=Z):
+            with torch.inference_mode():
+                return module(Z)
+        floor()
+        row["floor_time"], _ = timed(floor, args.repeats)
         for label, kw in (("shear", {}), ("shear_uniform", {"non_cooperators": "uniform"})):
             e = ShearExplainer(FrozenEstimator(net), response_method="decision_function",
                                feature_groups=groups, cooperators="hessian", n_evals=N,
                                batch_size=rows, random_state=0, **kw).fit(X_tr)
-            t, a = timed(lambda e=e: e.explain(X), args.repeats)
-            row[label + "_time"] = t
+            ratio, t, a = timed_beside(lambda e=e: e.explain(X), floor, args.repeats)
+            row[label + "_time"], row[label + "_ratio"] = t, ratio
             row[label + "_ae"] = absolute_error(a.values, truth)
             row[label + "_acc"] = acc_of(a.values)
             if label == "shear":
@@ -232,7 +259,8 @@ def main(argv=None):
         e3 = ShearExplainer(FrozenEstimator(net), response_method="decision_function",
                             feature_groups=groups, n_evals=N, algorithm="frontier",
                             batch_size=rows, random_state=0).fit(X_tr)
-        t, a = timed(lambda e3=e3: e3.explain(X), args.repeats)
+        row["frontier_ratio"], t, a = timed_beside(lambda e3=e3: e3.explain(X), floor,
+                                                   args.repeats)
         row["frontier_time"], row["frontier_ae"] = t, absolute_error(a.values, truth)
         row["frontier_acc"] = acc_of(a.values)
         row["frontier_cover"] = coverage(a)[0]
@@ -243,7 +271,8 @@ def main(argv=None):
                             feature_groups=groups, n_evals=N, algorithm="frontier_shared",
                             batch_size=rows, random_state=0).fit(X_tr)
         row["shared_cold"], _ = timed(lambda e4=e4: e4.explain(X), 1)
-        t, a = timed(lambda e4=e4: e4.explain(X), args.repeats)
+        row["shared_ratio"], t, a = timed_beside(lambda e4=e4: e4.explain(X), floor,
+                                                 args.repeats)
         row["shared_time"], row["shared_ae"] = t, absolute_error(a.values, truth)
         row["shared_cover"] = coverage(a)[0]
         row["shap_perm_ae"], row["shap_perm_time"] = shap_permutation(fn, X, ref, base.groups_,
@@ -257,10 +286,6 @@ def main(argv=None):
                        1 if N >= 64 else args.repeats)
         phi = res[0][:, :, 0]
         row["ks_time"], row["ks_ae"], row["ks_acc"] = t, absolute_error(phi, truth), acc_of(phi)
-        Z = torch.as_tensor(np.repeat(X, M * N, axis=0))
-        with torch.inference_mode():
-            module(Z[:10])
-            row["floor_time"], _ = timed(lambda: module(Z), args.repeats)
         Z = None
         results.append(row)
         print(row, flush=True)
@@ -306,10 +331,8 @@ def main(argv=None):
               f"{r['shared_ae']:.6f} | {sp:.5f} | "
               f"{r['shear_ae'] / sp:.2f} | {r['frontier_ae'] / sp:.3f} | "
               f"{r['shared_ae'] / sp:.3f} | "
-              f"{r['shear_time'] / r['floor_time']:.1f}x | "
-              f"{r['frontier_time'] / r['floor_time']:.1f}x | "
-              f"{r['shared_time'] / r['floor_time']:.1f}x "
-              f"({r['shared_cold'] / r['floor_time']:.1f}x) |")
+              f"{r['shear_ratio']:.2f}x | {r['frontier_ratio']:.1f}x | "
+              f"{r['shared_ratio']:.2f}x ({r['shared_cold'] / r['floor_time']:.1f}x) |")
     print()
     print("95 % coverage of the values' intervals: SHEAR / frontier / frontier_shared")
     print()
@@ -335,7 +358,7 @@ def main(argv=None):
         t = r["shear_time"]
         print(f"| {r['N']} | {rows / t:.0f} | {rows / max(t - r['cc_time'], 1e-9):.0f} | "
               f"{r['cc_time']:.3f} | {rows / r['aps_time']:.0f} | {rows / r['ks_time']:.0f} | "
-              f"{r['floor_time']:.3f} | {t / r['floor_time']:.1f}x |")
+              f"{r['floor_time']:.3f} | {r['shear_ratio']:.2f}x |")
     print()
     print("Error bars of SHEAR at a fixed budget: share of the values within 1.96 standard "
           "errors of the exact value (95 % coverage), NaN share, mean interval half-width "
