@@ -1535,21 +1535,27 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
     se = np.zeros(phi.shape) if return_units else None
     df = np.full(phi.shape, np.inf) if return_units else None
     sampled = False
-    groups = {}
+    groups, exact = {}, {}
     for r, (kind, masks, extra) in enumerate(plans):
         if kind == "shared":
             groups.setdefault(id(extra[1]), []).append(r)
-        if kind == "done" and extra is not None:
-            phi[r, extra] = v1[r] - v0[r]
         elif kind == "exact":
-            players, coef, c0, c1 = extra
-            phi[r, players] = coef.T @ vals[r] + np.outer(c0, v0[r]) + np.outer(c1, v1[r])
+            exact.setdefault(extra[0].size, []).append(r)
+        elif kind == "done" and extra is not None:
+            phi[r, extra] = v1[r] - v0[r]
         elif kind == "fit":
             players, est, s, d = _solve_scaled(extra, vals[r], v0[r], v1[r], cfg, xfit,
                                                return_units, (acts or {}).get(r))
             phi[r, players] = est
             if return_units:
                 se[r, players], df[r, players], sampled = s, d, True
+    for rows in exact.values():
+        _, coef, c0, c1 = plans[rows[0]][2]
+        players = np.stack([plans[r][2][0] for r in rows])                       # (R, Pa)
+        # one matrix product per row (stacked): a row's round-off is its own
+        est = (np.matmul(coef.T, np.stack([vals[r] for r in rows]))
+               + c0[:, None] * v0[rows][:, None, :] + c1[:, None] * v1[rows][:, None, :])
+        phi[np.asarray(rows)[:, None], players] = est
     for rows in groups.values():
         sd = plans[rows[0]][2][1]
         players = np.stack([plans[r][2][0] for r in rows])                   # (R, Pa)

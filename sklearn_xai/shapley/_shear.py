@@ -675,9 +675,10 @@ class _TorchReferenceGame(Game):
         """Players whose columns differ from the reference in the row (the others are
         dummies of the row's game), (n_rows, n_players) bool."""
         differs = ~(self.X == self.reference)                         # (n, d); NaN differs
-        active = np.zeros((self.n_rows, self._n_players), dtype=bool)
-        np.logical_or.at(active.T, self.col_to_player, differs.T)
-        return active
+        # how many of each player's columns differ (small integers: exact in float32)
+        onehot = np.zeros((differs.shape[1], self._n_players), dtype=np.float32)
+        onehot[np.arange(differs.shape[1]), self.col_to_player] = 1.0
+        return differs.astype(np.float32) @ onehot > 0
 
     def value(self, masks, rows=None, count=True):
         """``v(S) = f(x_S, r_~S)``; see :meth:`Game.value`."""
