@@ -599,7 +599,45 @@ def main(argv=None):
                   f"{ms / model_ms:10.2f}   {sh['evals_per_row']:9.1f} "
                   f"{shared_ms:12.3f} {sh['warm_ms']:11.3f} "
                   f"{sh['warm_ms'] / shared_ms:7.2f}")
+        # a batch of TILE x the table's rows (the rows repeated: the time of a row does
+        # not depend on its values): the call's fixed costs spread as in a user's call of
+        # a hundred rows and more; the model timed on that many rows' evaluations too
+        big = shared_warm_tiled(out, "adult_mlp_ref", TILE)
+        model = mlp_model_ms([sh["evals_per_row"] for sh in big.values()], n_mlp * TILE)
+        print(f"\nadult_mlp_ref, its {n_mlp} rows repeated {TILE} times ({n_mlp * TILE} rows "
+              "in one call): frontier_shared's warm time per row outside the model (median "
+              "of 5 calls) against the model's")
+        print(f"{'n_ev':>4s} {'evals/row':>9s} {'model ms/row':>12s} {'warm ms/row':>11s} "
+              f"{'/model':>7s}")
+        for (b, sh), model_ms in zip(big.items(), model):
+            print(f"{b:4d} {sh['evals_per_row']:9.1f} {model_ms:12.3f} {sh['warm_ms']:11.4f} "
+                  f"{sh['warm_ms'] / model_ms:7.2f}")
     return 0
+
+
+TILE = 10
+
+
+def shared_warm_tiled(out, name, reps, repeats=5, design_seed=0):
+    """``{n_evals: {"warm_ms", "evals_per_row"}}`` of ``frontier_shared`` on the table
+    game ``name`` with its rows repeated ``reps`` times, in one call: the median warm
+    time per row (its designs cached by a first call) over ``repeats`` calls."""
+    from sklearn_xai.shapley._estimators import frontier_shared_shapley
+    z = np.load(out / f"{name}.npz")
+    game = TableGame(np.tile(z["tables"], (reps, 1)), np.tile(z["active"], (reps, 1)))
+    res = {}
+    for b in BUDGETS:
+        game.n_evaluations = 0
+        frontier_shared_shapley(game, b, design_seed=design_seed)
+        evals = game.n_evaluations / game.n_rows
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            frontier_shared_shapley(game, b, design_seed=design_seed)
+            times.append(time.perf_counter() - t0)
+        res[b] = {"warm_ms": float(np.median(times)) / game.n_rows * 1e3,
+                  "evals_per_row": evals}
+    return res
 
 
 def component_ablation(out, games, seeds=(0, 1, 2, 3), cover_seeds=tuple(range(8))):

@@ -27,12 +27,11 @@ from ._estimators import (
     shapley_weights,
     unit_std,
 )
+from ._game import Game
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
-
-    from sklearn_xai.shapley._game import Game
 
 __all__ = ["frontier_shapley", "frontier_components", "row_path"]
 
@@ -1298,22 +1297,53 @@ def _border_values(game, comps, active):
 
 
 def _values(game, plans, known, active):
-    """Each plan's values (:meth:`~Game.value_each`, one call), the coalitions of the rows
-    in ``known`` that hold one active player or all but one (:func:`_border_values`)
-    taken from there instead of evaluated again."""
-    if not known:
-        return game.value_each([p[1] for p in plans])
-    masks, fill = [], {}
-    for r, (_, m, _) in enumerate(plans):
-        if r not in known or not m.shape[0]:
-            masks.append(m)
+    """Each plan's values (R, C, n_outputs), in one call per number of coalitions (the
+    plans' rows stacked: :meth:`~Game.value` where the game keeps the default
+    :meth:`~Game.value_each`, else one :meth:`~Game.value_each` call), the coalitions of
+    the rows in ``known`` that hold one active player or all but one
+    (:func:`_border_values`) taken from there instead of evaluated again."""
+    if known or type(game).value_each is not Game.value_each:
+        return _values_each(game, plans, known, active)
+    out = [None] * len(plans)
+    by_count = {}
+    for k, p in enumerate(plans):
+        by_count.setdefault(p.masks.shape[1], []).append(k)
+    for C, ks in by_count.items():
+        rows = np.concatenate([plans[k].rows for k in ks])
+        if not C:
+            for k in ks:
+                out[k] = np.empty((plans[k].rows.size, 0, game.n_outputs))
+            continue
+        # in the order of the rows, as value_each would call it
+        order = np.argsort(rows, kind="stable")
+        masks = np.concatenate([plans[k].masks for k in ks])[order]
+        v = game.value(masks, rows=rows[order])
+        vals = np.empty_like(v)
+        vals[order] = v
+        at = np.cumsum([0] + [plans[k].rows.size for k in ks])
+        for k, a, b in zip(ks, at[:-1], at[1:]):
+            out[k] = vals[a:b]
+    return out
+
+
+def _values_each(game, plans, known, active):
+    """:func:`_values` by one :meth:`~Game.value_each` call over the rows (the known
+    border coalitions left out and filled in)."""
+    masks = [None] * game.n_rows
+    for p in plans:
+        for i, r in enumerate(p.rows):
+            masks[r] = p.masks[i]
+    fill = {}
+    for r in known:
+        m = masks[r]
+        if not m.shape[0]:
             continue
         # the row of known[r] of each coalition: 2 i for {i}, 2 i + 1 for all - i
         sub = m[:, active[r]]
         size = sub.sum(axis=1)
         at = np.where(size == 1, 2 * sub.argmax(axis=1),
                       np.where(size == sub.shape[1] - 1, 2 * sub.argmin(axis=1) + 1, -1))
-        masks.append(m[at < 0])
+        masks[r] = m[at < 0]
         fill[r] = at
     vals = game.value_each(masks)
     for r, at in fill.items():
@@ -1321,7 +1351,8 @@ def _values(game, plans, known, active):
         v[at < 0] = vals[r]
         v[at >= 0] = known[r][at[at >= 0]]
         vals[r] = v
-    return vals
+    return [np.stack([vals[r] for r in p.rows]) if p.rows.size > 1 else vals[p.rows[0]][None]
+            for p in plans]
 
 
 def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, pool=None,
@@ -1368,20 +1399,17 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
                        pool or 1, ends=not early)
     vals = _values(game, plans, known, active)
     if not early:
-        v0, v1 = np.stack([v[-2] for v in vals]), np.stack([v[-1] for v in vals])
-        vals = [v[:-2] for v in vals]
+        O = vals[0].shape[-1]
+        v0, v1 = np.empty((n, O)), np.empty((n, O))
+        for k, p in enumerate(plans):
+            v0[p.rows], v1[p.rows] = vals[k][:, -2], vals[k][:, -1]
+            vals[k] = vals[k][:, :-2]
     phi = np.zeros((n, P, v0.shape[-1]))
     if paths is not None:
-        shared = {}                                # a shared design's path, named once
-
-        def name(plan):
-            if plan[0] != "shared":
-                return _path_name(plan, cfg)
-            key = id(plan[2][1])
-            if key not in shared:
-                shared[key] = _path_name(plan, cfg)
-            return shared[key]
-        paths.extend(name(p) for p in plans)
+        names = np.empty(n, dtype=object)
+        for p in plans:
+            names[p.rows] = _path_name(p, cfg)
+        paths.extend(names.tolist())
     se, df = _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts)
     base = v0.copy()
     if not return_units:
@@ -1390,18 +1418,15 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
 
 
 def _path_name(plan, cfg):
-    kind, masks, extra = plan
-    if kind == "shared":
-        sd = extra[1]
-        if sd.kind == "border" or not np.any(sd.strat >= 0):
-            return "border"
-        return "linear" if _too_wide(sd.S.shape[0], sd.S.shape[1], cfg) else "sampled"
-    if kind == "fit":
-        if _is_border(extra[1]) or not np.any(extra[3] >= 0):
+    """The path of the rows of ``plan`` (see :func:`frontier_components`)."""
+    if plan.kind in ("shared", "fit"):
+        S, strat = ((plan.extra.S, plan.extra.strat) if plan.kind == "shared" else
+                    (plan.extra[0], plan.extra[2]))
+        if _is_border(S) or not np.any(strat >= 0):
             # whole coalition sizes from the border only, nothing sampled
             return "border"
-        return "linear" if _too_wide(extra[1].shape[0], extra[1].shape[1], cfg) else "sampled"
-    return {"done": "dummy", "exact": "exact"}[kind]
+        return "linear" if _too_wide(S.shape[0], S.shape[1], cfg) else "sampled"
+    return {"done": "dummy", "exact": "exact"}[plan.kind]
 
 
 def _order3_unknowns(n_pairs, Pa):
@@ -1467,39 +1492,56 @@ def _design_streams(rows, keys, K):
     return stream
 
 
+class _Plan:
+    """Rows planned together (:func:`_plan_rows`): ``kind``, the rows (R,), their
+    coalitions ``masks`` (R, C, P), active players ``players`` (R, Pa) and ``extra``
+    (exact: the coefficients ``(coef, c0, c1)`` of :func:`_exact_coefs`; shared: the
+    :class:`_SharedDesign`; fit: the one row's design, :func:`_design`)."""
+
+    __slots__ = ("kind", "rows", "masks", "players", "extra")
+
+    def __init__(self, kind, rows, masks, players, extra=None):
+        self.kind, self.rows, self.masks, self.players, self.extra = (kind, rows, masks,
+                                                                     players, extra)
+
+
 def _plan_rows(active, budget, generators, cfg, xfit, design_seed=None, with_se=False,
                design_streams=1, ends=False):
-    """Per row ``(kind, masks (C, P), extra)``: ``"done"`` (at most one active player,
-    ``extra`` its index or None), ``"exact"`` (every coalition of the active players
-    fits in the row's budget), ``"fit"`` (the drawn complementary pairs) or, with a
-    ``design_seed``, ``"shared"`` (the pairs of the design shared by every row with as
-    many active players and pairs, :func:`_shared_design`; the components of a mean game,
-    rows ``r K .. r K + K - 1`` with ``design_streams = K``: a component whose players and
-    pairs equal those of ``s`` earlier components of its row draws from stream ``s``, so
-    that a row's components have independent designs while the first such component of
-    every row shares one). ``budget``: coalitions per row, one number or one per row.
-    ``ends``: every row's masks end with the empty and the full coalition. The rows of an
-    exact or shared kind are planned together (their masks are views of one block)."""
+    """The rows' plans (:class:`_Plan`), each of one kind: ``"done"`` (at most one active
+    player), ``"exact"`` (every coalition of the active players fits in the row's
+    budget; the rows with as many active players together), ``"fit"`` (one row's drawn
+    complementary pairs) or, with a ``design_seed``, ``"shared"`` (the rows with as many
+    active players and pairs, and their design, :func:`_shared_design`; the components
+    of a mean game, rows ``r K .. r K + K - 1`` with ``design_streams = K``: a component
+    whose players and pairs equal those of ``s`` earlier components of its row draws
+    from stream ``s``, so that a row's components have independent designs while the
+    first such component of every row shares one). ``budget``: coalitions per row, one
+    number or one per row. ``ends``: every row's masks end with the empty and the full
+    coalition."""
     n, P = active.shape
     budgets = np.broadcast_to(np.asarray(budget, dtype=np.int64), (n,))
     n_active = active.sum(axis=1)
-    plans = [None] * n
+    plans = []
     # 2**Pa - 2 <= budget, without overflow on wide rows
     exact = (n_active >= 2) & (n_active < 62) & (
         (np.int64(1) << np.minimum(n_active, 61)) - 2 <= budgets)
     none = np.zeros((2 * ends, P), bool)
     if ends:
         none[1] = True
-    for r in np.flatnonzero(n_active <= 1):
-        player = np.flatnonzero(active[r])
-        plans[r] = ("done", none, int(player[0]) if player.size else None)
+
+    def players_of(rows, Pa):
+        return np.nonzero(active[rows])[1].reshape(rows.size, Pa)
+
+    for Pa in (0, 1):
+        rows = np.flatnonzero(n_active == Pa)
+        if rows.size:
+            plans.append(_Plan("done", rows, np.broadcast_to(none, (rows.size,) + none.shape),
+                               players_of(rows, Pa)))
     for Pa in np.unique(n_active[exact]):
         rows = np.flatnonzero(exact & (n_active == Pa))
-        players = np.nonzero(active[rows])[1].reshape(rows.size, Pa)
         sub, coef, c0, c1 = _exact_coefs(int(Pa))
-        block = _blocks(sub, active[rows], ends)
-        for i, r in enumerate(rows):
-            plans[r] = ("exact", block[i], (players[i], coef, c0, c1))
+        plans.append(_Plan("exact", rows, _blocks(sub, active[rows], ends),
+                           players_of(rows, int(Pa)), (coef, c0, c1)))
     sampled = np.flatnonzero((n_active >= 2) & ~exact)
     if design_seed is None:
         for r in sampled:
@@ -1507,8 +1549,9 @@ def _plan_rows(active, budget, generators, cfg, xfit, design_seed=None, with_se=
             design = _design(players.size, int(budgets[r]) // 2, generators[r], cfg["alloc"],
                              cfg["ht"], unit=cfg["folds"] if xfit else 1)
             masks = _pair_masks(design[0], players, P)
-            plans[r] = ("fit", np.concatenate([masks, none]) if ends else masks,
-                        (players, *design))
+            plans.append(_Plan("fit", np.array([r]),
+                               (np.concatenate([masks, none]) if ends else masks)[None],
+                               players[None], design))
         return plans
     keys = np.column_stack([n_active[sampled], budgets[sampled] // 2])
     keys = np.column_stack([keys, _design_streams(sampled, keys, design_streams)])
@@ -1519,49 +1562,42 @@ def _plan_rows(active, budget, generators, cfg, xfit, design_seed=None, with_se=
         rows = sampled[at]
         Pa, n_pairs, stream = (int(k) for k in keys[at[0]])
         sd = _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream, knobs)
-        players = np.nonzero(active[rows])[1].reshape(rows.size, Pa)
-        block = _blocks(_pair_masks(sd.S, np.arange(Pa), Pa), active[rows], ends)
-        for i, r in enumerate(rows):
-            plans[r] = ("shared", block[i], (players[i], sd))
+        plans.append(_Plan("shared", rows,
+                           _blocks(_pair_masks(sd.S, np.arange(Pa), Pa), active[rows], ends),
+                           players_of(rows, Pa), sd))
     return plans
 
 
 def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
-    """Write each planned row's values into ``phi``. With ``return_units``, also
-    ``(se, df)`` of shape (n_rows, n_players, n_outputs): the standard errors (0 where
-    exact, NaN where a row has no error estimate; ``se`` None when no row is sampled) and
-    their degrees of freedom (inf where exact); ``(None, None)`` without. ``acts``: the
-    players' activities of the rows that have them already (:func:`_row_activity`)."""
+    """Write the values of each plan's rows into ``phi`` from the plans' coalition values
+    ``vals`` (one (R, C, O) array per plan). With ``return_units``, also ``(se, df)`` of
+    shape (n_rows, n_players, n_outputs): the standard errors (0 where exact, NaN where a
+    row has no error estimate; ``se`` None when no row is sampled) and their degrees of
+    freedom (inf where exact); ``(None, None)`` without. ``acts``: the players'
+    activities of the rows that have them already (:func:`_row_activity`)."""
     se = np.zeros(phi.shape) if return_units else None
     df = np.full(phi.shape, np.inf) if return_units else None
     sampled = False
-    groups, exact = {}, {}
-    for r, (kind, masks, extra) in enumerate(plans):
-        if kind == "shared":
-            groups.setdefault(id(extra[1]), []).append(r)
-        elif kind == "exact":
-            exact.setdefault(extra[0].size, []).append(r)
-        elif kind == "done" and extra is not None:
-            phi[r, extra] = v1[r] - v0[r]
-        elif kind == "fit":
-            players, est, s, d = _solve_scaled(extra, vals[r], v0[r], v1[r], cfg, xfit,
-                                               return_units, (acts or {}).get(r))
-            phi[r, players] = est
-            if return_units:
-                se[r, players], df[r, players], sampled = s, d, True
-    for rows in exact.values():
-        _, coef, c0, c1 = plans[rows[0]][2]
-        players = np.stack([plans[r][2][0] for r in rows])                       # (R, Pa)
-        # one matrix product per row (stacked): a row's round-off is its own
-        est = (np.matmul(coef.T, np.stack([vals[r] for r in rows]))
-               + c0[:, None] * v0[rows][:, None, :] + c1[:, None] * v1[rows][:, None, :])
-        phi[np.asarray(rows)[:, None], players] = est
-    for rows in groups.values():
-        sd = plans[rows[0]][2][1]
-        players = np.stack([plans[r][2][0] for r in rows])                   # (R, Pa)
-        est, s, d = _shared_solve(sd, np.stack([vals[r] for r in rows]), v0[rows], v1[rows],
-                                  cfg, return_units)
-        at = (np.asarray(rows)[:, None], players)
+    for p, v in zip(plans, vals):
+        rows, players = p.rows, p.players
+        if p.kind == "done":
+            if players.shape[1]:
+                phi[rows, players[:, 0]] = v1[rows] - v0[rows]
+            continue
+        at = (rows[:, None], players)
+        if p.kind == "exact":
+            coef, c0, c1 = p.extra
+            # one matrix product per row (stacked): a row's round-off is its own
+            phi[at] = (np.matmul(coef.T, v) + c0[:, None] * v0[rows][:, None, :]
+                       + c1[:, None] * v1[rows][:, None, :])
+            continue
+        if p.kind == "shared":
+            est, s, d = _shared_solve(p.extra, v, v0[rows], v1[rows], cfg, return_units)
+        else:
+            r = int(rows[0])
+            _, est, s, d = _solve_scaled((players[0], *p.extra), v[0], v0[r], v1[r], cfg,
+                                         xfit, return_units, (acts or {}).get(r))
+            est, s, d = est[None], (None if s is None else s[None]), np.asarray(d)[None]
         phi[at] = est
         if return_units:
             se[at], df[at], sampled = s, d, True
