@@ -662,6 +662,7 @@ class _TorchReferenceGame(Game):
         self._n_players = int(n_players)
         self.max_rows = int(max_rows)
         self.n_evaluations = 0
+        self._prepared = None
 
     @property
     def n_rows(self):
@@ -680,21 +681,43 @@ class _TorchReferenceGame(Game):
         onehot[np.arange(differs.shape[1]), self.col_to_player] = 1.0
         return differs.astype(np.float32) @ onehot > 0
 
+    def _tensors(self):
+        """The game's rows and reference as tensors, the player of each column, the
+        module's first linear layer (:meth:`~TorchModelFunction.first_linear_layer`, or
+        None) with the players' one-hot map of the columns (P, d) and ``W r + b`` (1, h):
+        computed at the first value call and kept (the calls of one game share them)."""
+        if self._prepared is None:
+            import torch
+
+            fn = self.model_fn
+            Xt = fn._to_tensor(self.X)
+            rt = fn._to_tensor(self.reference, name="reference")
+            c2p = torch.as_tensor(self.col_to_player, device=Xt.device)
+            split = fn.first_linear_layer()
+            onehot = base = None
+            if split is not None:
+                W, b, _ = split
+                d = Xt.shape[1]
+                with torch.inference_mode():
+                    onehot = torch.zeros((self._n_players, d), dtype=Xt.dtype,
+                                         device=Xt.device)
+                    onehot[c2p, torch.arange(d, device=Xt.device)] = 1.0
+                    base = torch.nn.functional.linear(rt, W, b)
+            self._prepared = (Xt, rt, c2p, split, onehot, base)
+        return self._prepared
+
     def value(self, masks, rows=None, count=True):
         """``v(S) = f(x_S, r_~S)``; see :meth:`Game.value`."""
         import torch
 
         fn = self.model_fn
         masks, row_ids = self._check_masks(masks, rows)
-        X = self.X[row_ids]
-        n, d = X.shape
+        n, d = row_ids.size, self.X.shape[1]
         per_row = masks.ndim == 3
         C = masks.shape[-2]
-        Xt = fn._to_tensor(X)
-        rt = fn._to_tensor(self.reference, name="reference")
-        c2p = torch.as_tensor(self.col_to_player, device=Xt.device)
+        X_all, rt, c2p, split, onehot, base = self._tensors()
+        Xt = X_all[torch.as_tensor(row_ids, device=X_all.device)]
         chunk = max(1, self.max_rows // max(C, 1))
-        split = fn.first_linear_layer()
         out = None
         with torch.inference_mode():
             if split is not None:
@@ -702,9 +725,6 @@ class _TorchReferenceGame(Game):
                 # partial products A are computed once per row, and each coalition costs
                 # one (P, h) combination instead of building and multiplying a d-wide row
                 W, b, tail = split
-                onehot = torch.zeros((self._n_players, d), dtype=Xt.dtype, device=Xt.device)
-                onehot[c2p, torch.arange(d, device=Xt.device)] = 1.0
-                base = torch.nn.functional.linear(rt, W, b)  # (1, h)
                 shared = None if per_row else torch.as_tensor(masks, device=Xt.device).to(
                     Xt.dtype)
             else:
