@@ -839,7 +839,8 @@ def component_spectrum_oracle(out, name, budgets=(2, 4), seeds=(0, 1, 2, 3)):
     solve_rows, solve_fit_row, pair_prior = F._solve_rows, F._solve_fit_row, F._pair_prior
 
     def told_solve_rows(plans, *args, **kw):
-        state["todo"] = [r for r, p in enumerate(plans) if p[0] == "fit"]
+        # _solve_rows solves the per-row designs in the order of their plans
+        state["todo"] = [int(p.rows[0]) for p in plans if p.kind == "fit"]
         return solve_rows(plans, *args, **kw)
 
     def told_solve_fit_row(*args, **kw):
