@@ -1468,6 +1468,12 @@ def _blocks(local, active, ends):
     active players (``active`` (R, P), ``Pa`` per row; the other players in none), and
     with ``ends`` the empty and the full coalition after them."""
     C, Pa = local.shape
+    if active.shape[0] == 1:                 # one row: its columns set directly (cheaper)
+        out = np.zeros((1, C + 2 * ends, active.shape[1]), bool)
+        out[0, :C, np.flatnonzero(active[0])] = local.T
+        if ends:
+            out[0, C + 1] = True
+        return out
     aug = np.zeros((C + 2 * ends, Pa + 1), bool)         # column Pa: an inactive player
     aug[:C, :Pa] = local
     if ends:
