@@ -16,7 +16,7 @@ package's one budget unit; M*N + 2 per row) we compare
 
 on absolute error (sum over players of |phi_hat - phi|, mean over rows) and the paper's
 weighted ranking accuracy of signed values, and time SHEAR with and without its
-cross-contribution step against the bare M*N*rows forwards of the module in one batch
+cross-contribution step against the bare (M*N + 2)*rows forwards of the module in one batch
 (medians, each method's calls in turn with the forwards': a ratio of medians).
 
 Error bars: for every budget, the share of values whose 95 % interval
@@ -221,9 +221,10 @@ def main(argv=None):
                                 np.where(np.abs(truth) < 1e-9, 0.0, truth))
     for N in args.budgets:
         row = {"N": N}
-        # the bare forwards: M N rows per explained row through the module, in one batch;
-        # each time over theirs is a ratio of medians taken in turn with them
-        Z = torch.as_tensor(np.repeat(X, M * N, axis=0))
+        # the bare forwards: M N + 2 rows per explained row (the evaluations each method
+        # spends) through the module, in one batch; each time over theirs is a ratio of
+        # medians taken in turn with them
+        Z = torch.as_tensor(np.repeat(X, M * N + 2, axis=0))
 
         def floor(Z=Z):
             with torch.inference_mode():
