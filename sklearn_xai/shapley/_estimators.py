@@ -485,8 +485,8 @@ def frontier_shared_shapley(game: Game, n_evals: int, generators: None = None, *
     a flat order-3 prior without ARD: each estimate (and the linear parts of its standard
     error) is a fixed matrix applied to the row's coalition values, computed once per
     design and cached. A row's values depend only on the row and ``design_seed``. Cheaper
-    than the frontier by the per-row fits (on the SHEAR benchmark's Adult MLP, 0.8-1.7x
-    the bare forward passes at ``n_evals`` 32-8 once cached, against 7-28x), at 1.0-2.3x
+    than the frontier by the per-row fits (on the SHEAR benchmark's Adult MLP, 0.8-1.4x
+    the bare forward passes at ``n_evals`` 32-8 once cached, against 7-20x), at 1.0-2.3x
     its error on the benchmark games (``doc/benchmarks.md``; 2.7x on a game of 32
     players at ``n_evals=64``, where the frontier's ARD pays). A mean game's components
     with as many active players and pairs in one row draw from distinct streams, so

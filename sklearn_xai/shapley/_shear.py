@@ -831,11 +831,11 @@ class ShearExplainer(AttributionExplainer):
         fitted with a flat order-3 prior, so each estimate is one cached matrix applied
         to the row's coalition values (no per-row fit). Measured on the same benchmark:
         0.16x / 0.04x / 0.013x the error of shap's permutation sampler at ``n_evals``
-        8 / 16 / 32 (about 1.5x the frontier's), at 1.7x / 1.2x / 0.8x the bare forward
+        8 / 16 / 32 (about 1.5x the frontier's), at 1.4x / 1.1x / 0.8x the bare forward
         passes once its designs are cached for the ``random_state`` (the first call
-        computes them: 2.1-3.2x; with ``random_state=None`` every call is a first call).
-        A row's values still depend only on the row and ``random_state``. At about
-        SHEAR's own cost (1.9x / 1.4x / 1.0x the bare forwards) that is 0.13x / 0.04x /
+        computes them: 1.5-2.6x; with ``random_state=None`` every call is a first call).
+        A row's values still depend only on the row and ``random_state``. Below
+        SHEAR's own cost (1.7x / 1.3x / 1.1x the bare forwards) that is 0.13x / 0.04x /
         0.016x SHEAR's error: on this benchmark the cooperator selection does not pay
         against it. ``"shear"`` stays the default as the method this explainer is
         named for (and for its per-player cooperators in ``extras``); for the most
