@@ -1016,3 +1016,29 @@ def test_dof_gives_the_widening_of_the_standard_errors():
         np.testing.assert_allclose(unit_std(units), se * t_factor(df), rtol=1e-12)
         est = estimate_shapley(g, "frontier", 4, _gens(g.n_rows))
         np.testing.assert_array_equal(est.dof, df)
+
+
+def test_std_is_the_standard_error_of_the_units():
+    # frontier_shapley(std=[]) hands over the standard errors its units carry (what
+    # unit_std of them gives, up to round-off), and estimate_shapley returns those
+    from sklearn_xai.shapley import estimate_shapley
+
+    rng = np.random.default_rng(5)
+
+    def f(Z):
+        return np.tanh(Z[:, 0] * Z[:, 1] + Z[:, 2] * Z[:, 3] * Z[:, 4]) + Z[:, 5:].sum(axis=1)
+
+    X, background = rng.normal(size=(4, 8)), rng.normal(size=(3, 8))
+    for game in (dividend_game(9, HIGH, n_rows=3), ImputationGame(f, X, background)):
+        std = []
+        phi, _, units = frontier_shapley(game, 4, _gens(game.n_rows), return_units=True,
+                                         std=std)
+        assert len(std) == 1 and std[0].shape == phi.shape
+        np.testing.assert_allclose(std[0], unit_std(units), rtol=1e-12, atol=1e-15)
+        est = estimate_shapley(game, "frontier", 4, _gens(game.n_rows))
+        np.testing.assert_array_equal(est.std, std[0])
+    # every row exact: no units, no standard errors
+    exact_row = dividend_game(3, ((1, 3), (2, 2)), n_rows=1)
+    std = []
+    assert frontier_shapley(exact_row, 4, _gens(1), return_units=True, std=std)[2] is None
+    assert std == [None]

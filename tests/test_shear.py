@@ -869,3 +869,16 @@ def test_rounds_of_fresh_fills_and_their_standard_errors():
         *_, std, dof = S._shear_estimate(pair_game.value, coop, keys, 5, n_rounds=R,
                                          return_std=True)
         np.testing.assert_allclose(std, 0.0, atol=1e-12)
+
+
+def test_draw_base_seed_of_an_int_is_its_random_state_draw():
+    # an int's base seed is kept per int: the same draw as seeding a RandomState with it
+    from sklearn.utils import check_random_state
+
+    for seed in (0, 1, 12345, np.int64(7), 2**32 - 1):
+        want = int(check_random_state(seed).randint(0, 2**31 - 1))
+        assert draw_base_seed(seed) == want and draw_base_seed(seed) == want
+    rs = np.random.RandomState(3)
+    assert draw_base_seed(rs) != draw_base_seed(rs)          # a RandomState advances
+    with pytest.raises(ValueError):
+        draw_base_seed(-1)
