@@ -25,7 +25,7 @@
    (20 players, a HistGradientBoostingClassifier, 10 Gaussian knockoffs per row), the
    frontier default against the previous default (KernelSHAP at ``2 + ceil(2048 / P)``):
    rows/s and error against the same knockoff game's values from antithetic permutations
-   at ``n_evals=1024``.
+   at ``n_evals=1024``; and ``algorithm="frontier_shared"`` at the default budget.
 
 Run ``python benchmarks/bench_knockoff.py --quick`` (a few minutes) or without
 ``--quick`` for the full run (100 SAGE replicates per rho; about an hour on 2 cores).
@@ -175,7 +175,8 @@ def bench_default(n_rows, ref_n_evals=1024):
     ``n_evals = 2 + ceil(2048 / P)``), rows/s and mean absolute error against the values of
     the same knockoff game (the explainer's own knockoffs) from antithetic permutations at
     ``ref_n_evals`` (two independent runs: their mean is the reference, half their mean
-    absolute difference its own error); and the frontier at half the default budget."""
+    absolute difference its own error); the frontier at half the default budget, and the
+    frontier with shared designs."""
     from bench_shapley import _german  # German credit's integer codes, as bench_shapley's
     from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -190,7 +191,8 @@ def bench_default(n_rows, ref_n_evals=1024):
     out = {"n_rows": n_rows, "n_players": A.shape[1], "ref_n_evals": ref_n_evals}
     fitted = {}
     for label, algo, n_evals in (("previous default (kernel)", "kernel", None),
-                                 ("default", "auto", None), ("auto, n_evals=8", "auto", 8)):
+                                 ("default", "auto", None), ("auto, n_evals=8", "auto", 8),
+                                 ("frontier_shared", "frontier_shared", None)):
         ex = KnockoffSHAP(FrozenEstimator(model), algorithm=algo, n_evals=n_evals,
                           random_state=0).fit(A)
         ex.explain(rows[:2])                            # warm caches
