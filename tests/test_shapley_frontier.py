@@ -1042,3 +1042,29 @@ def test_std_is_the_standard_error_of_the_units():
     std = []
     assert frontier_shapley(exact_row, 4, _gens(1), return_units=True, std=std)[2] is None
     assert std == [None]
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_rows_with_as_many_coalitions_share_one_model_call(shared):
+    # the rows' plans are evaluated by one value call per number of coalitions, each
+    # row's empty and full coalitions among them (no call of their own); the counts of
+    # evaluations are unchanged
+    from sklearn_xai.shapley import estimate_shapley
+
+    class Counting(DividendGame):
+        calls = 0
+
+        def value(self, masks, rows=None, count=True):
+            type(self).calls += 1
+            return super().value(masks, rows, count)
+
+    base = dividend_game(9, HIGH, n_rows=5)
+    game = Counting(base.n_players, base.terms, base.n_rows, base.constant)
+    def run(g):
+        kw = {"design_seed": 1} if shared else {"generators": _gens(g.n_rows)}
+        return estimate_shapley(g, "frontier_shared" if shared else "frontier", 4, **kw)
+
+    est = run(game)
+    assert Counting.calls == 1                 # every row: 9 active players, 18 pairs
+    assert est.n_evaluations == game.n_rows * (4 * 9 + 2)
+    np.testing.assert_array_equal(est.values, run(base).values)
