@@ -1992,12 +1992,41 @@ def _jackknife(X, y, W, strat, yN, cfg, est):
 
 # --------------------------------------------------------------------------- shared designs
 
+class _DesignCache:
+    """The shared designs by key, the oldest dropped beyond ``max_bytes`` of their arrays
+    (a running total: a call of many rows adds hundreds of designs); thread-safe, since
+    explainers' batches may run in threads."""
+
+    def __init__(self, max_bytes):
+        self.max_bytes = max_bytes
+        self._designs, self._bytes = {}, 0
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            return self._designs.get(key)
+
+    def put(self, key, design):
+        with self._lock:
+            if key in self._designs:          # another thread computed it meanwhile
+                return
+            self._designs[key] = design
+            self._bytes += _design_bytes(design)
+            while self._bytes > self.max_bytes and len(self._designs) > 1:
+                self._bytes -= _design_bytes(self._designs.pop(next(iter(self._designs))))
+
+    def clear(self):
+        with self._lock:
+            self._designs, self._bytes = {}, 0
+
+    def __len__(self):
+        return len(self._designs)
+
+
 # the shared designs' linear maps, by (design_seed, Pa, n_pairs, stream, knobs, with_se): a
 # map costs a few fits of its design (O(n^3)), then each row one matrix-vector product; the
-# oldest are dropped beyond this many bytes of maps
-_SHARED_CACHE_BYTES = 64 * 2**20
-_shared_cache: dict = {}
-_shared_lock = threading.Lock()          # explainers' batches may run in threads
+# oldest are dropped beyond 64 MiB of maps
+_shared_cache = _DesignCache(64 * 2**20)
 # a design whose basis fits would hold more than this many bytes (the cross-fit's
 # contributions of n_pairs + 1 basis columns: n_pairs * Pa * (n_pairs + 1) floats) is
 # solved row by row (the same flat-prior fit, without maps)
@@ -2037,8 +2066,7 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None)
     the row's values. ``knobs``: :func:`_knobs` of ``cfg``, when the caller has it."""
     knobs = _knobs(cfg) if knobs is None else knobs
     key = (int(design_seed), int(Pa), int(n_pairs), int(stream), knobs, bool(with_se))
-    with _shared_lock:
-        hit = _shared_cache.get(key)
+    hit = _shared_cache.get(key)
     if hit is not None:
         return hit
     rng = np.random.default_rng(np.random.SeedSequence(
@@ -2079,11 +2107,7 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None)
     for a in (sd.S, sd.W, sd.strat, sd.incl, sd.extra, sd.full, sd.M):
         if a is not None:
             a.flags.writeable = False
-    with _shared_lock:
-        _shared_cache[key] = sd
-        total = sum(_design_bytes(d) for d in _shared_cache.values())
-        while total > _SHARED_CACHE_BYTES and len(_shared_cache) > 1:
-            total -= _design_bytes(_shared_cache.pop(next(iter(_shared_cache))))
+    _shared_cache.put(key, sd)
     return sd
 
 
