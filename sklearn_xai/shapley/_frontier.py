@@ -27,11 +27,12 @@ from ._estimators import (
     shapley_weights,
     unit_std,
 )
-from ._game import Game
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
+
+    from sklearn_xai.shapley._game import Game
 
 __all__ = ["frontier_shapley", "frontier_components", "row_path"]
 
@@ -1286,8 +1287,8 @@ def _nudge_to_units(out, Pa, cost, todo, unit, alloc):
 def _border_values(game, comps, active):
     """``{row: (2 Pa, n_outputs) values}`` of the size-1 pairs of the rows ``comps`` of
     ``game`` (``v({i})``, ``v(all - i)`` of each active player ``i`` in turn), with the
-    masks :func:`_plan_rows` gives these pairs: the rows with as many active players in
-    one block (:func:`_stacked_values`), or one :meth:`~Game.value_each` call."""
+    masks :func:`_plan_rows` gives these pairs, the rows with as many active players in
+    one block (:meth:`~Game._value_blocks`)."""
     comps = np.asarray(comps, dtype=np.int64)
     n_active = active[comps].sum(axis=1)
     blocks = []
@@ -1295,52 +1296,20 @@ def _border_values(game, comps, active):
         rows = comps[n_active == Pa]
         local = _pair_masks(np.eye(int(Pa), dtype=bool), np.arange(Pa), int(Pa))
         blocks.append((rows, _blocks(local, active[rows], False)))
-    if type(game).value_each is not Game.value_each:
-        masks = [np.zeros((0, game.n_players), bool)] * game.n_rows
-        for rows, m in blocks:
-            for i, r in enumerate(rows):
-                masks[r] = m[i]
-        vals = game.value_each(masks)
-        return {int(r): vals[r] for r in comps}
     known = {}
-    for (rows, _), vals in zip(blocks, _stacked_values(game, blocks)):
+    for (rows, _), vals in zip(blocks, game._value_blocks(blocks)):
         known.update(zip(rows.tolist(), vals))
     return known
 
 
-def _stacked_values(game, blocks):
-    """The values (R, C, n_outputs) of each block ``(rows (R,), masks (R, C, P))`` of a
-    game that keeps the default :meth:`~Game.value_each`, by what it would call: one
-    :meth:`~Game.value` call per number of coalitions, the blocks' rows (each in one block
-    at most) stacked in row order."""
-    out = [None] * len(blocks)
-    by_count = {}
-    for k, (_, m) in enumerate(blocks):
-        by_count.setdefault(m.shape[1], []).append(k)
-    for C, ks in by_count.items():
-        if not C:
-            for k in ks:
-                out[k] = np.empty((blocks[k][0].size, 0, game.n_outputs))
-            continue
-        rows = np.concatenate([blocks[k][0] for k in ks])
-        order = np.argsort(rows, kind="stable")
-        v = game.value(np.concatenate([blocks[k][1] for k in ks])[order], rows=rows[order])
-        vals = np.empty_like(v)
-        vals[order] = v
-        at = np.cumsum([0] + [blocks[k][0].size for k in ks])
-        for k, a, b in zip(ks, at[:-1], at[1:]):
-            out[k] = vals[a:b]
-    return out
-
-
 def _values(game, plans, known, active):
-    """Each plan's values (R, C, n_outputs): :func:`_stacked_values` of the plans where the
-    game keeps the default :meth:`~Game.value_each`, else one :meth:`~Game.value_each`
-    call; the coalitions of the rows in ``known`` that hold one active player or all but
-    one (:func:`_border_values`) taken from there instead of evaluated again."""
-    if known or type(game).value_each is not Game.value_each:
+    """Each plan's values (R, C, n_outputs) (:meth:`~Game._value_blocks`); the coalitions
+    of the rows in ``known`` that hold one active player or all but one
+    (:func:`_border_values`) taken from there instead of evaluated again (one
+    :meth:`~Game.value_each` call)."""
+    if known:
         return _values_each(game, plans, known, active)
-    return _stacked_values(game, [(p.rows, p.masks) for p in plans])
+    return game._value_blocks([(p.rows, p.masks) for p in plans])
 
 
 def _values_each(game, plans, known, active):

@@ -128,19 +128,47 @@ class Game(metaclass=ABCMeta):
             ``out[r]`` of shape (C_r, n_outputs). The rows with as many coalitions share
             one :meth:`value` call (a subclass may pack them more tightly).
         """
-        n = len(masks)
-        out = [None] * n
         sizes = np.array([m.shape[0] for m in masks], dtype=np.int64)
+        blocks = []
         for C in np.unique(sizes):
             rows = np.flatnonzero(sizes == C)
-            if C:
-                vals = self.value(np.stack([masks[r] for r in rows]), rows=rows, count=count)
-                for r, v in zip(rows, vals):
-                    out[r] = v
-            else:
-                for r in rows:
-                    out[r] = np.empty((0, self.n_outputs))
+            blocks.append((rows, np.stack([masks[r] for r in rows]) if C else
+                           np.zeros((rows.size, 0, self.n_players), bool)))
+        out = [None] * len(masks)
+        for (rows, _), vals in zip(blocks, _stacked_values(self, blocks, count)):
+            for r, v in zip(rows, vals):
+                out[r] = v
         return out
+
+    def _value_blocks(self, blocks: Sequence[tuple[np.ndarray, np.ndarray]],
+                      count: bool = True) -> list[np.ndarray]:
+        """Evaluate blocks of rows, the rows of a block with the same number of coalitions.
+
+        Parameters
+        ----------
+        blocks : sequence of (ndarray of int, ndarray of bool)
+            ``(rows, masks)``: the rows (R,) and their coalitions (R, C, n_players); a row
+            in one block at most.
+        count : bool, default=True
+            Add the evaluations to ``n_evaluations``.
+
+        Returns
+        -------
+        list of ndarray
+            One (R, C, n_outputs) array per block: what :meth:`value_each` gives, without
+            splitting the rows and stacking them again. The blocks with as many coalitions
+            share one :meth:`value` call; a subclass that packs its rows its own way (its
+            own :meth:`value_each`) gets one call of that.
+        """
+        if type(self).value_each is Game.value_each:
+            return _stacked_values(self, blocks, count)
+        masks = [np.zeros((0, self.n_players), bool)] * self.n_rows
+        for rows, m in blocks:
+            for i, r in enumerate(rows):
+                masks[r] = m[i]
+        vals = self.value_each(masks, count=count)
+        return [np.stack([vals[r] for r in rows]) if len(rows) else
+                np.empty((0, m.shape[1], self.n_outputs)) for rows, m in blocks]
 
     def imputation_components(self) -> tuple[Game, int] | None:
         """The game as the mean of ``K`` component games, when it is one.
@@ -176,6 +204,31 @@ class Game(metaclass=ABCMeta):
     def _count(self, n_rows, n_coalitions, count=True):
         if count:
             self.n_evaluations += int(n_rows) * int(n_coalitions)
+
+
+
+def _stacked_values(game, blocks, count=True):
+    """:meth:`Game._value_blocks` by :meth:`Game.value` itself: one call per number of
+    coalitions, the rows of the blocks with that number stacked in row order."""
+    out = [None] * len(blocks)
+    by_count = {}
+    for k, (_, m) in enumerate(blocks):
+        by_count.setdefault(m.shape[1], []).append(k)
+    for C, ks in by_count.items():
+        if not C:
+            for k in ks:
+                out[k] = np.empty((len(blocks[k][0]), 0, game.n_outputs))
+            continue
+        rows = np.concatenate([blocks[k][0] for k in ks])
+        order = np.argsort(rows, kind="stable")
+        v = game.value(np.concatenate([blocks[k][1] for k in ks])[order], rows=rows[order],
+                       count=count)
+        vals = np.empty_like(v)
+        vals[order] = v
+        at = np.cumsum([0] + [len(blocks[k][0]) for k in ks])
+        for k, a, b in zip(ks, at[:-1], at[1:]):
+            out[k] = vals[a:b]
+    return out
 
 
 class ImputationGame(Game):
