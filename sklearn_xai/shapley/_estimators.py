@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._stats import pow2_scale, t_widened
+from .._utils import keyed_generators
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -519,6 +520,21 @@ def frontier_shared_shapley(game: Game, n_evals: int, generators: None = None, *
 
 
 ALGORITHMS["frontier_shared"] = frontier_shared_shapley
+
+
+
+def algorithm_draws(algorithm: str, base_seed: int,
+                    keys: np.ndarray | None = None) -> dict[str, Any]:
+    """What ``algorithm`` of :data:`ALGORITHMS` draws from, as keyword arguments of
+    :func:`estimate_shapley`: one generator per row, keyed by the rows' ``keys`` and the
+    call's ``base_seed`` (a row's draws follow its content), the shared designs'
+    ``design_seed`` (``"frontier_shared"``: the seed alone, no row keys), or nothing
+    (``"exact"``). The one place an explainer learns how an algorithm is seeded."""
+    if algorithm == "exact":
+        return {"generators": None}
+    if algorithm == "frontier_shared":
+        return {"generators": None, "design_seed": base_seed}
+    return {"generators": keyed_generators(base_seed, keys)}
 
 
 @dataclass(frozen=True)

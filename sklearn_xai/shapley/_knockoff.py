@@ -39,6 +39,7 @@ from ._estimators import (
     AUTO_MIN_UNITS,
     MAX_AUTO_N_EVALS,
     MAX_EXACT_PLAYERS,
+    algorithm_draws,
     auto_start_n_evals,
     crossed_std,
     default_n_evals,
@@ -579,20 +580,17 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                                  keys[idx])
         else:
             ko = self.background_
-        shared = self.algorithm_ == "frontier_shared"    # its designs come from the seed
-        gens = (None if self.algorithm_ == "exact" or shared else
-                keyed_generators(seed, keys[idx]))
-        design = {"design_seed": seed} if shared else {}
+        draws = algorithm_draws(self.algorithm_, seed, keys[idx])
         if self.algorithm_ in ("frontier", "frontier_shared") and knockoffs and n_knockoffs > 1:
             game = ImputationGame(self.model_fn_, data[idx], ko, groups=self.groups_,
                                   batch_size=self.max_model_rows)
-            return _frontier_by_knockoff(game, game.imputation_components(), n_evals, gens,
-                                         parts, **design)
+            return _frontier_by_knockoff(game, game.imputation_components(), n_evals, parts,
+                                         **draws)
         # knockoffs: one output per knockoff, so that their spread gives the error of the
         # knockoff draws (the Shapley values of the mean game are their mean)
         game = ImputationGame(self.model_fn_, data[idx], ko, groups=self.groups_,
                               batch_size=self.max_model_rows, per_imputation=knockoffs)
-        est = estimate_shapley(game, self.algorithm_, n_evals, gens, **design)
+        est = estimate_shapley(game, self.algorithm_, n_evals, **draws)
         phi, base, units, paths = est.values, est.base, est.units, est.paths
         n, P = phi.shape[:2]
         n_units = 0 if units is None else units.shape[1]
@@ -729,7 +727,7 @@ class _KnockoffRows:
                    cat("converged"), cat("dof", np.inf))
 
 
-def _frontier_by_knockoff(game, split, n_evals, generators, parts, design_seed=None):
+def _frontier_by_knockoff(game, split, n_evals, parts, generators=None, design_seed=None):
     """KnockoffSHAP's frontier path: each knockoff's game estimated with its own design
     (:func:`~sklearn_xai.shapley.frontier_components`). The per-knockoff estimates are
     independent draws given the row, so their spread is the standard error of the mean,
@@ -1182,7 +1180,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
 
         def run(rows):
             game = _LossGame(losses, rows, n, P)
-            est = estimate_shapley(game, "frontier", n_evals, keyed_generators(seed, keys[rows]))
+            est = estimate_shapley(game, "frontier", n_evals,
+                                   **algorithm_draws("frontier", seed, keys[rows]))
             # each row's std is widened by its own t: the mean is widened once
             std, df = est.std_and_dof()
             se = std / t_factor(df)

@@ -31,7 +31,7 @@ from .._model import shown_positions as _shown_positions
 from .._random import row_keys, stream_seeds
 from .._stats import t_factor, t_widened
 from .._torch import TorchModelFunction, is_torch_model
-from .._utils import draw_base_seed, is_frame, keyed_generators, unwrap_frozen
+from .._utils import draw_base_seed, is_frame, unwrap_frozen
 from ..base import (
     AttributionExplainer,
     as_array,
@@ -42,6 +42,7 @@ from ..base import (
 )
 from ._estimators import (
     MAX_AUTO_N_EVALS,
+    algorithm_draws,
     auto_start_n_evals,
     estimate_shapley,
     tol_reached,
@@ -1257,9 +1258,8 @@ class ShearExplainer(AttributionExplainer):
         """The frontier's estimate of ``game`` (rows keyed by ``keys``): per-row designs
         from the rows' generators, or (``"frontier_shared"``) the designs shared by the
         rows, drawn from the call's seed."""
-        if self.algorithm == "frontier_shared":
-            return estimate_shapley(game, "frontier_shared", n_evals, design_seed=base_seed)
-        return estimate_shapley(game, "frontier", n_evals, keyed_generators(base_seed, keys))
+        return estimate_shapley(game, self.algorithm, n_evals,
+                                **algorithm_draws(self.algorithm, base_seed, keys))
 
     def _auto_frontier(self, game, Xb, rows, keys, base_seed):
         """``n_evals="auto"`` with the frontier: every row starts at
@@ -1328,7 +1328,7 @@ class ShearExplainer(AttributionExplainer):
             Xa = np.ascontiguousarray(Xa)  # torch.as_tensor rejects negative strides (X[::-1])
         base_seed = draw_base_seed(self.random_state)
         # a row's draws follow its content, not its position (see sklearn_xai._random)
-        # the shared designs draw from the seed alone: no row keys
+        # the shared designs draw from the seed alone (algorithm_draws): no row keys
         keys = (None if self._exact_regime() or self.algorithm == "frontier_shared"
                 else row_keys(Xa))
         parts = self._map_batches(self._explain_batch, Xa.shape[0], Xa, keys, base_seed)
