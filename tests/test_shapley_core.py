@@ -1,5 +1,7 @@
 """The game and the estimators against closed-form Shapley values."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -147,6 +149,30 @@ def test_imputation_game_groups_and_per_row_imputation():
     phi, base = exact_shapley(game)
     np.testing.assert_allclose(phi[0, :, 0], [4.0, 2.0])
     assert base[0, 0] == 0.0
+
+
+@pytest.mark.parametrize("groups", [[[0, 3], [1]], [[0, 1], [1, 2], [3]]])
+def test_imputation_game_columns_follow_any_groups(groups):
+    # a column is the row's when any player holding it is in the coalition (columns of
+    # two players: the product path; one player or none: the gather), every hybrid row
+    # against a brute-force construction; a player is active when a column of it differs
+    def f(Z):
+        return (Z * np.array([1.0, 10.0, 100.0, 1000.0])).sum(axis=1, keepdims=True)
+
+    X = np.array([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 4.0]])
+    R = np.array([[0.0, 2.0, 0.0, 4.0], [9.0, 9.0, 9.0, 9.0]])
+    game = ImputationGame(f, X, R, groups=groups)
+    masks = np.array(list(itertools.product([False, True], repeat=len(groups))))
+    got = game.value(masks)
+    for r in range(2):
+        for c, m in enumerate(masks):
+            keep = np.zeros(4, bool)
+            for p in np.flatnonzero(m):
+                keep[groups[p]] = True
+            want = np.mean([f(np.where(keep, X[r], b)[None])[0, 0] for b in R])
+            assert got[r, c, 0] == pytest.approx(want, rel=1e-12)
+    held = [np.any(X[:, g][:, None] != R[None][:, :, g], axis=(1, 2)) for g in groups]
+    np.testing.assert_array_equal(game.active_players(), np.column_stack(held))
 
 
 def test_exact_refuses_too_many_players():

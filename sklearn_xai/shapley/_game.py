@@ -286,6 +286,11 @@ class ImputationGame(Game):
         self.groups = [np.array([j]) for j in range(n_features)] if groups is None else [
             np.asarray(g, dtype=np.intp) for g in groups]
         self._G = group_matrix(self.groups, n_features)
+        # each column's one player when no column has two (the usual case): coalitions map
+        # to columns by a gather, not a product over the players
+        owners = self._G.sum(axis=0)
+        self._col_player = (np.argmax(self._G, axis=0) if np.all(owners <= 1) else None)
+        self._col_owned = owners > 0
         self.batch_size = int(batch_size)
         self.per_imputation = bool(per_imputation)
         self.n_evaluations = 0
@@ -325,7 +330,8 @@ class ImputationGame(Game):
         R = self.imputation if not self._shared else np.broadcast_to(
             self.imputation, (self.n_rows,) + self.imputation.shape[1:])
         same = np.all(self.X[:, None, :] == R, axis=1)            # (n, M)
-        return ~((~same).astype(np.uint8) @ self._G.T.astype(np.uint8) == 0)
+        # counts of a player's unequal columns, exact in float32 below 2**24 columns
+        return (~same).astype(np.float32) @ self._G.T.astype(np.float32) > 0
 
     def imputation_components(self) -> tuple[ImputationGame, int] | None:
         """The game of each imputation row: ``v_r(S) = mean_k f(x_S, R_k[~S])``.
@@ -403,7 +409,9 @@ class ImputationGame(Game):
 
     def _feature_masks(self, masks):
         """The columns each coalition keeps: masks (..., C, P) -> (..., C, M) bool."""
-        return masks.astype(np.uint8) @ self._G.astype(np.uint8) > 0
+        if self._col_player is not None:
+            return masks[..., self._col_player] & self._col_owned
+        return masks.astype(np.float32) @ self._G.astype(np.float32) > 0
 
     def _hybrids(self, rows, feature_masks):
         """Hybrid rows of the explained ``rows`` (r,): the row's columns where
