@@ -252,6 +252,24 @@ def test_designs_too_large_for_maps_are_solved_row_by_row(monkeypatch):
     F._shared_cache.clear()
 
 
+@pytest.mark.parametrize("set_totals_max", [0, 2**62])
+def test_maps_built_set_by_set_or_by_one_product_equal_the_row_by_row_fit(
+        monkeypatch, set_totals_max):
+    # the cross-fit's stratum totals of a design's basis columns summed set by set (wide
+    # bases) or as one product: the same maps, the same as the fit of each row
+    game = dividend_game(12, HIGH, n_rows=5, seed=3)
+    monkeypatch.setattr(F, "_SET_TOTALS_MAX", set_totals_max)
+    F._shared_cache.clear()
+    maps = _shared(game, 16, 2, return_units=True)
+    assert F._shared_design(12, 12 * 16 // 2, 2, F._config({}), True).kind == "xfit"
+    monkeypatch.setattr(F, "_MAP_MAX_BYTES", 10_000)
+    F._shared_cache.clear()
+    rows = _shared(game, 16, 2, return_units=True)
+    np.testing.assert_allclose(rows[0], maps[0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(unit_std(rows[2]), unit_std(maps[2]), rtol=1e-9, atol=1e-14)
+    F._shared_cache.clear()
+
+
 def test_several_outputs_and_a_rows_independence():
     # two outputs of a model computed row by row (no matrix product across rows), one
     # reference row: each output's values exact where the reduced game fits, else close
