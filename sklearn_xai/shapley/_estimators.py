@@ -522,7 +522,6 @@ def frontier_shared_shapley(game: Game, n_evals: int, generators: None = None, *
 ALGORITHMS["frontier_shared"] = frontier_shared_shapley
 
 
-
 def algorithm_draws(algorithm: str, base_seed: int,
                     keys: np.ndarray | None = None) -> dict[str, Any]:
     """What ``algorithm`` of :data:`ALGORITHMS` draws from, as keyword arguments of
