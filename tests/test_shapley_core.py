@@ -175,6 +175,20 @@ def test_imputation_game_columns_follow_any_groups(groups):
     np.testing.assert_array_equal(game.active_players(), np.column_stack(held))
 
 
+def test_a_player_of_256_unequal_columns_is_active():
+    # the counts of a player's unequal columns were uint8 (256 -> 0): such a player was a
+    # dummy and the frontier gave it 0 and its value to the others
+    def f(Z):
+        return Z.sum(axis=1, keepdims=True)
+
+    X, R = np.ones((1, 257)), np.zeros((1, 257))
+    game = ImputationGame(f, X, R, groups=[list(range(256)), [256]])
+    assert game.active_players().tolist() == [[True, True]]
+    est = ALGORITHMS["frontier"](game, 4, [np.random.default_rng(0)])
+    np.testing.assert_allclose(est[0][0, :, 0], exact_shapley(game)[0][0, :, 0], atol=1e-9)
+    np.testing.assert_allclose(est[0][0, :, 0], [256.0, 1.0], atol=1e-9)
+
+
 def test_exact_refuses_too_many_players():
     game = DividendGame(21, {(0,): 1.0})
     with pytest.raises(ValueError, match="limited to 20 players"):
