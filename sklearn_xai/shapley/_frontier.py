@@ -1888,7 +1888,7 @@ def _xfit_linear(fo, X, y, W, yN, cfg, gram=None, kshap=None, chars=None, design
 # beyond this many contributions coef_i(S) r(S) (pairs x players x columns), the
 # cross-fit's stratum totals are summed set by set instead of as one 0/1 (2 J + 1, n)
 # times (n, Pa O) product: a design's maps (n + 1 basis columns) are built 1.2-2.6x
-# faster from 100 pairs on (a row's own fit, one column, keeps the product)
+# faster from 100 pairs on (a row's own fit keeps the product up to about 80 players)
 _SET_TOTALS_MAX = 2**16
 
 
