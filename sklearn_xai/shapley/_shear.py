@@ -834,7 +834,7 @@ class ShearExplainer(AttributionExplainer):
         0.16x / 0.04x / 0.013x the error of shap's permutation sampler at ``n_evals``
         8 / 16 / 32 (about 1.5x the frontier's), at 1.4x / 1.1x / 0.8x the bare forward
         passes once its designs are cached for the ``random_state`` (the first call
-        computes them: 1.5-2.6x; with ``random_state=None`` every call is a first call).
+        computes them: 1.4-2.8x; with ``random_state=None`` every call is a first call).
         A row's values still depend only on the row and ``random_state``. At less than
         SHEAR's own cost (1.7x / 1.3x / 1.1x the bare forwards) that is 0.13x / 0.04x /
         0.016x SHEAR's error: on this benchmark the cooperator selection does not pay
