@@ -249,6 +249,12 @@ def test_designs_too_large_for_maps_are_solved_row_by_row(monkeypatch):
     np.testing.assert_allclose(unit_std(rows[2]), unit_std(maps[2]), rtol=1e-9, atol=1e-14)
     part = _shared(game_rows(game, [4, 1]), 8, 2, return_units=True)
     np.testing.assert_array_equal(part[0], rows[0][[4, 1]])
+    # a call's first row factors the design's matrices and the others reuse them: a row
+    # alone (first) and within a call (not first) has the same bits
+    F._shared_cache.clear()
+    alone = _shared(game_rows(game, [3]), 8, 2, return_units=True)
+    np.testing.assert_array_equal(alone[0], rows[0][[3]])
+    np.testing.assert_array_equal(unit_std(alone[2]), unit_std(rows[2])[[3]])
     F._shared_cache.clear()
 
 

@@ -427,7 +427,7 @@ def _triple_prior(activity, Pa):
 
 
 def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=None,
-             prior=None, gram=None, design=None, activity=None, kshap=None):
+             prior=None, gram=None, design=None, activity=None, kshap=None, memo=None):
     """Shapley values of the fitted odd part: linear + kernel of odd orders (universal kriging).
 
     X : (n, Pa) in {-1, +1}; y : (n, O) odd values (v(S) - v(~S)) / 2; W : (n,) weights;
@@ -461,6 +461,10 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     same of its points as an optional second argument (their kernel with ``[X; 1]``, or
     their ``[Xq, chi3(Xq)]``). ``kshap`` (n + 1, Pa): :func:`_kernel_shapley` of ``[X;
     1]`` (kriging form without ARD), when the caller has it.
+
+    ``memo`` (a dict; kriging form, no ``prior``, no ARD): the parts that depend on the
+    design alone (the gram, the kernel Shapley values, the covariance's factors) are kept
+    there for the next row of the same design (:func:`_shared_rowwise`).
     """
     n, Pa = X.shape
     Wn = W / W.mean()
@@ -485,8 +489,8 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     FY = np.hstack([F, Y])
     noise = 1.0 / Wn
 
-    def krige(K):
-        return _krige(K, FY, Pa, noise, ratio)
+    def krige(K, key=None):
+        return _krige(K, FY, Pa, noise, ratio, memo if key else None, key)
 
     if prior is not None:
         T = _triples(Pa)
@@ -499,8 +503,13 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
         return _order3_result(b, beta, T, predict)
     if gram is None and kshap is None and isinstance(activity, _TripleVariances):
         gram, kshap = _triple_kernel_parts(pts, activity)
+    use_memo = memo is not None and not (ard and tuple(orders) == (3,))
+    if use_memo and gram is None:
+        if "gram" not in memo:
+            memo["gram"] = _gram(X, orders, activity)
+        gram, kshap = memo["gram"]
     K = kern(pts) if gram is None else gram
-    b, alpha = krige(K)
+    b, alpha = krige(K, "full" if use_memo else None)
     if ard and tuple(orders) == (3,):
         T = _triples(Pa)
         Fn = T.shape[0]
@@ -521,12 +530,21 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     return phi, lambda Xq, feats=None: Xq @ b + (kern(Xq) if feats is None else feats) @ alpha
 
 
-def _krige(K, FY, Pa, noise, ratio):
+def _krige(K, FY, Pa, noise, ratio, memo=None, key=None):
     """Universal kriging of ``FY = [F, Y]`` ((n + 1, Pa + O): the points with the full
     coalition last, and their values) with kernel ``K`` (n + 1, n + 1) times ``ratio``
     plus ``noise`` (n,) on the first ``n`` diagonal entries (the full coalition is
     noise-free): the linear coefficients ``b`` (Pa, O) and the kernel weights ``alpha``
-    (n + 1, O). Only the lower triangle of ``K`` is read."""
+    (n + 1, O). Only the lower triangle of ``K`` is read.
+
+    ``memo`` (a dict) and ``key``: the parts that do not depend on ``Y`` (the factor of
+    the covariance, ``C^-1 F`` and the factor of ``F' C^-1 F``) are kept in ``memo[key]``
+    and reused by the next call with that key (``K`` may then be None): the rows of a
+    shared design fitted one by one (:func:`_shared_rowwise`) factor each matrix once.
+    Every call with a memo solves ``Y`` on its own (the same arithmetic whether the parts
+    were kept or just computed)."""
+    if memo is not None:
+        return _krige_memo(K, FY, Pa, noise, ratio, memo, key)
     n = noise.shape[0]
     C = K * ratio
     C[np.arange(n), np.arange(n)] += noise
@@ -534,6 +552,41 @@ def _krige(K, FY, Pa, noise, ratio):
     F = FY[:, :Pa]
     CiF, CiY = CiFY[:, :Pa], CiFY[:, Pa:]
     b = _spd_solve(F.T @ CiF, F.T @ CiY)                           # (Pa, O)
+    return b, (CiY - CiF @ b) * ratio
+
+
+class _SpdSolver:
+    """``A^-1 B`` for many ``B`` of one symmetric positive definite ``A`` (its lower
+    triangle read): LAPACK's Cholesky factor kept, or least squares where ``A`` is not
+    numerically positive definite (as :func:`_spd_solve`)."""
+
+    __slots__ = ("L", "A")
+
+    def __init__(self, A):
+        L, info = dpotrf(A, lower=1, clean=0)
+        self.L, self.A = (None, _from_lower(A)) if info else (L, None)
+
+    def __call__(self, B):
+        if self.L is None:
+            return np.linalg.lstsq(self.A, B, rcond=None)[0]
+        return dpotrs(self.L, B, lower=1)[0]
+
+
+def _krige_memo(K, FY, Pa, noise, ratio, memo, key):
+    """:func:`_krige` with its ``Y``-free parts kept in ``memo[key]``."""
+    parts = memo.get(key)
+    F = FY[:, :Pa]
+    if parts is None:
+        n = noise.shape[0]
+        C = K * ratio
+        C[np.arange(n), np.arange(n)] += noise
+        solve_C = _SpdSolver(C)
+        CiF = solve_C(F)
+        parts = (solve_C, CiF, _SpdSolver(F.T @ CiF))
+        memo[key] = parts
+    solve_C, CiF, solve_b = parts
+    CiY = solve_C(FY[:, Pa:])
+    b = solve_b(F.T @ CiY)                                         # (Pa, O)
     return b, (CiY - CiF @ b) * ratio
 
 
@@ -1656,7 +1709,7 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
         est, se, df = _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, is_extra)
         return players, _project(est, 2 * yN), se if return_units else None, df
     est = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"], lam=cfg["lam"],
-                   activity=act)
+                   activity=act, memo=cfg.get("memo"))
     se, df = None, np.inf
     if return_units:
         # groups of the units' pairs (the extra pairs stay in every fit): with none, the
@@ -1681,9 +1734,15 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, is_extra):
     if rcfg.get("prior_of") is not None and order3:
         # the pairs' prior differs per fold: the folds share the characters of [X; 1]
         chars = _chi3(np.vstack([X, np.ones((1, X.shape[1]))]), _triples(X.shape[1]))
+    memo = cfg.get("memo")
     if _uses_kernel(rcfg["orders"], cfg["ratio"], X.shape[0], X.shape[1]):
         # the kernel of [X; 1] and its Shapley values: the folds' are slices of them
-        gram, kshap = _gram(X, rcfg["orders"], rcfg["activity"], chars)
+        if memo is not None and "gram" in memo:
+            gram, kshap = memo["gram"]
+        else:
+            gram, kshap = _gram(X, rcfg["orders"], rcfg["activity"], chars)
+            if memo is not None:
+                memo["gram"] = (gram, kshap)
     elif order3:
         # the primal form's features [X, chi3(X)], for the plain fit and the primal folds
         design = np.hstack([X, _chi3(X, _triples(X.shape[1])) if chars is None else chars[:-1]])
@@ -1693,7 +1752,7 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, is_extra):
         return est, se, df
     full = _fit_row(X, y, W, yN, rcfg["orders"], cfg["ratio"], ard=rcfg["ard"],
                     lam=cfg["lam"], gram=gram, activity=rcfg["activity"], kshap=kshap,
-                    design=design)
+                    design=design, memo=memo)
     est, se = _hybrid(est, se, mse, full, cfg)
     return est, se, df
 
@@ -1754,7 +1813,12 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     Returns ``(estimate, se, mse, df)``: (Pa, O) each but ``mse`` (O,), the surrogates'
     pooled mean squared error.
     """
-    folds = _xfit_folds(S, strat, incl, is_extra, cfg["folds"])
+    memo = cfg.get("memo")
+    folds = memo.get("folds") if memo is not None else None
+    if folds is None:
+        folds = _xfit_folds(S, strat, incl, is_extra, cfg["folds"])
+        if memo is not None:
+            memo["folds"] = folds
     est, resid, Tk, R = _xfit_linear(folds, X, y, W, yN, cfg, gram, kshap, chars, design)
     return (est,) + _xfit_spread(folds, resid, Tk, R)
 
@@ -1855,13 +1919,17 @@ def _xfit_linear(fo, X, y, W, yN, cfg, gram=None, kshap=None, chars=None, design
             # _fit_row's kriging form (no ARD) on the fold's rows of the shared arrays: the
             # gram's slices, or under the pairs' prior (one per fold) the characters'
             idx1 = np.append(idx, n)
-            if prior_of is None:
+            memo = cfg.get("memo") if prior_of is None else None
+            if memo is not None and ("fold", h) in memo:
+                K1 = None                            # its factors are kept (_krige)
+            elif prior_of is None:
                 K1 = gram[np.ix_(idx1, idx1)]
             else:
                 Z1 = chars[idx1]
                 Zs = Z1 * (_triple_prior(prior, Pa) / T.shape[0])
                 K1 = Zs @ Z1.T
-            b, alpha = _krige(K1, FY1[idx1], Pa, 1.0 / (Wh / Wh.mean()), cfg["ratio"])
+            b, alpha = _krige(K1, FY1[idx1], Pa, 1.0 / (Wh / Wh.mean()), cfg["ratio"],
+                              memo, ("fold", h))
             if prior_of is None:
                 phi_h = 2.0 * b + kshap[idx1].T @ alpha
                 fitted = X @ b + gram[:n, idx1] @ alpha
@@ -2051,7 +2119,7 @@ class _SharedDesign:
 def _knobs(cfg):
     """The knobs of ``cfg`` as a hashable key of the shared designs' cache."""
     return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()
-                        if k not in ("activity", "prior_of")))
+                        if k not in ("activity", "prior_of", "memo")))
 
 
 def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None):
@@ -2186,10 +2254,14 @@ def _shared_solve(sd, vals, v0, v1, cfg, with_se):
 
 def _shared_rowwise(sd, vals, v0, v1, cfg, with_se):
     """:func:`_shared_solve` for a design too large for maps: each row's flat-prior fit
-    and cross-fit on the shared design, by :func:`_solve_fit_row`."""
+    and cross-fit on the shared design, by :func:`_solve_fit_row`. What depends on the
+    design alone (the gram, the folds, the covariances' factors: ``(n + 1)^2`` floats per
+    fit) is computed by the call's first row and reused by the others, each row solving
+    its own values with the same arithmetic either way (so its bits do not depend on the
+    call); it is not kept across calls (its memory would be the maps' again)."""
     R, _, O = vals.shape
     Pa = sd.S.shape[1]
-    rcfg = dict(cfg, prior="flat", ard=0)
+    rcfg = dict(cfg, prior="flat", ard=0, memo={})
     extra = (np.arange(Pa), sd.S, sd.W, sd.strat, sd.incl, sd.extra)
     est = np.empty((R, Pa, O))
     se = np.full((R, Pa, O), np.nan) if with_se else None
