@@ -1827,7 +1827,7 @@ class _Folds:
     """The cross-fit's strata and folds of one design (:func:`_xfit_folds`)."""
 
     __slots__ = ("K", "J", "coef", "jj", "fold", "unit", "in_j", "cell", "n_all", "n_jh",
-                 "m_j", "p_j", "sampled", "members", "drawn_at")
+                 "m_j", "p_j", "sampled", "members", "drawn_at", "set_index")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -1868,7 +1868,7 @@ def _xfit_folds(S, strat, incl, is_extra, K):
     return _Folds(K=K, J=J, coef=coef, jj=jj, fold=fold, unit=unit, in_j=in_j, cell=cell,
                   n_all=in_j.sum(axis=1), n_jh=cell.sum(axis=2), m_j=m[js], p_j=p_j,
                   sampled=sampled, members=[np.flatnonzero(unit & (jj == j)) for j in range(J)],
-                  drawn_at=np.flatnonzero(p_j < 1))
+                  drawn_at=np.flatnonzero(p_j < 1), set_index={})
 
 
 def _xfit_linear(fo, X, y, W, yN, cfg, gram=None, kshap=None, chars=None, design=None):
@@ -1944,7 +1944,7 @@ def _xfit_linear(fo, X, y, W, yN, cfg, gram=None, kshap=None, chars=None, design
                                    predict=True, design=None if design is None else design[idx],
                                    activity=prior)
             fitted = pred(X, design)
-        tot = _set_totals(sums[h], coef, y - fitted)          # (2 J + 1, Pa O)
+        tot = _set_totals(sums[h], coef, y - fitted, fo.set_index, h)  # (2 J + 1, Pa O)
         whole, part = tot[:J], tot[J:2 * J]
         T_h[h] = whole - part + ((m_j - nA[:, h]) / n_jh[:, h])[:, None] * part
         R[h] = (tot[2 * J] + (T_h[h] / p_j[:, None]).sum(axis=0)).reshape(Pa, O)
@@ -1960,18 +1960,24 @@ def _xfit_linear(fo, X, y, W, yN, cfg, gram=None, kshap=None, chars=None, design
 _SET_TOTALS_MAX = 2**16
 
 
-def _set_totals(sets, coef, resid):
+def _set_totals(sets, coef, resid, index=None, key=None):
     """``sets @ contrib`` (rows of 0 and 1 over the pairs, (m, n)), ``contrib`` the pairs'
     residual contributions ``coef[i, p] * resid[i, c]`` as (n, Pa O): one product when
-    they are few, else one ``coef[set].T @ resid[set]`` per set."""
+    they are few, else one ``coef[set].T @ resid[set]`` per set, the sets' pairs kept in
+    ``index[key]`` (a dict) when given (the folds' sets are the design's: the rows of a
+    design fitted one by one find them once)."""
     n, Pa = coef.shape
     O = resid.shape[1]
     if n * Pa * O <= _SET_TOTALS_MAX:
         return sets @ (coef[:, :, None] * resid[:, None, :]).reshape(n, Pa * O)
+    at = None if index is None else index.get(key)
+    if at is None:
+        at = [np.flatnonzero(row) for row in sets]
+        if index is not None:
+            index[key] = at
     tot = np.empty((sets.shape[0], Pa, O))
-    for k, row in enumerate(sets):
-        at = np.flatnonzero(row)
-        tot[k] = coef[at].T @ resid[at]
+    for k, a in enumerate(at):
+        tot[k] = coef[a].T @ resid[a]
     return tot.reshape(sets.shape[0], Pa * O)
 
 
