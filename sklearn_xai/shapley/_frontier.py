@@ -505,9 +505,7 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
         gram, kshap = _triple_kernel_parts(pts, activity)
     use_memo = memo is not None and not (ard and tuple(orders) == (3,))
     if use_memo and gram is None:
-        if "gram" not in memo:
-            memo["gram"] = _gram(X, orders, activity)
-        gram, kshap = memo["gram"]
+        gram, kshap = _memoized(memo, "gram", lambda: _gram(X, orders, activity))
     K = kern(pts) if gram is None else gram
     b, alpha = krige(K, "full" if use_memo else None)
     if ard and tuple(orders) == (3,):
@@ -530,6 +528,16 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     return phi, lambda Xq, feats=None: Xq @ b + (kern(Xq) if feats is None else feats) @ alpha
 
 
+def _memoized(memo, key, compute):
+    """``compute()``, kept in ``memo[key]`` for the next row of a design fitted row by row
+    (:func:`_shared_rowwise`); computed afresh when ``memo`` is None."""
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
 def _krige(K, FY, Pa, noise, ratio, memo=None, key=None):
     """Universal kriging of ``FY = [F, Y]`` ((n + 1, Pa + O): the points with the full
     coalition last, and their values) with kernel ``K`` (n + 1, n + 1) times ``ratio``
@@ -543,22 +551,34 @@ def _krige(K, FY, Pa, noise, ratio, memo=None, key=None):
     shared design fitted one by one (:func:`_shared_rowwise`) factor each matrix once.
     Every call with a memo solves ``Y`` on its own (the same arithmetic whether the parts
     were kept or just computed)."""
-    if memo is not None:
-        return _krige_memo(K, FY, Pa, noise, ratio, memo, key)
-    n = noise.shape[0]
-    C = K * ratio
-    C[np.arange(n), np.arange(n)] += noise
-    CiFY = _spd_solve(C, FY)
     F = FY[:, :Pa]
-    CiF, CiY = CiFY[:, :Pa], CiFY[:, Pa:]
-    b = _spd_solve(F.T @ CiF, F.T @ CiY)                           # (Pa, O)
+    if memo is None:
+        CiFY = _spd_solve(_covariance(K, noise, ratio), FY)
+        CiF, CiY = CiFY[:, :Pa], CiFY[:, Pa:]
+        b = _spd_solve(F.T @ CiF, F.T @ CiY)                       # (Pa, O)
+        return b, (CiY - CiF @ b) * ratio
+    if key not in memo:
+        solve_C = _SpdSolver(_covariance(K, noise, ratio))
+        CiF = solve_C(F)
+        memo[key] = (solve_C, CiF, _SpdSolver(F.T @ CiF))
+    solve_C, CiF, solve_b = memo[key]
+    CiY = solve_C(FY[:, Pa:])
+    b = solve_b(F.T @ CiY)                                         # (Pa, O)
     return b, (CiY - CiF @ b) * ratio
 
 
+def _covariance(K, noise, ratio):
+    """``ratio K`` plus ``noise`` (n,) on the first ``n`` diagonal entries (a new array)."""
+    n = noise.shape[0]
+    C = K * ratio
+    C[np.arange(n), np.arange(n)] += noise
+    return C
+
+
 class _SpdSolver:
-    """``A^-1 B`` for many ``B`` of one symmetric positive definite ``A`` (its lower
-    triangle read): LAPACK's Cholesky factor kept, or least squares where ``A`` is not
-    numerically positive definite (as :func:`_spd_solve`)."""
+    """``A^-1 B`` for any number of ``B`` of one symmetric positive definite ``A`` (its
+    lower triangle read): LAPACK's Cholesky factor kept, or least squares where ``A`` is
+    not numerically positive definite."""
 
     __slots__ = ("L", "A")
 
@@ -570,24 +590,6 @@ class _SpdSolver:
         if self.L is None:
             return np.linalg.lstsq(self.A, B, rcond=None)[0]
         return dpotrs(self.L, B, lower=1)[0]
-
-
-def _krige_memo(K, FY, Pa, noise, ratio, memo, key):
-    """:func:`_krige` with its ``Y``-free parts kept in ``memo[key]``."""
-    parts = memo.get(key)
-    F = FY[:, :Pa]
-    if parts is None:
-        n = noise.shape[0]
-        C = K * ratio
-        C[np.arange(n), np.arange(n)] += noise
-        solve_C = _SpdSolver(C)
-        CiF = solve_C(F)
-        parts = (solve_C, CiF, _SpdSolver(F.T @ CiF))
-        memo[key] = parts
-    solve_C, CiF, solve_b = parts
-    CiY = solve_C(FY[:, Pa:])
-    b = solve_b(F.T @ CiY)                                         # (Pa, O)
-    return b, (CiY - CiF @ b) * ratio
 
 
 def _cholesky_solve(A, B):
@@ -603,12 +605,9 @@ def _cholesky_solve(A, B):
 
 
 def _spd_solve(A, B):
-    """:func:`_cholesky_solve`, or least squares when ``A`` is not numerically positive
-    definite."""
-    X = _cholesky_solve(A, B)
-    if X is None:
-        X = np.linalg.lstsq(_from_lower(A), B, rcond=None)[0]
-    return X
+    """``A^-1 B`` by :class:`_SpdSolver` (Cholesky, or least squares when ``A`` is not
+    numerically positive definite)."""
+    return _SpdSolver(A)(B)
 
 
 def _from_lower(A):
@@ -1737,12 +1736,8 @@ def _xfit_estimate(S, X, y, W, strat, incl, yN, cfg, rcfg, is_extra):
     memo = cfg.get("memo")
     if _uses_kernel(rcfg["orders"], cfg["ratio"], X.shape[0], X.shape[1]):
         # the kernel of [X; 1] and its Shapley values: the folds' are slices of them
-        if memo is not None and "gram" in memo:
-            gram, kshap = memo["gram"]
-        else:
-            gram, kshap = _gram(X, rcfg["orders"], rcfg["activity"], chars)
-            if memo is not None:
-                memo["gram"] = (gram, kshap)
+        gram, kshap = _memoized(memo, "gram",
+                                lambda: _gram(X, rcfg["orders"], rcfg["activity"], chars))
     elif order3:
         # the primal form's features [X, chi3(X)], for the plain fit and the primal folds
         design = np.hstack([X, _chi3(X, _triples(X.shape[1])) if chars is None else chars[:-1]])
@@ -1813,12 +1808,8 @@ def _xfit(S, X, y, W, strat, incl, yN, cfg, is_extra=None, gram=None, kshap=None
     Returns ``(estimate, se, mse, df)``: (Pa, O) each but ``mse`` (O,), the surrogates'
     pooled mean squared error.
     """
-    memo = cfg.get("memo")
-    folds = memo.get("folds") if memo is not None else None
-    if folds is None:
-        folds = _xfit_folds(S, strat, incl, is_extra, cfg["folds"])
-        if memo is not None:
-            memo["folds"] = folds
+    folds = _memoized(cfg.get("memo"), "folds",
+                      lambda: _xfit_folds(S, strat, incl, is_extra, cfg["folds"]))
     est, resid, Tk, R = _xfit_linear(folds, X, y, W, yN, cfg, gram, kshap, chars, design)
     return (est,) + _xfit_spread(folds, resid, Tk, R)
 
@@ -1827,7 +1818,7 @@ class _Folds:
     """The cross-fit's strata and folds of one design (:func:`_xfit_folds`)."""
 
     __slots__ = ("K", "J", "coef", "jj", "fold", "unit", "in_j", "cell", "n_all", "n_jh",
-                 "m_j", "p_j", "sampled", "members", "drawn_at", "set_index")
+                 "m_j", "p_j", "sampled", "members", "drawn_at", "set_index", "sums")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -1864,8 +1855,13 @@ def _xfit_folds(S, strat, incl, is_extra, K):
     cell = in_j[:, None, :] * (fold[None, None, :] == np.arange(K)[None, :, None])  # (J, K, n)
     p_j = np.zeros(J)
     p_j[jj[jj >= 0]] = incl[jj >= 0]                          # one value per stratum
+    # per fold: the stratum totals, fold h's share and the enumerated pairs' total as the
+    # rows of one 0/1 matrix (K, 2 J + 1, n) (_set_totals)
+    sums = np.concatenate([np.broadcast_to(in_j, (K, J, n)), cell.transpose(1, 0, 2),
+                           np.broadcast_to((~sampled)[None, None, :], (K, 1, n))], axis=1)
     # the strata drawn with probability < 1: only their totals enter the spread
     return _Folds(K=K, J=J, coef=coef, jj=jj, fold=fold, unit=unit, in_j=in_j, cell=cell,
+                  sums=sums,
                   n_all=in_j.sum(axis=1), n_jh=cell.sum(axis=2), m_j=m[js], p_j=p_j,
                   sampled=sampled, members=[np.flatnonzero(unit & (jj == j)) for j in range(J)],
                   drawn_at=np.flatnonzero(p_j < 1), set_index={})
@@ -1880,8 +1876,8 @@ def _xfit_linear(fo, X, y, W, yN, cfg, gram=None, kshap=None, chars=None, design
     ``R`` (K, Pa, O).
     Linear, so :func:`_shared_maps` takes them of a design once, as matrices."""
     n, Pa = X.shape
-    K, J, jj, fold, in_j, cell = fo.K, fo.J, fo.jj, fo.fold, fo.in_j, fo.cell
-    n_all, n_jh, m_j, p_j, coef, sampled = fo.n_all, fo.n_jh, fo.m_j, fo.p_j, fo.coef, fo.sampled
+    K, J, jj, fold, sums = fo.K, fo.J, fo.jj, fo.fold, fo.sums
+    n_all, n_jh, m_j, p_j, coef = fo.n_all, fo.n_jh, fo.m_j, fo.p_j, fo.coef
     O = y.shape[1]
     # kriging fits (of fewer pairs than coefficients) take their kernel from one gram
     kriged = [_uses_kernel(cfg["orders"], cfg["ratio"], n - int(n_jh[:, h].sum()), Pa)
@@ -1899,9 +1895,7 @@ def _xfit_linear(fo, X, y, W, yN, cfg, gram=None, kshap=None, chars=None, design
     # outside the strata with units: the last entry, for jj = -1)
     nA = n_all[:, None] - n_jh                               # pairs fitted (J, K)
     scale = np.vstack([n_all[:, None] / nA, np.ones((1, K))])
-    # stratum totals, fold h's share and the enumerated pairs' total in one product
-    sums = np.concatenate([np.broadcast_to(in_j, (K, J, n)), cell.transpose(1, 0, 2),
-                           np.broadcast_to((~sampled)[None, None, :], (K, 1, n))], axis=1)
+    memo = cfg.get("memo") if prior_of is None else None    # the kriged folds' factors
     resid = np.zeros((n, O))
     T_h = np.zeros((K, J, Pa * O))                           # each fold's stratum totals
     R = np.zeros((K, Pa, O))             # fold h: residual correction phi_x,h - phi(g_h)
@@ -1919,7 +1913,6 @@ def _xfit_linear(fo, X, y, W, yN, cfg, gram=None, kshap=None, chars=None, design
             # _fit_row's kriging form (no ARD) on the fold's rows of the shared arrays: the
             # gram's slices, or under the pairs' prior (one per fold) the characters'
             idx1 = np.append(idx, n)
-            memo = cfg.get("memo") if prior_of is None else None
             if memo is not None and ("fold", h) in memo:
                 K1 = None                            # its factors are kept (_krige)
             elif prior_of is None:
