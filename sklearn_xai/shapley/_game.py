@@ -206,7 +206,6 @@ class Game(metaclass=ABCMeta):
             self.n_evaluations += int(n_rows) * int(n_coalitions)
 
 
-
 def _stacked_values(game, blocks, count=True):
     """:meth:`Game._value_blocks` by :meth:`Game.value` itself: one call per number of
     coalitions, the rows of the blocks with that number stacked in row order."""
@@ -288,9 +287,10 @@ class ImputationGame(Game):
         self._G = group_matrix(self.groups, n_features)
         # each column's one player when no column has two (the usual case): coalitions map
         # to columns by a gather, not a product over the players
+        # (and the columns of no player, never the row's; None when there are none)
         owners = self._G.sum(axis=0)
         self._col_player = (np.argmax(self._G, axis=0) if np.all(owners <= 1) else None)
-        self._col_owned = owners > 0
+        self._col_unowned = None if np.all(owners > 0) else owners == 0
         self.batch_size = int(batch_size)
         self.per_imputation = bool(per_imputation)
         self.n_evaluations = 0
@@ -409,9 +409,12 @@ class ImputationGame(Game):
 
     def _feature_masks(self, masks):
         """The columns each coalition keeps: masks (..., C, P) -> (..., C, M) bool."""
-        if self._col_player is not None:
-            return masks[..., self._col_player] & self._col_owned
-        return masks.astype(np.float32) @ self._G.astype(np.float32) > 0
+        if self._col_player is None:
+            return masks.astype(np.float32) @ self._G.astype(np.float32) > 0
+        keep = masks[..., self._col_player]
+        if self._col_unowned is not None:
+            keep[..., self._col_unowned] = False
+        return keep
 
     def _hybrids(self, rows, feature_masks):
         """Hybrid rows of the explained ``rows`` (r,): the row's columns where
