@@ -661,6 +661,11 @@ class _TorchReferenceGame(Game):
         self.reference = np.asarray(reference).reshape(1, -1)
         self.col_to_player = np.asarray(col_to_player, dtype=np.intp)
         self._n_players = int(n_players)
+        # the players' map of the columns (P, d): the active players and the first layer's
+        # player sums (_tensors) read it
+        d = self.col_to_player.size
+        self._player_map = np.zeros((self._n_players, d), dtype=np.float32)
+        self._player_map[self.col_to_player, np.arange(d)] = 1.0
         self.max_rows = int(max_rows)
         self.n_evaluations = 0
         self._prepared = None
@@ -678,9 +683,7 @@ class _TorchReferenceGame(Game):
         dummies of the row's game), (n_rows, n_players) bool."""
         differs = ~(self.X == self.reference)                         # (n, d); NaN differs
         # how many of each player's columns differ (small integers: exact in float32)
-        onehot = np.zeros((differs.shape[1], self._n_players), dtype=np.float32)
-        onehot[np.arange(differs.shape[1]), self.col_to_player] = 1.0
-        return differs.astype(np.float32) @ onehot > 0
+        return differs.astype(np.float32) @ self._player_map.T > 0
 
     def _tensors(self):
         """The game's rows and reference as tensors, the player of each column, the
@@ -698,11 +701,9 @@ class _TorchReferenceGame(Game):
             onehot = base = None
             if split is not None:
                 W, b, _ = split
-                d = Xt.shape[1]
                 with torch.inference_mode():
-                    onehot = torch.zeros((self._n_players, d), dtype=Xt.dtype,
-                                         device=Xt.device)
-                    onehot[c2p, torch.arange(d, device=Xt.device)] = 1.0
+                    onehot = torch.as_tensor(self._player_map, dtype=Xt.dtype,
+                                             device=Xt.device)
                     base = torch.nn.functional.linear(rt, W, b)
             self._prepared = (Xt, rt, c2p, split, onehot, base)
         return self._prepared
