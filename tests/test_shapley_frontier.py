@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sklearn_xai.shapley import ImputationGame, exact_shapley
-from sklearn_xai.shapley._estimators import unit_std
+from sklearn_xai.shapley._estimators import frontier_shared_shapley, unit_std
 from sklearn_xai.shapley._frontier import frontier_shapley
 from sklearn_xai.testing import DividendGame
 
@@ -1019,8 +1019,9 @@ def test_dof_gives_the_widening_of_the_standard_errors():
 
 
 def test_std_is_the_standard_error_of_the_units():
-    # frontier_shapley(std=[]) hands over the standard errors its units carry (what
-    # unit_std of them gives, up to round-off), and estimate_shapley returns those
+    # estimate_shapley's frontier standard errors (taken from the cross-fit, without
+    # units) are what unit_std gives of frontier_shapley's units, up to round-off; it
+    # returns no units of its own
     from sklearn_xai.shapley import estimate_shapley
 
     rng = np.random.default_rng(5)
@@ -1030,18 +1031,24 @@ def test_std_is_the_standard_error_of_the_units():
 
     X, background = rng.normal(size=(4, 8)), rng.normal(size=(3, 8))
     for game in (dividend_game(9, HIGH, n_rows=3), ImputationGame(f, X, background)):
-        std = []
-        phi, _, units = frontier_shapley(game, 4, _gens(game.n_rows), return_units=True,
-                                         std=std)
-        assert len(std) == 1 and std[0].shape == phi.shape
-        np.testing.assert_allclose(std[0], unit_std(units), rtol=1e-12, atol=1e-15)
-        est = estimate_shapley(game, "frontier", 4, _gens(game.n_rows))
-        np.testing.assert_array_equal(est.std, std[0])
+        phi, _, units = frontier_shapley(game, 4, _gens(game.n_rows), return_units=True)
+        for algorithm, kw in (("frontier", {"generators": _gens(game.n_rows)}),
+                              ("frontier_shared", {"design_seed": 3})):
+            est = estimate_shapley(game, algorithm, 4, **kw)
+            assert est.units is None and est.std.shape == est.values.shape
+            if algorithm == "frontier":
+                np.testing.assert_array_equal(est.values, phi)
+                np.testing.assert_allclose(est.std, unit_std(units), rtol=1e-12, atol=1e-15)
+            else:
+                _, _, shared_units = frontier_shared_shapley(game, 4, design_seed=3,
+                                                             return_units=True)
+                np.testing.assert_allclose(est.std, unit_std(shared_units), rtol=1e-12,
+                                           atol=1e-15)
     # every row exact: no units, no standard errors
     exact_row = dividend_game(3, ((1, 3), (2, 2)), n_rows=1)
-    std = []
-    assert frontier_shapley(exact_row, 4, _gens(1), return_units=True, std=std)[2] is None
-    assert std == [None]
+    assert frontier_shapley(exact_row, 4, _gens(1), return_units=True)[2] is None
+    est = estimate_shapley(exact_row, "frontier", 4, _gens(1))
+    assert est.std is None and est.dof is None and est.units is None
 
 
 @pytest.mark.parametrize("shared", [False, True])

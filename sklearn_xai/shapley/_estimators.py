@@ -472,7 +472,7 @@ ALGORITHMS = {
 }
 
 # the frontier estimator builds on the helpers above (imported last: no cycle at import)
-from ._frontier import frontier_shapley  # noqa: E402
+from ._frontier import _frontier_estimate, frontier_shapley  # noqa: E402
 
 ALGORITHMS["frontier"] = frontier_shapley
 
@@ -513,10 +513,14 @@ def frontier_shared_shapley(game: Game, n_evals: int, generators: None = None, *
     tuple
         As :func:`~sklearn_xai.shapley.frontier_shapley`.
     """
+    _check_no_generators(generators)
+    return frontier_shapley(game, n_evals, None, design_seed=design_seed, **kw)
+
+
+def _check_no_generators(generators):
     if generators is not None:
         raise ValueError("frontier_shared draws its designs from design_seed, not from per-row "
                          "generators: pass generators=None.")
-    return frontier_shapley(game, n_evals, None, design_seed=design_seed, **kw)
 
 
 ALGORITHMS["frontier_shared"] = frontier_shared_shapley
@@ -559,10 +563,11 @@ class ShapleyEstimate:
         How each row was computed (the frontier's algorithms only; see
         :func:`~sklearn_xai.shapley.frontier_shapley`).
     units : ndarray of shape (n_rows, n_units, n_players, n_outputs) or None
-        The independent units ``std`` comes from, for callers that combine them with
-        another source of error (KnockoffSHAP crosses them with the knockoff draws); their
-        spread (:func:`unit_std`) is the unwidened standard error (the frontier's units
-        carry its widened one).
+        The independent units ``std`` comes from (permutation, kernel), for callers that
+        combine them with another source of error (KnockoffSHAP crosses them with the
+        knockoff draws); their spread (:func:`unit_std`) is the unwidened standard error.
+        ``None`` for the frontier's algorithms, whose standard errors come from a
+        cross-fit, not from units.
     dof : ndarray of shape (n_rows, n_players, n_outputs) or None
         The degrees of freedom of ``std`` (``None`` with ``std``): ``n_units - 1`` for the
         permutation and kernel units (antithetic pairs, jackknife groups), the
@@ -641,27 +646,27 @@ def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | Non
     if algorithm != "exact" and n_evals is None:
         n_evals = default_n_evals(algorithm, game.n_players)
     start = game.n_evaluations
-    frontier = algorithm in ("frontier", "frontier_shared")
-    paths, dof, stds = ([], [], []) if frontier else (None, None, None)
-    kw = {"paths": paths, "dof": dof, "std": stds} if frontier else {}
-    if shared:
-        kw["design_seed"] = design_seed
-    out = ALGORITHMS[algorithm](game, n_evals, generators, return_units=with_std, **kw)
+    if algorithm in ("frontier", "frontier_shared"):
+        # its standard errors come from its cross-fit (no units), already widened
+        if shared:
+            _check_no_generators(generators)
+        phi, base, std, df, paths = _frontier_estimate(game, n_evals, generators, with_std,
+                                                       design_seed)
+        return ShapleyEstimate(
+            values=phi, base=base, std=std, n_evaluations=int(game.n_evaluations - start),
+            paths=np.array(paths, dtype=object), dof=None if std is None else df)
+    out = ALGORITHMS[algorithm](game, n_evals, generators, return_units=with_std)
     units = out[2] if with_std else None
     std = df = None
     if units is not None:
-        if frontier:                   # its units carry its widened standard errors
-            std, df = stds[0], dof[0]
-        else:
-            std = unit_std(units)
-            # the mean of U independent units: a Student-t interval with U - 1 degrees of
-            # freedom (the normal one covered 0.67-0.91 with 2-8 antithetic pairs,
-            # doc/benchmarks.md)
-            df = np.where(std > 0, float(units.shape[1] - 1), np.inf)
-            std = t_widened(std, df)
-    return ShapleyEstimate(
-        values=out[0], base=out[1], std=std, n_evaluations=int(game.n_evaluations - start),
-        paths=None if paths is None else np.array(paths, dtype=object), units=units, dof=df)
+        std = unit_std(units)
+        # the mean of U independent units: a Student-t interval with U - 1 degrees of
+        # freedom (the normal one covered 0.67-0.91 with 2-8 antithetic pairs,
+        # doc/benchmarks.md)
+        df = np.where(std > 0, float(units.shape[1] - 1), np.inf)
+        std = t_widened(std, df)
+    return ShapleyEstimate(values=out[0], base=out[1], std=std,
+                           n_evaluations=int(game.n_evaluations - start), units=units, dof=df)
 
 
 # n_evals="auto" (KnockoffSHAP, ShearExplainer's frontier): at least this many units

@@ -2,7 +2,9 @@
 
 :func:`frontier_shapley` follows the contract of :data:`~sklearn_xai.shapley.ALGORITHMS`:
 ``fn(game, n_evals, generators, *, return_units=False) -> (phi, base[, units])`` with the
-budget ``n_evals`` in coalition evaluations per player and row.
+budget ``n_evals`` in coalition evaluations per player and row; the engine
+(:func:`~sklearn_xai.shapley.estimate_shapley`) takes its standard errors without units
+from :func:`_frontier_estimate`.
 """
 
 from __future__ import annotations
@@ -880,8 +882,7 @@ def _border_row(S, vS, vC, v0, v1, c):
 def frontier_shapley(game: Game, n_evals: int,
                      generators: Sequence[np.random.Generator] | None, *,
                      return_units: bool = False, paths: list | None = None,
-                     dof: list | None = None, std: list | None = None,
-                     design_seed: int | None = None,
+                     dof: list | None = None, design_seed: int | None = None,
                      **config: Any) -> tuple[np.ndarray | None, ...]:
     """Shapley values with free exactness, exact border strata and an odd surrogate.
 
@@ -1032,11 +1033,8 @@ def frontier_shapley(game: Game, n_evals: int,
         n_outputs): the degrees of freedom of the returned standard errors (``inf``
         where the interval is normal, e.g. exact values), for callers that combine them
         (the standard error the units give is already widened by them).
-    std : list or None, default=None
-        When a list and ``return_units=True``, receives the (widened) standard errors
-        the units carry, (n_rows, n_players, n_outputs), or None when every row is exact:
-        what :func:`~sklearn_xai.shapley.unit_std` of the units gives up to round-off,
-        without computing it.
+        :func:`~sklearn_xai.shapley.estimate_shapley` returns the standard errors and
+        their degrees of freedom themselves, without units.
     design_seed : int >= 0 or None, default=None
         **Shared designs** (:func:`~sklearn_xai.shapley.frontier_shared_shapley`): every
         row (or component) with as many active players and pairs takes one design, drawn
@@ -1080,6 +1078,24 @@ def frontier_shapley(game: Game, n_evals: int,
     units : ndarray of shape (n_rows, G, n_players, n_outputs) or None
         Only with ``return_units=True``; ``None`` when every row is exact.
     """
+    phi, base, se, df, row_paths = _frontier_estimate(game, n_evals, generators, return_units,
+                                                     design_seed, **config)
+    if paths is not None:
+        paths.extend(row_paths)
+    if not return_units:
+        return phi, base
+    if dof is not None:
+        dof.append(df)
+    return phi, base, None if se is None else _units_from_se(phi, se)
+
+
+def _frontier_estimate(game, n_evals, generators, with_se, design_seed=None, **config):
+    """The frontier's estimate of every row of ``game`` as the engine takes it
+    (:func:`~sklearn_xai.shapley.estimate_shapley`): ``(phi, base, se, df, paths)``, the
+    standard errors Student-t widened by their degrees of freedom ``df``, without units.
+    ``se`` is None without ``with_se`` or when every value is exact (0), ``df`` None
+    without ``with_se`` (``inf`` where normal or exact); ``paths`` a list of one str per
+    row. Arguments as :func:`frontier_shapley`'s (``with_se`` its ``return_units``)."""
     cfg = _config(config)
     n_evals = _check_n_evals(n_evals)
     if design_seed is None:
@@ -1089,30 +1105,28 @@ def frontier_shapley(game: Game, n_evals: int,
     split = game.imputation_components() if cfg["by_component"] else None
     if split is not None:
         phi_k, base_k, se_k, df_k, path_k = _components(
-            game, n_evals, generators, split, return_units, cfg, design_seed)
-        if paths is not None:
-            paths.extend(row_path(p) for p in path_k)
+            game, n_evals, generators, split, with_se, cfg, design_seed)
+        paths = [row_path(p) for p in path_k]
         phi, base = phi_k.mean(axis=1), base_k.mean(axis=1)
-        if not return_units:
-            return phi, base
+        if not with_se:
+            return phi, base, None, None, paths
         # independent designs: the variance of the mean is sum_k se_k^2 / K^2, its degrees
         # of freedom Welch-Satterthwaite's over the components
         se, df = mean_se(se_k, df_k, axis=1)
-        if dof is not None:
-            dof.append(df)
-        return phi, base, _units_out(phi, t_widened(se, df), std)
-    out = _frontier_rows(game, n_evals, generators, cfg, return_units, paths=paths,
-                         design_seed=design_seed)
-    if not return_units or out[2] is None:
-        if dof is not None and return_units:
-            dof.append(np.full(out[0].shape, np.inf))
-        if std is not None and return_units:
-            std.append(None)
-        return out[:3]
-    phi, base, se, df = out
-    if dof is not None:
-        dof.append(df)
-    return phi, base, _units_out(phi, t_widened(se, df), std)
+    else:
+        paths = []
+        out = _frontier_rows(game, n_evals, generators, cfg, with_se, paths=paths,
+                             design_seed=design_seed)
+        phi, base = out[0], out[1]
+        if not with_se:
+            return phi, base, None, None, paths
+        if out[2] is None:
+            return phi, base, None, np.full(phi.shape, np.inf), paths
+        se, df = out[2], out[3]
+    se = t_widened(se, df)
+    # every value exact (standard error 0, none NaN): no error to report
+    exact = not np.any(np.isnan(se)) and not np.any(se > 0)
+    return phi, base, None if exact else se, df, paths
 
 
 def row_path(component_paths: Sequence[str]) -> str:
@@ -1234,20 +1248,9 @@ def _components(game, n_evals, generators, components, with_se, cfg, design_seed
             np.array(paths, dtype=object).reshape(n, K))
 
 
-def _units_out(phi, se, std=None):
-    """:func:`_units_from_se`, with ``se`` appended to ``std`` (a list) as the units'
-    standard errors (None where the units are)."""
-    units = _units_from_se(phi, se)
-    if std is not None:
-        std.append(None if units is None else se)
-    return units
-
-
 def _units_from_se(phi, se):
-    """Units (n, G, P, O) with mean ``phi`` whose :func:`unit_std` is ``se``; ``None``
-    when every standard error is 0 (exact)."""
-    if not np.any(np.isnan(se)) and not np.any(se > 0):
-        return None
+    """Units (n, G, P, O) with mean ``phi`` whose :func:`unit_std` is ``se`` (not None:
+    some value is not exact)."""
     z = _unit_pattern(MAX_GROUPS)
     return phi[:, None] + z[None, :, None, None] * se[:, None] * np.sqrt(MAX_GROUPS)
 

@@ -594,28 +594,26 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         phi, base, units, paths = est.values, est.base, est.units, est.paths
         n, P = phi.shape[:2]
         n_units = 0 if units is None else units.shape[1]
+        worst = lambda v: np.nan_to_num(v, nan=np.inf).max(axis=(1, 2))  # noqa: E731
+        # the sampling's variance, unwidened (with knockoffs and units: their spread, below)
+        var_s = np.zeros(n) if est.std is None else worst((est.std / t_factor(est.dof)) ** 2)
         if not knockoffs:
-            std, dof = est.std, est.dof
-            var_s = np.zeros(n) if std is None else np.nan_to_num(
-                (std / t_factor(dof)) ** 2, nan=np.inf).max(axis=(1, 2))
-            return _KnockoffRows(phi, base, std, game.n_evaluations, n_units, var_s,
-                                 np.zeros(n), paths, dof=dof)
+            return _KnockoffRows(phi, base, est.std, game.n_evaluations, n_units, var_s,
+                                 np.zeros(n), paths, dof=est.dof)
         K = game.n_imputations
         per_draw = phi.reshape(n, P, K, n_out)
         crossed = (per_draw[:, None] if units is None else
                    units.reshape(n, n_units, P, K, n_out)).transpose(0, 1, 3, 2, 4)
-        if K == 1 and units is not None:
+        if K == 1 and est.std is not None:
             # one knockoff: the sampling alone, whose Student-t interval the engine gives
-            # (the frontier's units are synthetic: their number says nothing of its dof)
             std, dof = est.std, est.dof
         else:
             std, dof = crossed_std(crossed, return_dof=True)        # (n, P, O)
             std = t_widened(std, dof)
         # which source dominates: the sampling (spread over units) or the knockoffs
-        var_s = np.nan_to_num(unit_std(crossed.mean(axis=2)) ** 2, nan=np.inf).max(
-            axis=(1, 2)) if n_units else np.zeros(n)
-        var_k = np.nan_to_num(unit_std(crossed.mean(axis=1)) ** 2, nan=np.inf).max(
-            axis=(1, 2))
+        if units is not None:
+            var_s = worst(unit_std(crossed.mean(axis=2)) ** 2)
+        var_k = worst(unit_std(crossed.mean(axis=1)) ** 2)
         return _KnockoffRows(per_draw.mean(axis=2), base.reshape(n, K, n_out).mean(axis=1),
                              std, game.n_evaluations, n_units, var_s, var_k, paths, dof=dof)
 
