@@ -493,6 +493,22 @@ def test_every_algorithm_returns_its_units(name):
         assert units.shape[1] == 5 and np.isfinite(units).all()
 
 
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_a_game_without_rows_gives_empty_estimates(name):
+    # every algorithm of the table on a game of 0 rows: empty arrays of the players' shape,
+    # no evaluation (the permutation sampler reshaped its empty values and raised)
+    from sklearn_xai.shapley import estimate_shapley
+
+    rng = np.random.default_rng(0)
+    game = ImputationGame(lambda Z: Z.sum(axis=1), rng.normal(size=(0, 4)),
+                          rng.normal(size=(3, 4)))
+    kw = ({"design_seed": 0} if name == "frontier_shared" else
+          {"generators": None if name == "exact" else []})
+    est = estimate_shapley(game, name, None if name == "exact" else 4, **kw)
+    assert est.values.shape[:2] == (0, 4) and est.base.shape[0] == 0
+    assert est.n_evaluations == 0
+
+
 def test_per_imputation_game_averages_to_the_mean_game():
     rng = np.random.default_rng(0)
     X, R = rng.normal(size=(4, 3)), rng.normal(size=(4, 5, 3))

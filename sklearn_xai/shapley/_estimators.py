@@ -291,8 +291,8 @@ def permutation_shapley(game: Game, n_evals: int, generators: Sequence[np.random
     pos = np.argsort(perms, axis=2)                                   # position of each player
     t = np.arange(1, P)
     masks = pos[:, :, None, :] < t[None, None, :, None]               # (n, T, P-1, P)
-    inner = game.value(masks.reshape(n, -1, P)).reshape(n, n_perm, P - 1, -1)
-    O = inner.shape[-1]
+    O = ends.shape[-1]
+    inner = game.value(masks.reshape(n, n_perm * (P - 1), P)).reshape(n, n_perm, P - 1, O)
     V = np.empty((n, n_perm, P + 1, O))
     V[:, :, 0] = ends[:, None, 0]
     V[:, :, P] = ends[:, None, 1]
