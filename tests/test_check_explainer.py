@@ -141,6 +141,20 @@ def test_every_attribution_explainer_passes_in_its_exact_regime(X, name):
     check_explainer(EXACT_REGIMES[name](), X)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: ShearExplainer(n_evals=4, algorithm="frontier", random_state=0),
+    lambda: ShearExplainer(n_evals=4, algorithm="frontier_shared", random_state=0),
+    lambda: KnockoffSHAP(n_knockoffs=3, algorithm="frontier", random_state=0),
+    lambda: KnockoffSHAP(n_knockoffs=3, algorithm="frontier_shared", random_state=0),
+], ids=["shear-frontier", "shear-frontier_shared", "knockoff-frontier",
+        "knockoff-frontier_shared"])
+def test_the_frontier_algorithms_pass_where_they_sample(make):
+    # 14 players: at n_evals=4 the frontier samples (2**14 coalitions), so the axioms
+    # are checked on estimates, not on an enumeration
+    X = np.random.default_rng(0).normal(size=(80, 14))
+    check_explainer(make(), X)
+
+
 @pytest.mark.parametrize("family", ["xgboost", "lightgbm"])
 @pytest.mark.parametrize("perturbation", ["tree_path_dependent", "marginal"])
 def test_treeshap_passes_on_xgboost_and_lightgbm(X, family, perturbation):
