@@ -428,10 +428,11 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
     Standard errors (``Attribution.std``) measure the distance to the values with an
     unlimited budget: of the sampling algorithm (its units: antithetic pairs of
     permutations, or KernelSHAP's jackknife groups of complementary pairs;
-    ``extras["n_units"]`` of them) and, with knockoff imputation, of the ``K`` knockoff
-    draws (the values are the mean of the Shapley values of the ``K`` one-knockoff games,
-    so their spread over the knockoffs measures it; crossed with the sampling units in a
-    two-way random-effects estimate). ``None`` for exact values with marginal imputation.
+    ``extras["n_units"]`` of them; the frontier's come from its cross-fit, without units:
+    0, or with knockoffs the ``K`` per-knockoff estimates) and, with knockoff imputation,
+    of the ``K`` knockoff draws (the values are the mean of the Shapley values of the
+    ``K`` one-knockoff games, so their spread over the knockoffs measures it; crossed
+    with the sampling units in a two-way random-effects estimate). ``None`` for exact values with marginal imputation.
     They are Student-t widened: multiplied by ``t(0.975, nu) / z(0.975)`` with ``nu``
     their degrees of freedom (``Attribution.std_dof``, the shape of ``values``: the units'
     or the knockoffs' number less one, Satterthwaite's for the crossed estimate, the
