@@ -432,7 +432,8 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
     0, or with knockoffs the ``K`` per-knockoff estimates) and, with knockoff imputation,
     of the ``K`` knockoff draws (the values are the mean of the Shapley values of the
     ``K`` one-knockoff games, so their spread over the knockoffs measures it; crossed
-    with the sampling units in a two-way random-effects estimate). ``None`` for exact values with marginal imputation.
+    with the sampling units in a two-way random-effects estimate). ``None`` for exact
+    values with marginal imputation.
     They are Student-t widened: multiplied by ``t(0.975, nu) / z(0.975)`` with ``nu``
     their degrees of freedom (``Attribution.std_dof``, the shape of ``values``: the units'
     or the knockoffs' number less one, Satterthwaite's for the crossed estimate, the
