@@ -14,7 +14,7 @@ from sklearn_xai.shapley import (
     kernel_shapley,
     permutation_shapley,
 )
-from sklearn_xai.shapley._estimators import all_masks
+from sklearn_xai.shapley._estimators import all_masks, unit_std
 from sklearn_xai.testing import (
     DividendGame,
     check_dummy,
@@ -208,6 +208,30 @@ def test_checks_fail_with_clear_message():
         check_efficiency(wrong, game)
     with pytest.raises(AssertionError, match="Symmetry violated"):
         check_symmetry(wrong, game, 0, 1)
+
+
+def test_kernel_enumerates_a_row_whose_active_players_fit_the_budget():
+    # 12 players, one reference row: rows with 3 and 5 active players have 6 and 30
+    # coalitions, within n_evals * P = 48: exact values, those coalitions only; the row of
+    # 8 active players (254) is sampled
+    rng = np.random.default_rng(3)
+    ref = rng.normal(size=(1, 12))
+    X = np.repeat(ref, 3, axis=0)
+    for r, k in enumerate((3, 5, 8)):
+        X[r, :k] = rng.normal(size=k)
+
+    def f(Z):
+        return np.tanh(Z[:, 0] * Z[:, 1] * Z[:, 2]) + np.sin(Z[:, 3] * Z[:, 4]) + Z[:, 7]
+
+    game = ImputationGame(f, X, ref)
+    truth = exact_shapley(game)[0]
+    game.n_evaluations = 0
+    phi, _, units = kernel_shapley(game, 4, _gens(3), return_units=True)
+    np.testing.assert_allclose(phi[:2], truth[:2], atol=1e-12)
+    assert np.abs(phi[2] - truth[2]).max() > 1e-6
+    assert game.n_evaluations == 3 * 2 + 6 + 30 + 48        # ends, exact, exact, sampled
+    std = unit_std(units)
+    assert (std[:2] == 0).all() and (std[2] > 0).any()
 
 
 def test_kernel_gives_exact_zero_to_players_equal_to_the_reference():
