@@ -428,7 +428,6 @@ def _kernel_row_plan(players, P, n_pairs, G, rng):
     C = 2 * n_pairs
     if Pa < 2:                   # phi is v(all) - v(empty) or nothing: no coalition needed
         return np.zeros((0, P), dtype=bool), np.ones(0), np.full(0, -1)
-    masks = np.zeros((C, P), dtype=bool)
     if 2**Pa - 2 <= C:
         sub = all_masks(Pa)[1:-1]
         sizes = sub.sum(axis=1)
@@ -438,24 +437,25 @@ def _kernel_row_plan(players, P, n_pairs, G, rng):
             sub.shape[0], -1)
     sizes_support, probs = _kernel_size_probs(Pa)
     mass = (Pa - 1) / (sizes_support * (Pa - sizes_support))     # of each size, all subsets
-    left, m_left, enum = n_pairs, mass.sum(), []
+    left, m_left, enumerated = n_pairs, mass.sum(), []
     for s in range(1, Pa // 2 + 1):
         paired = mass[s - 1] + (mass[Pa - s - 1] if 2 * s != Pa else 0.0)
         pairs = comb(Pa, s) // (2 if 2 * s == Pa else 1)
         if pairs > left - G or left * paired / m_left < pairs:
             break
-        enum.append(s)
+        enumerated.append(s)
         left -= pairs
         m_left -= paired
-    if enum:
-        keep = ~np.isin(np.minimum(sizes_support, Pa - sizes_support), enum)
+    if enumerated:
+        keep = ~np.isin(np.minimum(sizes_support, Pa - sizes_support), enumerated)
         draw_sizes, draw_probs = sizes_support[keep], probs[keep] / probs[keep].sum()
     else:
         draw_sizes, draw_probs = sizes_support, probs
     done = 0
+    masks = np.zeros((C, P), dtype=bool)
     weights = np.ones(C)
     groups = np.full(C, -1)
-    for s in enum:
+    for s in enumerated:
         sub = np.array(list(combinations(range(Pa), s)), dtype=np.intp)
         if 2 * s == Pa:              # each coalition with its complement, once
             sub = sub[sub[:, 0] == 0]
