@@ -20,6 +20,7 @@ groups of complementary pairs; ``None`` when the estimate is exact.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import combinations
 from math import ceil, comb, factorial
 from typing import TYPE_CHECKING
@@ -164,6 +165,39 @@ def all_masks(n_players):
     """
     codes = np.arange(2**n_players, dtype=np.int64)
     return ((codes[:, None] >> np.arange(n_players)) & 1).astype(bool)
+
+
+def _read_only(*arrays):
+    """The arrays, made read-only (they are cached and shared)."""
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
+
+
+@lru_cache(maxsize=64)
+def _pair_strata(Pa):
+    """Pair strata k = 1..Pa//2: number of complementary pairs and kernel weight per pair.
+
+    A pair {S, complement} with ``min(|S|, Pa - |S|) = k``; the Shapley kernel weight of a
+    coalition of size ``s`` is ``(Pa - 1) / (C(Pa, s) s (Pa - s))``, the same for both
+    members of a pair, so a pair weighs twice that in the odd-part regression.
+    """
+    ks = np.arange(1, Pa // 2 + 1)
+    # Python integers throughout: C(Pa, k) k (Pa - k) passes 2**63 from Pa = 61 on
+    m = np.array([comb(Pa, k) // (2 if 2 * k == Pa else 1) for k in range(1, Pa // 2 + 1)],
+                 dtype=np.float64)
+    w = np.array([2.0 * (Pa - 1) / (comb(Pa, k) * k * (Pa - k)) for k in range(1, Pa // 2 + 1)])
+    return _read_only(ks, m, w)
+
+
+@lru_cache(maxsize=256)
+def _stratum_masks(Pa, k, middle):
+    """Every pair of stratum k as the mask of one member (the one holding player 0 in
+    the middle stratum), read-only."""
+    reps = [c for c in combinations(range(Pa), k) if not middle or c[0] == 0]
+    out = np.zeros((len(reps), Pa), dtype=bool)
+    out[np.repeat(np.arange(len(reps)), k), np.array(reps, dtype=np.intp).ravel()] = True
+    return _read_only(out)[0]
 
 
 def shapley_weights(n_players):
@@ -374,40 +408,30 @@ def kernel_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Gene
         phi = (v1 - v0)[:, None, :]
         return (phi, v0.copy(), None) if return_units else (phi, v0.copy())
     n_sample = n_evals * P
-    if n_sample >= 2**P - 2:
-        masks = all_masks(P)[1:-1]
-        sizes = masks.sum(axis=1)
-        weights = (P - 1) / (comb_array(P, sizes) * sizes * (P - sizes))
-        vals = game.value(masks)
-        masks = np.broadcast_to(masks, (n,) + masks.shape)
-        weights = np.broadcast_to(weights, (n, weights.size))
-    else:
-        # Players that cannot change a row's value (x equals every imputation row there)
-        # are dummies with phi = 0 exactly; coalitions are drawn over the others only.
-        active = game.active_players() if hasattr(game, "active_players") else np.ones(
-            (n, P), dtype=bool)
-        n_pairs = n_sample // 2
-        # the jackknife's groups of sampled pairs: a number set by the budget alone, so
-        # that every row has as many units (the enumerated strata leave at least G pairs)
-        G = max(1, min(n_pairs, MAX_JACKKNIFE_GROUPS))
-        plans = [_kernel_row_plan(np.flatnonzero(active[r]), P, n_pairs, G, rng)
-                 for r, rng in enumerate(generators)]
-        vals = game.value_each([m for m, _, _ in plans])
-        phi = np.zeros((n, P, v0.shape[-1]))
-        units = np.zeros((n, G) + phi.shape[1:]) if return_units else None
-        for r, (m, w, grp) in enumerate(plans):
-            exact_row = not np.any(grp >= 0)
-            fit, u = _constrained_wls(m[None], vals[r][None], w[None], v0[r:r + 1],
-                                      v1[r:r + 1], active[r:r + 1],
-                                      grp if return_units and not exact_row else None)
-            phi[r] = fit[0]
-            if return_units:
-                units[r] = fit[0][None] if exact_row else u[0]
-        if return_units and not any(np.any(g >= 0) for _, _, g in plans):
-            units = None                                     # every row exact
-        return (phi, v0.copy(), units) if return_units else (phi, v0.copy())
-    phi, _ = _constrained_wls(masks, vals, weights, v0, v1)
-    return (phi, v0.copy(), None) if return_units else (phi, v0.copy())
+    # Players that cannot change a row's value (x equals every imputation row there) are
+    # dummies with phi = 0 exactly; coalitions are drawn (or enumerated) over the others.
+    active = game.active_players() if hasattr(game, "active_players") else np.ones(
+        (n, P), dtype=bool)
+    n_pairs = n_sample // 2
+    # the jackknife's groups of sampled pairs: a number set by the budget alone, so that
+    # every row has as many units (the enumerated strata leave at least G pairs)
+    G = max(1, min(n_pairs, MAX_JACKKNIFE_GROUPS))
+    plans = [_kernel_row_plan(np.flatnonzero(active[r]), P, n_pairs, G, rng)
+             for r, rng in enumerate(generators)]
+    vals = game.value_each([m for m, _, _ in plans])
+    phi = np.zeros((n, P, v0.shape[-1]))
+    units = np.zeros((n, G) + phi.shape[1:]) if return_units else None
+    for r, (m, w, grp) in enumerate(plans):
+        exact_row = not np.any(grp >= 0)
+        fit, u = _constrained_wls(m[None], vals[r][None], w[None], v0[r:r + 1],
+                                  v1[r:r + 1], active[r:r + 1],
+                                  grp if return_units and not exact_row else None)
+        phi[r] = fit[0]
+        if return_units:
+            units[r] = fit[0][None] if exact_row else u[0]
+    if return_units and not any(np.any(g >= 0) for _, _, g in plans):
+        units = None                                             # every row exact
+    return (phi, v0.copy(), units) if return_units else (phi, v0.copy())
 
 
 def _kernel_row_plan(players, P, n_pairs, G, rng):
@@ -437,10 +461,11 @@ def _kernel_row_plan(players, P, n_pairs, G, rng):
             sub.shape[0], -1)
     sizes_support, probs = _kernel_size_probs(Pa)
     mass = (Pa - 1) / (sizes_support * (Pa - sizes_support))     # of each size, all subsets
+    _, n_stratum, w_pair = _pair_strata(Pa)
     left, m_left, enumerated = n_pairs, mass.sum(), []
     for s in range(1, Pa // 2 + 1):
         paired = mass[s - 1] + (mass[Pa - s - 1] if 2 * s != Pa else 0.0)
-        pairs = comb(Pa, s) // (2 if 2 * s == Pa else 1)
+        pairs = int(n_stratum[s - 1])
         if pairs > left - G or left * paired / m_left < pairs:
             break
         enumerated.append(s)
@@ -456,17 +481,16 @@ def _kernel_row_plan(players, P, n_pairs, G, rng):
     weights = np.ones(C)
     groups = np.full(C, -1)
     for s in enumerated:
-        sub = np.array(list(combinations(range(Pa), s)), dtype=np.intp)
-        if 2 * s == Pa:              # each coalition with its complement, once
-            sub = sub[sub[:, 0] == 0]
-        block = np.zeros((sub.shape[0], P), dtype=bool)
-        block[np.arange(sub.shape[0])[:, None], players[sub]] = True
-        k = block.shape[0]
+        # each pair once, as the member holding player 0 in the middle stratum
+        reps = _stratum_masks(Pa, s, 2 * s == Pa)
+        k = reps.shape[0]
+        block = np.zeros((k, P), dtype=bool)
+        block[:, players] = reps
         masks[done:done + 2 * k:2] = block
         masks[done + 1:done + 2 * k:2] = ~block
-        # kernel weight per coalition, on the scale where a drawn one weighs 1
-        weights[done:done + 2 * k] = (Pa - 1) / (comb(Pa, s) * s * (Pa - s)) * (
-            2 * left / m_left)
+        # kernel weight per coalition (half a pair's), on the scale where a drawn one
+        # weighs 1
+        weights[done:done + 2 * k] = w_pair[s - 1] / 2 * (2 * left / m_left)
         done += 2 * k
     for k, s in enumerate(rng.choice(draw_sizes, size=left, p=draw_probs)):
         masks[done + 2 * k, rng.choice(players, size=s, replace=False)] = True

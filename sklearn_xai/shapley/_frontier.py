@@ -24,7 +24,10 @@ from ._estimators import (
     _check_generators,
     _check_n_evals,
     _far_scale,
+    _pair_strata,
+    _read_only,
     _root_sum_squares,
+    _stratum_masks,
     all_masks,
     shapley_weights,
     unit_std,
@@ -43,40 +46,6 @@ MAX_GROUPS = 20
 
 
 # --------------------------------------------------------------------------- design
-
-def _read_only(*arrays):
-    """The arrays, made read-only (they are cached and shared)."""
-    for a in arrays:
-        a.setflags(write=False)
-    return arrays
-
-
-@lru_cache(maxsize=64)
-def _pair_strata(Pa):
-    """Pair strata k = 1..Pa//2: number of complementary pairs and kernel weight per pair.
-
-    A pair {S, complement} with ``min(|S|, Pa - |S|) = k``; the Shapley kernel weight of a
-    coalition of size ``s`` is ``(Pa - 1) / (C(Pa, s) s (Pa - s))``, the same for both
-    members of a pair, so a pair weighs twice that in the odd-part regression.
-    """
-    ks = np.arange(1, Pa // 2 + 1)
-    # Python integers throughout: C(Pa, k) k (Pa - k) passes 2**63 from Pa = 61 on
-    m = np.array([comb(Pa, k) // (2 if 2 * k == Pa else 1) for k in range(1, Pa // 2 + 1)],
-                 dtype=np.float64)
-    w = np.array([2.0 * (Pa - 1) / (comb(Pa, k) * k * (Pa - k)) for k in range(1, Pa // 2 + 1)])
-    return _read_only(ks, m, w)
-
-
-@lru_cache(maxsize=256)
-def _stratum_masks(Pa, k, middle):
-    """Every pair of stratum k as the mask of one member (the one holding player 0 in
-    the middle stratum), read-only."""
-    from itertools import combinations
-    reps = [c for c in combinations(range(Pa), k) if not middle or c[0] == 0]
-    out = np.zeros((len(reps), Pa), dtype=bool)
-    out[np.repeat(np.arange(len(reps)), k), np.array(reps, dtype=np.intp).ravel()] = True
-    return _read_only(out)[0]
-
 
 def _systematic(q, rng):
     """Integers n_k in {floor q_k, ceil q_k} with sum(n) = sum(q) (an integer), E n_k = q_k:
