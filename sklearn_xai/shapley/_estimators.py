@@ -434,6 +434,15 @@ def kernel_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Gene
     return (phi, v0.copy(), units) if return_units else (phi, v0.copy())
 
 
+@lru_cache(maxsize=32)
+def _kernel_exact_design(Pa):
+    """Every non-trivial coalition of ``Pa`` players (``2**Pa - 2``, Pa) and its kernel
+    weight, read-only (the rows with as many active players share them)."""
+    sub = all_masks(Pa)[1:-1]
+    sizes = sub.sum(axis=1)
+    return _read_only(sub, (Pa - 1) / (comb_array(Pa, sizes) * sizes * (Pa - sizes)))
+
+
 def _kernel_row_plan(players, P, n_pairs, G, rng):
     """One row's KernelSHAP design over its active ``players``: ``(masks (C, P), weights
     (C,), groups (C,))``.
@@ -453,12 +462,10 @@ def _kernel_row_plan(players, P, n_pairs, G, rng):
     if Pa < 2:                   # phi is v(all) - v(empty) or nothing: no coalition needed
         return np.zeros((0, P), dtype=bool), np.ones(0), np.full(0, -1)
     if 2**Pa - 2 <= C:
-        sub = all_masks(Pa)[1:-1]
-        sizes = sub.sum(axis=1)
+        sub, weights = _kernel_exact_design(Pa)
         masks = np.zeros((sub.shape[0], P), dtype=bool)
         masks[:, players] = sub
-        return masks, (Pa - 1) / (comb_array(Pa, sizes) * sizes * (Pa - sizes)), np.full(
-            sub.shape[0], -1)
+        return masks, weights, np.full(sub.shape[0], -1)
     sizes_support, probs = _kernel_size_probs(Pa)
     mass = (Pa - 1) / (sizes_support * (Pa - sizes_support))     # of each size, all subsets
     _, n_stratum, w_pair = _pair_strata(Pa)
