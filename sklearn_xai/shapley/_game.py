@@ -41,6 +41,14 @@ def group_matrix(groups, n_features):
     return G
 
 
+def _differing_players(differs, G):
+    """The players holding a column that differs: ``differs`` (..., M) bool over the
+    columns, ``G`` (P, M) the players' membership (bool or 0/1) -> (..., P) bool. The
+    counts are taken in float32, exact below 2**24 columns (in uint8 they wrapped at 256:
+    a player of 256 differing columns looked like a dummy)."""
+    return differs.astype(np.float32) @ np.asarray(G, dtype=np.float32).T > 0
+
+
 class Game(metaclass=ABCMeta):
     """A cooperative game per explained row: the protocol of every Shapley estimator.
 
@@ -330,8 +338,7 @@ class ImputationGame(Game):
         R = self.imputation if not self._shared else np.broadcast_to(
             self.imputation, (self.n_rows,) + self.imputation.shape[1:])
         same = np.all(self.X[:, None, :] == R, axis=1)            # (n, M)
-        # counts of a player's unequal columns, exact in float32 below 2**24 columns
-        return (~same).astype(np.float32) @ self._G.T.astype(np.float32) > 0
+        return _differing_players(~same, self._G)
 
     def imputation_components(self) -> tuple[ImputationGame, int] | None:
         """The game of each imputation row: ``v_r(S) = mean_k f(x_S, R_k[~S])``.

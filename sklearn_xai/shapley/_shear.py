@@ -47,7 +47,7 @@ from ._estimators import (
     estimate_shapley,
     tol_reached,
 )
-from ._game import Game, ImputationGame
+from ._game import Game, ImputationGame, _differing_players
 
 if TYPE_CHECKING:
     from typing import Any, Literal
@@ -681,9 +681,7 @@ class _TorchReferenceGame(Game):
     def active_players(self):
         """Players whose columns differ from the reference in the row (the others are
         dummies of the row's game), (n_rows, n_players) bool."""
-        differs = ~(self.X == self.reference)                         # (n, d); NaN differs
-        # how many of each player's columns differ (small integers: exact in float32)
-        return differs.astype(np.float32) @ self._player_map.T > 0
+        return _differing_players(~(self.X == self.reference), self._player_map)  # NaN differs
 
     def _tensors(self):
         """The game's rows and reference as tensors, the player of each column, the
