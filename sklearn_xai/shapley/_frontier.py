@@ -554,25 +554,23 @@ class _SpdSolver:
     __slots__ = ("L", "A")
 
     def __init__(self, A):
+        # LAPACK's Cholesky directly: the fits are small and many, and numpy's wrappers
+        # cost as much as the arithmetic
         L, info = dpotrf(A, lower=1, clean=0)
-        self.L, self.A = (None, _from_lower(A)) if info else (L, None)
+        self.L, self.A = (None, A) if info else (L, None)
 
     def __call__(self, B):
         if self.L is None:
-            return np.linalg.lstsq(self.A, B, rcond=None)[0]
+            return np.linalg.lstsq(_from_lower(self.A), B, rcond=None)[0]
         return dpotrs(self.L, B, lower=1)[0]
 
 
 def _cholesky_solve(A, B):
-    """``A^-1 B`` for a symmetric positive definite ``A`` through LAPACK's Cholesky
-    directly (the fits are small and many: numpy's wrappers cost as much as the
-    arithmetic); None when ``A`` is not numerically positive definite. Only the lower
+    """``A^-1 B`` by :class:`_SpdSolver`'s Cholesky factor; None when ``A`` is not
+    numerically positive definite (the caller has its own fallback). Only the lower
     triangle of ``A`` is read."""
-    L, info = dpotrf(A, lower=1, clean=0)
-    if info:
-        return None
-    X, info = dpotrs(L, B, lower=1)
-    return None if info else X
+    solve = _SpdSolver(A)
+    return None if solve.L is None else solve(B)
 
 
 def _spd_solve(A, B):
