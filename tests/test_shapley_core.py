@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from sklearn_xai.shapley import (
     ALGORITHMS,
     ImputationGame,
+    estimate_shapley,
     exact_shapley,
     kernel_shapley,
     permutation_shapley,
@@ -137,6 +138,27 @@ def test_imputation_game_matches_hand_computation():
     assert game.n_evaluations == 4
     phi, base = exact_shapley(game)
     np.testing.assert_allclose(phi.sum(axis=1)[:, 0] + base[:, 0], f(X)[:, 0])
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_imputation_game_names_a_plain_callables_bad_outputs(algorithm):
+    # a plain callable is not behind an explainer's model adapter: the game checks it
+    X = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]])
+    R = np.zeros((2, 3))
+
+    def nan_when_first_kept(Z):
+        return np.where(Z[:, 0] == 1.0, np.nan, Z.sum(axis=1))
+
+    game = ImputationGame(nan_when_first_kept, X, R)
+    kw = {"design_seed": 0} if algorithm == "frontier_shared" else {
+        "generators": [np.random.default_rng(r) for r in range(2)]}
+    with pytest.raises(ValueError, match="model_fn returned NaN or infinite values"):
+        estimate_shapley(game, algorithm, 2, **kw)
+    short = ImputationGame(lambda Z: Z.sum(axis=1)[:-1], X, R)
+    with pytest.raises(ValueError, match=r"shape \(3,\) for 4 input rows"):
+        short.value(np.ones((2, 3), dtype=bool), rows=slice(0, 1))
+    with pytest.raises(ValueError, match="one row per input row"):
+        short.value_each([np.ones((1, 3), dtype=bool)] * 2)
 
 
 def test_imputation_game_groups_and_per_row_imputation():
