@@ -84,6 +84,20 @@ class TableGame(Game):
         self._count(row_ids.size, masks.shape[-2], count)
         return out[:, :, None]
 
+    def value_each(self, masks, count=True):
+        # every row's coalitions in one lookup, as ImputationGame packs them into one
+        # model call (the base class's one value call per coalition count would time
+        # the table's bookkeeping as the estimator's)
+        sizes = np.array([m.shape[0] for m in masks], dtype=np.int64)
+        if len(masks) != self.n_rows:
+            raise ValueError("value_each needs one mask block per row.")
+        allm = np.concatenate([np.asarray(m, dtype=bool).reshape(-1, self._P) for m in masks])
+        codes = allm.astype(np.int64) @ (np.int64(1) << np.arange(self._P, dtype=np.int64))
+        vals = self.tables[np.repeat(np.arange(self.n_rows), sizes), codes][:, None]
+        if count:
+            self.n_evaluations += int(sizes.sum())
+        return np.split(vals, np.cumsum(sizes)[:-1])
+
 
 # --------------------------------------------------------------------------- games
 
