@@ -1338,29 +1338,52 @@ def _values_each(game, plans, known, active):
     """:func:`_values` by one :meth:`~Game.value_each` call over the rows (the known
     border coalitions left out and filled in)."""
     masks = [None] * game.n_rows
+    fills = []
     for p in plans:
-        for i, r in enumerate(p.rows):
-            masks[r] = p.masks[i]
-    fill = {}
-    for r in known:
-        m = masks[r]
-        if not m.shape[0]:
+        has = np.array([int(r) in known for r in p.rows], dtype=bool)
+        C = p.masks.shape[1]
+        if not has.any() or not C:
+            for i, r in enumerate(p.rows):
+                masks[r] = p.masks[i]
+            fills.append(None)
             continue
-        # the row of known[r] of each coalition: 2 i for {i}, 2 i + 1 for all - i
-        sub = m[:, active[r]]
-        size = sub.sum(axis=1)
-        at = np.where(size == 1, 2 * sub.argmax(axis=1),
-                      np.where(size == sub.shape[1] - 1, 2 * sub.argmin(axis=1) + 1, -1))
-        masks[r] = m[at < 0]
-        fill[r] = at
+        # a plan's rows share their coalitions over their own active players (_blocks),
+        # so the positions of their known ones too
+        if p.kind == "shared":
+            at, asked, given = p.extra.border
+        else:
+            i0 = int(np.argmax(has))
+            at, asked, given = _border_positions(p.masks[i0][:, p.players[i0]])
+        for i, r in enumerate(p.rows):
+            masks[r] = p.masks[i][asked] if has[i] else p.masks[i]
+        fills.append((has, at, asked, given))
     vals = game.value_each(masks)
-    for r, at in fill.items():
-        v = np.empty((at.size,) + vals[r].shape[1:])
-        v[at < 0] = vals[r]
-        v[at >= 0] = known[r][at[at >= 0]]
-        vals[r] = v
-    return [np.stack([vals[r] for r in p.rows]) if p.rows.size > 1 else vals[p.rows[0]][None]
-            for p in plans]
+    out = []
+    for p, fill in zip(plans, fills):
+        if fill is None:
+            out.append(np.stack([vals[r] for r in p.rows]) if p.rows.size > 1 else
+                       vals[p.rows[0]][None])
+            continue
+        has, at, asked, given = fill
+        v = np.empty((p.rows.size, at.size, vals[p.rows[0]].shape[-1]))
+        for i, r in enumerate(p.rows):
+            if has[i]:
+                v[i, asked] = vals[r]
+                v[i, given] = known[int(r)][at[given]]
+            else:
+                v[i] = vals[r]
+        out.append(v)
+    return out
+
+
+def _border_positions(local):
+    """Where the coalitions ``local`` (C, Pa) over a row's active players stand among its
+    size-1 pairs' values (:func:`_border_values`: ``2 i`` for ``{i}``, ``2 i + 1`` for
+    ``all - i``; -1 for the others), and the positions of the others and of those."""
+    size = local.sum(axis=1)
+    at = np.where(size == 1, 2 * local.argmax(axis=1),
+                  np.where(size == local.shape[1] - 1, 2 * local.argmin(axis=1) + 1, -1))
+    return at, np.flatnonzero(at < 0), np.flatnonzero(at >= 0)
 
 
 def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, pool=None,
@@ -1577,7 +1600,7 @@ def _plan_rows(active, budget, generators, cfg, xfit, design_seed=None, with_se=
         Pa, n_pairs, stream = (int(k) for k in keys[at[0]])
         sd = _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream, knobs)
         plans.append(_Plan("shared", rows,
-                           _blocks(_pair_masks(sd.S, np.arange(Pa), Pa), active[rows], ends),
+                           _blocks(sd.local, active[rows], ends),
                            players_of(rows, Pa), sd))
     return plans
 
@@ -2076,9 +2099,12 @@ class _SharedDesign:
     the plain fit's linear map,
     applied to ``[y; yN]``, and ``M`` (rows, n + 1): the standard error's linear maps
     stacked, with ``parts`` naming their row slices (the fit's map stands alone so that
-    the values do not depend on ``with_se``)."""
+    the values do not depend on ``with_se``); ``local`` (2 n, Pa): the pairs' coalitions
+    over the active players (:func:`_pair_masks`) and ``border`` their size-1 pairs'
+    positions (:func:`_border_positions`)."""
 
-    __slots__ = ("S", "W", "strat", "incl", "extra", "kind", "full", "M", "parts", "folds")
+    __slots__ = ("S", "W", "strat", "incl", "extra", "kind", "full", "M", "parts", "folds",
+                 "local", "border")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -2110,7 +2136,9 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None)
     S, W, strat, incl, extra = _design(Pa, n_pairs, rng, cfg["alloc"], cfg["ht"],
                                        unit=cfg["folds"])
     n = S.shape[0]
-    sd = _SharedDesign(S=S, W=W, strat=strat, incl=incl, extra=extra, kind="border")
+    local = _pair_masks(S, np.arange(Pa), Pa)
+    sd = _SharedDesign(S=S, W=W, strat=strat, incl=incl, extra=extra, kind="border",
+                       local=local, border=_border_positions(local))
     if 8 * n * (n + 1) * Pa > _MAP_MAX_BYTES and not _is_border(S):
         sd.kind = "rowwise"
     elif not _is_border(S):
@@ -2139,7 +2167,7 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None)
         sd.kind, sd.full = kind, np.ascontiguousarray(full)
         sd.M = np.ascontiguousarray(np.vstack(maps)) if maps else None
         sd.parts = {nm: slice(int(a), int(b)) for nm, a, b in zip(names, sizes[:-1], sizes[1:])}
-    for a in (sd.S, sd.W, sd.strat, sd.incl, sd.extra, sd.full, sd.M):
+    for a in (sd.S, sd.W, sd.strat, sd.incl, sd.extra, sd.full, sd.M, sd.local, *sd.border):
         if a is not None:
             a.flags.writeable = False
     _shared_cache.put(key, sd)
@@ -2147,7 +2175,7 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None)
 
 
 def _design_bytes(sd):
-    return sum(a.nbytes for a in (sd.S, sd.full, sd.M) if a is not None)
+    return sum(a.nbytes for a in (sd.S, sd.full, sd.M, sd.local) if a is not None)
 
 
 def _shared_solve(sd, vals, v0, v1, cfg, with_se):
