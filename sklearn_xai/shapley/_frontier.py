@@ -1450,14 +1450,19 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
 
 def _path_name(plan, cfg):
     """The path of the rows of ``plan`` (see :func:`frontier_components`)."""
-    if plan.kind in ("shared", "fit"):
-        S, strat = ((plan.extra.S, plan.extra.strat) if plan.kind == "shared" else
-                    (plan.extra[0], plan.extra[2]))
-        if _is_border(S) or not np.any(strat >= 0):
-            # whole coalition sizes from the border only, nothing sampled
-            return "border"
-        return "linear" if _too_wide(S.shape[0], S.shape[1], cfg) else "sampled"
+    if plan.kind == "shared":
+        return plan.extra.path
+    if plan.kind == "fit":
+        return _design_path(plan.extra[0], plan.extra[2], cfg)
     return {"done": "dummy", "exact": "exact"}[plan.kind]
+
+
+def _design_path(S, strat, cfg):
+    """The path of a row sampled with the pairs ``S`` of strata ``strat``."""
+    if _is_border(S) or not np.any(strat >= 0):
+        # whole coalition sizes from the border only, nothing sampled
+        return "border"
+    return "linear" if _too_wide(S.shape[0], S.shape[1], cfg) else "sampled"
 
 
 def _order3_unknowns(n_pairs, Pa):
@@ -1615,6 +1620,7 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
     se = np.zeros(phi.shape) if return_units else None
     df = np.full(phi.shape, np.inf) if return_units else None
     sampled = False
+    near = _near_one(plans, vals, v0, v1)
     for p, v in zip(plans, vals):
         rows, players = p.rows, p.players
         if p.kind == "done":
@@ -1629,7 +1635,8 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
                        + c1[:, None] * v1[rows][:, None, :])
             continue
         if p.kind == "shared":
-            est, s, d = _shared_solve(p.extra, v, v0[rows], v1[rows], cfg, return_units)
+            est, s, d = _shared_solve(p.extra, v, v0[rows], v1[rows], cfg, return_units,
+                                      near)
         else:
             r = int(rows[0])
             _, est, s, d = _solve_scaled((players[0], *p.extra), v[0], v0[r], v1[r], cfg,
@@ -1639,6 +1646,19 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
         if return_units:
             se[at], df[at], sampled = s, d, True
     return (se if sampled else None), df
+
+
+def _near_one(plans, vals, v0, v1):
+    """Whether no row of the shared plans needs :func:`_far_scale`'s rescaling: every
+    row's ends reach ``1 / FAR_BOUND`` (so its largest value does) and no value exceeds
+    ``FAR_BOUND``; one check for the call instead of one per plan (False sends every
+    plan through its own)."""
+    shared = [v for p, v in zip(plans, vals) if p.kind == "shared"]
+    if not shared or not v0.size:
+        return False
+    ends = np.maximum(np.abs(v0).max(axis=1), np.abs(v1).max(axis=1))
+    top = max(float(np.abs(v).max(initial=0.0)) for v in shared)
+    return bool(ends.min() >= 1.0 / FAR_BOUND and max(top, ends.max()) <= FAR_BOUND)
 
 
 def _solve_scaled(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
@@ -2101,10 +2121,10 @@ class _SharedDesign:
     stacked, with ``parts`` naming their row slices (the fit's map stands alone so that
     the values do not depend on ``with_se``); ``local`` (2 n, Pa): the pairs' coalitions
     over the active players (:func:`_pair_masks`) and ``border`` their size-1 pairs'
-    positions (:func:`_border_positions`)."""
+    positions (:func:`_border_positions`); ``path`` its rows' (:func:`_design_path`)."""
 
     __slots__ = ("S", "W", "strat", "incl", "extra", "kind", "full", "M", "parts", "folds",
-                 "local", "border")
+                 "local", "border", "path")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -2138,7 +2158,8 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None)
     n = S.shape[0]
     local = _pair_masks(S, np.arange(Pa), Pa)
     sd = _SharedDesign(S=S, W=W, strat=strat, incl=incl, extra=extra, kind="border",
-                       local=local, border=_border_positions(local))
+                       local=local, border=_border_positions(local),
+                       path=_design_path(S, strat, cfg))
     if 8 * n * (n + 1) * Pa > _MAP_MAX_BYTES and not _is_border(S):
         sd.kind = "rowwise"
     elif not _is_border(S):
@@ -2178,13 +2199,14 @@ def _design_bytes(sd):
     return sum(a.nbytes for a in (sd.S, sd.full, sd.M, sd.local) if a is not None)
 
 
-def _shared_solve(sd, vals, v0, v1, cfg, with_se):
+def _shared_solve(sd, vals, v0, v1, cfg, with_se, near=False):
     """Estimates of the rows that share the design ``sd`` from their pairs' values
     ``vals`` (R, 2 n, O) (a coalition, then its complement) and ends ``v0``, ``v1`` (R,
     O): ``(est, se, df)``, each (R, Pa, O) (``se`` NaN where a row has no error estimate;
     ``None`` and ``inf`` without ``with_se``). Each row's numbers come from one
     matrix-vector product per output and sums over its own pairs, players or folds: a
-    row's result does not depend on the other rows."""
+    row's result does not depend on the other rows. ``near``: the caller checked that no
+    row is far from 1 (:func:`_near_one`)."""
     R, _, O = vals.shape
     if sd.kind == "rowwise":
         return _shared_rowwise(sd, vals, v0, v1, cfg, with_se)
@@ -2192,17 +2214,24 @@ def _shared_solve(sd, vals, v0, v1, cfg, with_se):
         # numpy sums a lone column's entries pairwise (as one contiguous run), two or more
         # columns entry by entry: the row twice takes the arithmetic of any larger call
         est, se, df = _shared_solve(sd, np.repeat(vals, 2, axis=0), np.repeat(v0, 2, axis=0),
-                                    np.repeat(v1, 2, axis=0), cfg, with_se)
+                                    np.repeat(v1, 2, axis=0), cfg, with_se, near)
         return est[:1], (None if se is None else se[:1]), (df if se is None else df[:1])
     Pa = sd.S.shape[1]
     # a row far from 1 in a power-of-two scale (exact): its squares would over- or underflow
     # (_far_scale, called for the rows whose largest value is outside its bounds only)
-    top = np.maximum(np.abs(vals).max(axis=(1, 2)), np.abs(np.hstack([v0, v1])).max(axis=1))
-    c = np.ones((R, 1))
-    for r in np.flatnonzero(~((top >= 1.0 / FAR_BOUND) & (top <= FAR_BOUND)) & (top != 0)):
-        c[r] = _far_scale(vals[r], v0[r], v1[r])
-    vS, vC = vals[:, 0::2] / c[:, :, None], vals[:, 1::2] / c[:, :, None]       # (R, n, O)
-    v0c, v1c = v0 / c, v1 / c
+    if near:
+        # the scale would be 1 for every row: the same numbers, without dividing by it
+        c = None
+        vS, vC, v0c, v1c = vals[:, 0::2], vals[:, 1::2], v0, v1
+    else:
+        top = np.maximum(np.abs(vals).max(axis=(1, 2)),
+                         np.abs(np.hstack([v0, v1])).max(axis=1))
+        c = np.ones((R, 1))
+        for r in np.flatnonzero(~((top >= 1.0 / FAR_BOUND) & (top <= FAR_BOUND))
+                                & (top != 0)):
+            c[r] = _far_scale(vals[r], v0[r], v1[r])
+        vS, vC = vals[:, 0::2] / c[:, :, None], vals[:, 1::2] / c[:, :, None]   # (R, n, O)
+        v0c, v1c = v0 / c, v1 / c
     yN = (v1c - v0c) / 2.0
     C = R * O
 
@@ -2242,11 +2271,12 @@ def _shared_solve(sd, vals, v0, v1, cfg, with_se):
             se = np.full(est.shape, np.nan)
         est = _project(est, 2 * yN.ravel())
     back = lambda a: a.reshape(Pa, R, O).transpose(1, 0, 2)       # noqa: E731
-    est = back(est) * c[:, :, None]
+    est = back(est) if c is None else back(est) * c[:, :, None]
     if not with_se:
         return est, None, np.inf
     df = np.broadcast_to(np.asarray(df, dtype=np.float64), (Pa, C))
-    return est, back(se) * c[:, :, None], back(np.array(df))
+    se = back(se) if c is None else back(se) * c[:, :, None]
+    return est, se, back(np.array(df))
 
 
 def _shared_rowwise(sd, vals, v0, v1, cfg, with_se):
