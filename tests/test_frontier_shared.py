@@ -101,6 +101,9 @@ def test_a_rows_result_depends_only_on_the_row_and_the_seed():
         for rows in ([3], [8, 0, 4], list(range(8, -1, -1))):
             part = _shared(game_rows(game, rows), n_evals, 5, return_units=True)
             np.testing.assert_array_equal(part[0], whole[0][rows])
+            # and without standard errors (a lone row's own path, _shared_solve)
+            np.testing.assert_array_equal(_shared(game_rows(game, rows), n_evals, 5)[0],
+                                          whole[0][rows])
             if se is not None:
                 np.testing.assert_array_equal(unit_std(part[2]), se[rows])
         # the cached maps and freshly computed ones give the same bits

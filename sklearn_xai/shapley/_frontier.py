@@ -2210,9 +2210,12 @@ def _shared_solve(sd, vals, v0, v1, cfg, with_se, near=False):
     R, _, O = vals.shape
     if sd.kind == "rowwise":
         return _shared_rowwise(sd, vals, v0, v1, cfg, with_se)
-    if R * O == 1:
+    lone = R * O == 1
+    if lone and (with_se or sd.kind == "border"):
         # numpy sums a lone column's entries pairwise (as one contiguous run), two or more
-        # columns entry by entry: the row twice takes the arithmetic of any larger call
+        # columns entry by entry: the row twice takes the arithmetic of any larger call.
+        # Without standard errors the one sum left (the projection's, over the players)
+        # runs down each column of the transposed product whatever their number: no need
         est, se, df = _shared_solve(sd, np.repeat(vals, 2, axis=0), np.repeat(v0, 2, axis=0),
                                     np.repeat(v1, 2, axis=0), cfg, with_se, near)
         return est[:1], (None if se is None else se[:1]), (df if se is None else df[:1])
