@@ -96,7 +96,8 @@ class TableGame(Game):
         vals = self.tables[np.repeat(np.arange(self.n_rows), sizes), codes][:, None]
         if count:
             self.n_evaluations += int(sizes.sum())
-        return np.split(vals, np.cumsum(sizes)[:-1])
+        ends = np.cumsum(sizes).tolist()
+        return [vals[a:b] for a, b in zip([0] + ends[:-1], ends)]
 
 
 # --------------------------------------------------------------------------- games

@@ -1316,12 +1316,18 @@ def _border_values(game, comps, active):
     blocks = []
     for Pa in np.unique(n_active):
         rows = comps[n_active == Pa]
-        local = _pair_masks(np.eye(int(Pa), dtype=bool), np.arange(Pa), int(Pa))
-        blocks.append((rows, _blocks(local, active[rows], False)))
+        blocks.append((rows, _blocks(_size1_masks(int(Pa)), active[rows], False)))
     known = {}
     for (rows, _), vals in zip(blocks, game._value_blocks(blocks)):
         known.update(zip(rows.tolist(), vals))
     return known
+
+
+@lru_cache(maxsize=64)
+def _size1_masks(Pa):
+    """The size-1 pairs' coalitions over ``Pa`` players, ``{i}`` then ``all - i`` for
+    each ``i`` (2 Pa, Pa) (read-only, cached)."""
+    return _read_only(_pair_masks(np.eye(Pa, dtype=bool), np.arange(Pa), Pa))[0]
 
 
 def _values(game, plans, known, active):
@@ -1340,9 +1346,9 @@ def _values_each(game, plans, known, active):
     masks = [None] * game.n_rows
     fills = []
     for p in plans:
-        has = np.array([int(r) in known for r in p.rows], dtype=bool)
+        has = [int(r) in known for r in p.rows]
         C = p.masks.shape[1]
-        if not has.any() or not C:
+        if not any(has) or not C:
             for i, r in enumerate(p.rows):
                 masks[r] = p.masks[i]
             fills.append(None)
@@ -1352,7 +1358,7 @@ def _values_each(game, plans, known, active):
         if p.kind == "shared":
             at, asked, given = p.extra.border
         else:
-            i0 = int(np.argmax(has))
+            i0 = has.index(True)
             at, asked, given = _border_positions(p.masks[i0][:, p.players[i0]])
         for i, r in enumerate(p.rows):
             masks[r] = p.masks[i][asked] if has[i] else p.masks[i]
@@ -1572,6 +1578,8 @@ def _plan_rows(active, budget, generators, cfg, xfit, design_seed=None, with_se=
         none[1] = True
 
     def players_of(rows, Pa):
+        if rows.size == 1:
+            return np.flatnonzero(active[rows[0]])[None]
         return np.nonzero(active[rows])[1].reshape(rows.size, Pa)
 
     for Pa in (0, 1):
@@ -1599,10 +1607,12 @@ def _plan_rows(active, budget, generators, cfg, xfit, design_seed=None, with_se=
     keys = np.column_stack([keys, _design_streams(sampled, keys, design_streams)])
     knobs = _knobs(cfg) if sampled.size else None
     code = np.ravel_multi_index(keys.T, keys.max(axis=0) + 1) if sampled.size else keys[:, 0]
-    for c in np.unique(code):
-        at = np.flatnonzero(code == c)
+    # the rows of each key in row order, the keys in increasing order (np.unique's)
+    order = np.argsort(code, kind="stable")
+    starts = np.flatnonzero(np.r_[True, code[order][1:] != code[order][:-1]])
+    for at in np.split(order, starts[1:]) if order.size else ():
         rows = sampled[at]
-        Pa, n_pairs, stream = (int(k) for k in keys[at[0]])
+        Pa, n_pairs, stream = keys[at[0]].tolist()
         sd = _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream, knobs)
         plans.append(_Plan("shared", rows,
                            _blocks(sd.local, active[rows], ends),
