@@ -1419,7 +1419,8 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
         seg = np.repeat(np.arange(len(comps)), sizes)
         a = _activities(kv[0::2], kv[1::2], v0[comps][seg], v1[comps][seg])
         # each component's |A_i| in the order of its players, for its fit's prior
-        acts.update(zip((int(r) for r in comps), np.split(a, np.cumsum(sizes)[:-1])))
+        ends = np.cumsum(sizes).tolist()
+        acts.update((int(r), a[i:j]) for r, i, j in zip(comps, [0] + ends[:-1], ends))
         # in each component's power-of-two scale (exact): a**2 under- or overflows far from 1
         top = np.zeros(len(comps))
         np.maximum.at(top, seg, a)
@@ -1610,7 +1611,8 @@ def _plan_rows(active, budget, generators, cfg, xfit, design_seed=None, with_se=
     # the rows of each key in row order, the keys in increasing order (np.unique's)
     order = np.argsort(code, kind="stable")
     starts = np.flatnonzero(np.r_[True, code[order][1:] != code[order][:-1]])
-    for at in np.split(order, starts[1:]) if order.size else ():
+    bounds = np.append(starts, order.size).tolist() if order.size else [0]
+    for at in (order[i:j] for i, j in zip(bounds[:-1], bounds[1:])):
         rows = sampled[at]
         Pa, n_pairs, stream = keys[at[0]].tolist()
         sd = _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream, knobs)
@@ -1667,7 +1669,7 @@ def _near_one(plans, vals, v0, v1):
     if not shared or not v0.size:
         return False
     ends = np.maximum(np.abs(v0).max(axis=1), np.abs(v1).max(axis=1))
-    top = max(float(np.abs(v).max(initial=0.0)) for v in shared)
+    top = float(np.abs(np.concatenate([v.ravel() for v in shared])).max(initial=0.0))
     return bool(ends.min() >= 1.0 / FAR_BOUND and max(top, ends.max()) <= FAR_BOUND)
 
 
