@@ -99,6 +99,18 @@ class TableGame(Game):
         ends = np.cumsum(sizes).tolist()
         return [vals[a:b] for a, b in zip([0] + ends[:-1], ends)]
 
+    def _value_blocks(self, blocks, count=True):
+        # each block (rows, masks (R, C, P)) by one lookup (the base class would route
+        # the blocks through value_each above once it is overridden)
+        weights = np.int64(1) << np.arange(self._P, dtype=np.int64)
+        out = []
+        for rows, masks in blocks:
+            codes = masks.astype(np.int64) @ weights                       # (R, C)
+            out.append(self.tables[np.asarray(rows)[:, None], codes][..., None])
+            if count:
+                self.n_evaluations += int(codes.size)
+        return out
+
 
 # --------------------------------------------------------------------------- games
 
