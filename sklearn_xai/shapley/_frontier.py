@@ -1330,17 +1330,17 @@ def _size1_masks(Pa):
     return _read_only(_pair_masks(np.eye(Pa, dtype=bool), np.arange(Pa), Pa))[0]
 
 
-def _values(game, plans, known, active):
+def _values(game, plans, known):
     """Each plan's values (R, C, n_outputs) (:meth:`~Game._value_blocks`); the coalitions
     of the rows in ``known`` that hold one active player or all but one
     (:func:`_border_values`) taken from there instead of evaluated again (one
     :meth:`~Game.value_each` call)."""
     if known:
-        return _values_each(game, plans, known, active)
+        return _values_each(game, plans, known)
     return game._value_blocks([(p.rows, p.masks) for p in plans])
 
 
-def _values_each(game, plans, known, active):
+def _values_each(game, plans, known):
     """:func:`_values` by one :meth:`~Game.value_each` call over the rows (the known
     border coalitions left out and filled in)."""
     masks = [None] * game.n_rows
@@ -1435,7 +1435,7 @@ def _frontier_rows(game, n_evals, generators, cfg, return_units, paths=None, poo
                               unit=cfg["folds"] if xfit else 1, alloc=cfg["alloc"]))
     plans = _plan_rows(active, budget, generators, cfg, xfit, design_seed, return_units,
                        pool or 1, ends=not early)
-    vals = _values(game, plans, known, active)
+    vals = _values(game, plans, known)
     if not early:
         O = vals[0].shape[-1]
         v0, v1 = np.empty((n, O)), np.empty((n, O))
@@ -1604,14 +1604,17 @@ def _plan_rows(active, budget, generators, cfg, xfit, design_seed=None, with_se=
                                (np.concatenate([masks, none]) if ends else masks)[None],
                                players[None], design))
         return plans
+    if not sampled.size:
+        return plans
     keys = np.column_stack([n_active[sampled], budgets[sampled] // 2])
     keys = np.column_stack([keys, _design_streams(sampled, keys, design_streams)])
-    knobs = _knobs(cfg) if sampled.size else None
-    code = np.ravel_multi_index(keys.T, keys.max(axis=0) + 1) if sampled.size else keys[:, 0]
+    knobs = _knobs(cfg)
+    code = np.ravel_multi_index(keys.T, keys.max(axis=0) + 1)
     # the rows of each key in row order, the keys in increasing order (np.unique's)
     order = np.argsort(code, kind="stable")
-    starts = np.flatnonzero(np.r_[True, code[order][1:] != code[order][:-1]])
-    bounds = np.append(starts, order.size).tolist() if order.size else [0]
+    sorted_code = code[order]
+    starts = np.flatnonzero(sorted_code[1:] != sorted_code[:-1]) + 1
+    bounds = [0] + starts.tolist() + [order.size]
     for at in (order[i:j] for i, j in zip(bounds[:-1], bounds[1:])):
         rows = sampled[at]
         Pa, n_pairs, stream = keys[at[0]].tolist()
@@ -2227,7 +2230,8 @@ def _shared_solve(sd, vals, v0, v1, cfg, with_se, near=False):
         # numpy sums a lone column's entries pairwise (as one contiguous run), two or more
         # columns entry by entry: the row twice takes the arithmetic of any larger call.
         # Without standard errors the one sum left (the projection's, over the players)
-        # runs down each column of the transposed product whatever their number: no need
+        # runs down a column of the transposed product whatever the number of columns, so
+        # a lone row is solved as it is
         est, se, df = _shared_solve(sd, np.repeat(vals, 2, axis=0), np.repeat(v0, 2, axis=0),
                                     np.repeat(v1, 2, axis=0), cfg, with_se, near)
         return est[:1], (None if se is None else se[:1]), (df if se is None else df[:1])
