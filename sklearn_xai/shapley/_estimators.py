@@ -342,10 +342,19 @@ def permutation_shapley(game: Game, n_evals: int, generators: Sequence[np.random
     return phi, ends[:, 0].copy(), units
 
 
-def _kernel_size_probs(P):
+@lru_cache(maxsize=64)
+def _kernel_size_mass(P):
+    """Coalition sizes ``s = 1..P-1`` and the Shapley kernel's mass of each size over all
+    its subsets, ``(P - 1) / (s (P - s))`` (read-only, cached)."""
     s = np.arange(1, P)
-    w = (P - 1) / (s * (P - s))
-    return s, w / w.sum()
+    return _read_only(s, (P - 1) / (s * (P - s)))
+
+
+@lru_cache(maxsize=64)
+def _kernel_size_probs(P):
+    """The sizes and their probabilities under the Shapley kernel (read-only, cached)."""
+    s, w = _kernel_size_mass(P)
+    return _read_only(s, w / w.sum())
 
 
 def kernel_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Generator], *,
@@ -467,7 +476,7 @@ def _kernel_row_plan(players, P, n_pairs, G, rng):
         masks[:, players] = sub
         return masks, weights, np.full(sub.shape[0], -1)
     sizes_support, probs = _kernel_size_probs(Pa)
-    mass = (Pa - 1) / (sizes_support * (Pa - sizes_support))     # of each size, all subsets
+    mass = _kernel_size_mass(Pa)[1]                              # of each size, all subsets
     _, n_stratum, w_pair = _pair_strata(Pa)
     left, m_left, enumerated = n_pairs, mass.sum(), []
     for s in range(1, Pa // 2 + 1):
