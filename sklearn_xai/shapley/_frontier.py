@@ -1635,7 +1635,7 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
     se = np.zeros(phi.shape) if return_units else None
     df = np.full(phi.shape, np.inf) if return_units else None
     sampled = False
-    near = _near_one(plans, vals, v0, v1)
+    scales = _row_scales(plans, vals, v0, v1)
     for p, v in zip(plans, vals):
         rows, players = p.rows, p.players
         if p.kind == "done":
@@ -1651,11 +1651,12 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
             continue
         if p.kind == "shared":
             est, s, d = _shared_solve(p.extra, v, v0[rows], v1[rows], cfg, return_units,
-                                      near)
+                                      None if scales is None else scales[rows])
         else:
             r = int(rows[0])
             _, est, s, d = _solve_scaled((players[0], *p.extra), v[0], v0[r], v1[r], cfg,
-                                         xfit, return_units, (acts or {}).get(r))
+                                         xfit, return_units, (acts or {}).get(r),
+                                         1.0 if scales is None else float(scales[r]))
             est, s, d = est[None], (None if s is None else s[None]), np.asarray(d)[None]
         phi[at] = est
         if return_units:
@@ -1663,23 +1664,29 @@ def _solve_rows(plans, vals, v0, v1, cfg, xfit, return_units, phi, acts=None):
     return (se if sampled else None), df
 
 
-def _near_one(plans, vals, v0, v1):
-    """Whether no row of the shared plans needs :func:`_far_scale`'s rescaling: every
-    row's ends reach ``1 / FAR_BOUND`` (so its largest value does) and no value exceeds
-    ``FAR_BOUND``; one check for the call instead of one per plan (False sends every
-    plan through its own)."""
-    shared = [v for p, v in zip(plans, vals) if p.kind == "shared"]
-    if not shared or not v0.size:
-        return False
+def _row_scales(plans, vals, v0, v1):
+    """The power-of-two scale (:func:`_far_scale`) in which each sampled row is fitted,
+    decided once for the call: ``None`` when it is 1 for every row (every row's ends reach
+    ``1 / FAR_BOUND``, so its largest value does, and no value passes ``FAR_BOUND``), else
+    one per row of the game (n_rows,)."""
+    sampled = [(p, v) for p, v in zip(plans, vals) if p.kind in ("shared", "fit")]
+    if not sampled or not v0.size:
+        return None
     ends = np.maximum(np.abs(v0).max(axis=1), np.abs(v1).max(axis=1))
-    top = float(np.abs(np.concatenate([v.ravel() for v in shared])).max(initial=0.0))
-    return bool(ends.min() >= 1.0 / FAR_BOUND and max(top, ends.max()) <= FAR_BOUND)
+    top = float(np.abs(np.concatenate([v.ravel() for _, v in sampled])).max(initial=0.0))
+    if ends.min() >= 1.0 / FAR_BOUND and max(top, ends.max()) <= FAR_BOUND:
+        return None
+    scales = np.ones(v0.shape[0])
+    for p, v in sampled:
+        for i, r in enumerate(p.rows):
+            scales[r] = _far_scale(v[i], v0[r], v1[r])
+    return scales
 
 
-def _solve_scaled(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
-    """:func:`_solve_fit_row`, a row far from 1 in a power-of-two scale (exact): its
-    squares and cross-fit variances would overflow or underflow."""
-    c = _far_scale(vals, v0, v1)
+def _solve_scaled(extra, vals, v0, v1, cfg, xfit, return_units, activity=None, c=1.0):
+    """:func:`_solve_fit_row` in the row's power-of-two scale ``c`` (exact;
+    :func:`_row_scales`): far from 1 its squares and cross-fit variances would overflow
+    or underflow."""
     if c == 1.0:
         return _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity)
     players, est, s, d = _solve_fit_row(extra, vals / c, v0 / c, v1 / c, cfg, xfit,
@@ -2214,17 +2221,17 @@ def _design_bytes(sd):
     return sum(a.nbytes for a in (sd.S, sd.full, sd.M, sd.local) if a is not None)
 
 
-def _shared_solve(sd, vals, v0, v1, cfg, with_se, near=False):
+def _shared_solve(sd, vals, v0, v1, cfg, with_se, scale=None):
     """Estimates of the rows that share the design ``sd`` from their pairs' values
     ``vals`` (R, 2 n, O) (a coalition, then its complement) and ends ``v0``, ``v1`` (R,
     O): ``(est, se, df)``, each (R, Pa, O) (``se`` NaN where a row has no error estimate;
     ``None`` and ``inf`` without ``with_se``). Each row's numbers come from one
     matrix-vector product per output and sums over its own pairs, players or folds: a
-    row's result does not depend on the other rows. ``near``: the caller checked that no
-    row is far from 1 (:func:`_near_one`)."""
+    row's result does not depend on the other rows. ``scale`` (R,): the rows'
+    power-of-two scales (:func:`_row_scales`), None when all are 1."""
     R, _, O = vals.shape
     if sd.kind == "rowwise":
-        return _shared_rowwise(sd, vals, v0, v1, cfg, with_se)
+        return _shared_rowwise(sd, vals, v0, v1, cfg, with_se, scale)
     lone = R * O == 1
     if lone and (with_se or sd.kind == "border"):
         # numpy sums a lone column's entries pairwise (as one contiguous run), two or more
@@ -2233,22 +2240,17 @@ def _shared_solve(sd, vals, v0, v1, cfg, with_se, near=False):
         # runs down a column of the transposed product whatever the number of columns, so
         # a lone row is solved as it is
         est, se, df = _shared_solve(sd, np.repeat(vals, 2, axis=0), np.repeat(v0, 2, axis=0),
-                                    np.repeat(v1, 2, axis=0), cfg, with_se, near)
+                                    np.repeat(v1, 2, axis=0), cfg, with_se,
+                                    None if scale is None else np.repeat(scale, 2))
         return est[:1], (None if se is None else se[:1]), (df if se is None else df[:1])
     Pa = sd.S.shape[1]
-    # a row far from 1 in a power-of-two scale (exact): its squares would over- or underflow
-    # (_far_scale, called for the rows whose largest value is outside its bounds only)
-    if near:
-        # the scale would be 1 for every row: the same numbers, without dividing by it
+    # a row far from 1 in its power-of-two scale (exact): its squares would over- or
+    # underflow
+    if scale is None:
         c = None
         vS, vC, v0c, v1c = vals[:, 0::2], vals[:, 1::2], v0, v1
     else:
-        top = np.maximum(np.abs(vals).max(axis=(1, 2)),
-                         np.abs(np.hstack([v0, v1])).max(axis=1))
-        c = np.ones((R, 1))
-        for r in np.flatnonzero(~((top >= 1.0 / FAR_BOUND) & (top <= FAR_BOUND))
-                                & (top != 0)):
-            c[r] = _far_scale(vals[r], v0[r], v1[r])
+        c = scale[:, None]
         vS, vC = vals[:, 0::2] / c[:, :, None], vals[:, 1::2] / c[:, :, None]   # (R, n, O)
         v0c, v1c = v0 / c, v1 / c
     yN = (v1c - v0c) / 2.0
@@ -2298,7 +2300,7 @@ def _shared_solve(sd, vals, v0, v1, cfg, with_se, near=False):
     return est, se, back(np.array(df))
 
 
-def _shared_rowwise(sd, vals, v0, v1, cfg, with_se):
+def _shared_rowwise(sd, vals, v0, v1, cfg, with_se, scale=None):
     """:func:`_shared_solve` for a design too large for maps: each row's flat-prior fit
     and cross-fit on the shared design, by :func:`_solve_fit_row`. What depends on the
     design alone (the gram, the folds, the covariances' factors: ``(n + 1)^2`` floats per
@@ -2313,7 +2315,8 @@ def _shared_rowwise(sd, vals, v0, v1, cfg, with_se):
     se = np.full((R, Pa, O), np.nan) if with_se else None
     df = np.full((R, Pa, O), np.inf)
     for r in range(R):
-        _, est[r], s, d = _solve_scaled(extra, vals[r], v0[r], v1[r], rcfg, True, with_se)
+        _, est[r], s, d = _solve_scaled(extra, vals[r], v0[r], v1[r], rcfg, True, with_se,
+                                        c=1.0 if scale is None else float(scale[r]))
         if with_se:
             se[r], df[r] = s, d
     return est, se, (df if with_se else np.inf)
