@@ -245,27 +245,31 @@ def check_model_output(raw, model, method, X):
     -------
     ndarray of shape (n_rows, n_outputs), float64
     """
-    name = model_name(model)
+    return check_output(raw, X.shape[0], f"The model {model_name(model)}'s {method}",
+                        "choose a response_method with a numeric output")
+
+
+def check_output(raw, n_rows, who, remedy):
+    """:func:`check_model_output` for any callable: ``who`` names it in the errors (e.g.
+    ``"model_fn"``), ``remedy`` ends the non-numeric error; ``n_rows`` the rows it was
+    called on. Returns (n_rows, n_outputs) float64."""
     try:
         out = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"The model {name}'s {method} returned non-numeric values "
-            f"(dtype {np.asarray(raw).dtype}); choose a response_method with a numeric output."
-        ) from exc
-    n_rows = X.shape[0]
+        raise TypeError(f"{who} returned non-numeric values (dtype {np.asarray(raw).dtype}); "
+                        f"{remedy}.") from exc
     if out.ndim == 0 or out.shape[0] != n_rows:
         raise ValueError(
-            f"The model {name}'s {method} returned an output of shape {out.shape} for "
-            f"{n_rows} input row(s); it must return one row per input row.")
+            f"{who} returned an output of shape {out.shape} for {n_rows} input row(s); it "
+            "must return one row per input row.")
     if out.ndim == 1:
         out = out[:, None]
     elif out.ndim > 2:
         out = out.reshape(n_rows, -1)
     where = non_finite_rows(out)
     if where is not None:
-        raise ValueError(f"The model {name}'s {method} returned NaN or infinite values "
-                         f"{where}; {NON_FINITE_ADVICE.format(what='model')}")
+        raise ValueError(f"{who} returned NaN or infinite values {where}; "
+                         f"{NON_FINITE_ADVICE.format(what='model')}")
     return out
 
 

@@ -155,7 +155,7 @@ def test_imputation_game_names_a_plain_callables_bad_outputs(algorithm):
     with pytest.raises(ValueError, match="model_fn returned NaN or infinite values"):
         estimate_shapley(game, algorithm, 2, **kw)
     short = ImputationGame(lambda Z: Z.sum(axis=1)[:-1], X, R)
-    with pytest.raises(ValueError, match=r"shape \(3,\) for 4 input rows"):
+    with pytest.raises(ValueError, match=r"shape \(3,\) for 4 input row\(s\)"):
         short.value(np.ones((2, 3), dtype=bool), rows=slice(0, 1))
     with pytest.raises(ValueError, match="one row per input row"):
         short.value_each([np.ones((1, 3), dtype=bool)] * 2)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._model import NON_FINITE_ADVICE, non_finite_rows
+from .._model import check_output
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -439,17 +439,11 @@ class ImputationGame(Game):
         (r, C, n_model_outputs), or with ``per_imputation`` every one (r, C, K *
         n_model_outputs)."""
         r, C, K = hybrid.shape[:3]
-        y = np.asarray(self.model_fn(hybrid.reshape(-1, self.n_features)), dtype=np.float64)
-        # a plain callable is checked here (the explainers' model adapters check their own):
+        # a plain callable is checked here as the explainers' adapters check their models:
         # a short output would otherwise be reshaped into the wrong coalitions, and a NaN
         # would become NaN Shapley values without a word
-        if y.ndim == 0 or y.shape[0] != r * C * K:
-            raise ValueError(f"model_fn returned an output of shape {y.shape} for {r * C * K} "
-                             "input rows; it must return one row per input row.")
-        where = non_finite_rows(y)
-        if where is not None:
-            raise ValueError(f"model_fn returned NaN or infinite values {where}; "
-                             + NON_FINITE_ADVICE.format(what="model"))
+        y = check_output(self.model_fn(hybrid.reshape(-1, self.n_features)), r * C * K,
+                         "model_fn", "it must return numbers")
         y = y.reshape(r, C, K, -1)
         return y.reshape(r, C, -1) if self.per_imputation else y.mean(axis=2)
 
