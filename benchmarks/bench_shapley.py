@@ -74,9 +74,13 @@ class TableGame(Game):
     def active_players(self):
         return self._active
 
+    def _codes(self, masks):
+        """Each coalition's row of the table: bit ``p`` of the index is player ``p``."""
+        return masks.astype(np.int64) @ (np.int64(1) << np.arange(self._P, dtype=np.int64))
+
     def value(self, masks, rows=None, count=True):
         masks, row_ids = self._check_masks(masks, rows)
-        codes = masks.astype(np.int64) @ (np.int64(1) << np.arange(self._P, dtype=np.int64))
+        codes = self._codes(masks)
         if codes.ndim == 1:
             out = self.tables[row_ids[:, None], codes[None, :]]
         else:
@@ -91,8 +95,8 @@ class TableGame(Game):
         sizes = np.array([m.shape[0] for m in masks], dtype=np.int64)
         if len(masks) != self.n_rows:
             raise ValueError("value_each needs one mask block per row.")
-        allm = np.concatenate([np.asarray(m, dtype=bool).reshape(-1, self._P) for m in masks])
-        codes = allm.astype(np.int64) @ (np.int64(1) << np.arange(self._P, dtype=np.int64))
+        codes = self._codes(np.concatenate([np.asarray(m, dtype=bool).reshape(-1, self._P)
+                                            for m in masks]))
         vals = self.tables[np.repeat(np.arange(self.n_rows), sizes), codes][:, None]
         if count:
             self.n_evaluations += int(sizes.sum())
@@ -100,16 +104,9 @@ class TableGame(Game):
         return [vals[a:b] for a, b in zip([0] + ends[:-1], ends)]
 
     def _value_blocks(self, blocks, count=True):
-        # each block (rows, masks (R, C, P)) by one lookup (the base class would route
+        # each block (rows, masks (R, C, P)) by one value call (the base class would route
         # the blocks through value_each above once it is overridden)
-        weights = np.int64(1) << np.arange(self._P, dtype=np.int64)
-        out = []
-        for rows, masks in blocks:
-            codes = masks.astype(np.int64) @ weights                       # (R, C)
-            out.append(self.tables[np.asarray(rows)[:, None], codes][..., None])
-            if count:
-                self.n_evaluations += int(codes.size)
-        return out
+        return [self.value(masks, rows=np.asarray(rows), count=count) for rows, masks in blocks]
 
 
 # --------------------------------------------------------------------------- games
