@@ -543,8 +543,6 @@ def test_every_algorithm_returns_its_units(name):
 def test_a_game_without_rows_gives_empty_estimates(name):
     # every algorithm of the table on a game of 0 rows: empty arrays of the players' shape,
     # no evaluation (the permutation sampler reshaped its empty values and raised)
-    from sklearn_xai.shapley import estimate_shapley
-
     rng = np.random.default_rng(0)
     game = ImputationGame(lambda Z: Z.sum(axis=1), rng.normal(size=(0, 4)),
                           rng.normal(size=(3, 4)))
