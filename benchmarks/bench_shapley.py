@@ -115,22 +115,22 @@ def _adult():
     from sklearn_xai.datasets import load_adult
     X, y = load_adult(subset="train")
     X = X.drop(columns=["fnlwgt", "education"])
-    cols = list(X.columns)
+    return _float_codes(X), y.to_numpy(), list(X.columns)
+
+
+def _float_codes(X):
+    """The frame ``X`` as a float array, its categorical columns by their codes."""
     A = np.empty(X.shape, dtype=np.float64)
-    for j, c in enumerate(cols):
+    for j, c in enumerate(X.columns):
         s = X[c]
         A[:, j] = s.cat.codes.to_numpy() if hasattr(s, "cat") else s.to_numpy()
-    return A, y.to_numpy(), cols
+    return A
 
 
 def _german():
     from sklearn_xai.datasets import load_german_credit
     X, y = load_german_credit()
-    A = np.empty(X.shape, dtype=np.float64)
-    for j, c in enumerate(X.columns):
-        s = X[c]
-        A[:, j] = s.cat.codes.to_numpy() if hasattr(s, "cat") else s.to_numpy()
-    return A, y.to_numpy(), list(X.columns)
+    return _float_codes(X), y.to_numpy(), list(X.columns)
 
 
 def _shared(name):
@@ -138,11 +138,7 @@ def _shared(name):
     (categories by their codes, as the other games)."""
     from sklearn_xai.datasets import load_shared_dataset
     X, y = load_shared_dataset(name)
-    A = np.empty(X.shape, dtype=np.float64)
-    for j, c in enumerate(X.columns):
-        s = X[c]
-        A[:, j] = s.cat.codes.to_numpy() if hasattr(s, "cat") else s.to_numpy()
-    return A, y.to_numpy()
+    return _float_codes(X), y.to_numpy()
 
 
 def _svm(A, y):
