@@ -5,6 +5,8 @@ are dumped as full tables of coalition values (all ``2**P`` coalitions of each e
 row, index = binary code of the mask, bit ``p`` = player ``p``), so that our estimators and
 shapiq's (run in their own Python 3.12 venv by ``_shapiq_side.py``) evaluate the very same
 game; the 32-player game is a dividend game with planted interactions (closed-form truth).
+Two held-out games (``HELD_OUT``: an RBF SVM on Australian credit, 14 players; a random
+forest on COMPAS, 10 players) run when ``--games`` names them: nothing was tuned on them.
 
 Budgets: ``n_evals`` in 2, 4, ..., 64 coalition evaluations per player and row, i.e.
 ``n_evals * P`` coalitions besides the empty and the full one; shapiq gets
@@ -16,6 +18,7 @@ Usage::
         [--shapiq-python VENV/bin/python]   (a Python 3.12 venv with shapiq 1.8; or SHAPIQ_PYTHON)
         [--skip-shap] [--cover-seeds 32]    (the coverage of frontier's intervals: 32 seeds)
         [--shap-seeds 8]                    (shap's estimators: 8 seeds, each row its own)
+        [--games australian_svm_bg16,compas_forest_bg16]   (the held-out games)
 
 Steps: build the tables (cached in ``DIR``), run shapiq (cached), run ours, print the mean
 absolute error of every estimator, the ratio ours-best / shapiq-best per game and budget,
