@@ -1,4 +1,4 @@
-"""Small shared helpers: optional imports, per-row seeds and row batching."""
+"""Small shared helpers: optional imports, per-row seeds, row batching and row-wise products."""
 
 import importlib
 import numbers
@@ -86,6 +86,26 @@ def keyed_generators(base_seed, row_indices):
         np.random.default_rng(np.random.SeedSequence(entropy=base_seed, spawn_key=(int(i),)))
         for i in row_indices
     ]
+
+
+def row_matmul(A, B):
+    """``A @ B`` with each row's product computed on its own.
+
+    BLAS blocks the rows of one product (in fours or eights, with other kernels for the
+    remainder), so a row's round-off in ``A @ B`` depends on how many rows share the call
+    and on its position among them; one stacked product per row keeps every row's bits
+    its own, whatever rows are explained with it (at 1.4-2x the time of one product).
+
+    Parameters
+    ----------
+    A : ndarray of shape (n, k)
+    B : ndarray of shape (k, m)
+
+    Returns
+    -------
+    ndarray of shape (n, m)
+    """
+    return np.matmul(A[:, None, :], B)[:, 0, :]
 
 
 def batch_slices(n_rows, batch_size):

@@ -12,6 +12,7 @@ from sklearn.covariance import ledoit_wolf
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._utils import row_matmul
 from ._base import _discrete_support, _row_draws, _sample, _to_support
 from ._smatrix import singular_tolerance, solve_s
 
@@ -392,10 +393,10 @@ class GaussianKnockoffs(BaseEstimator):
         n, p = X.shape
         if row_indices is None:
             row_indices = range(n)
-        mean = X - (((X - self.mean_) / self._scale) @ self._shift) * self._scale
+        # row by row (row_matmul): a row's knockoffs do not depend on the rows drawn with it
+        mean = X - row_matmul((X - self.mean_) / self._scale, self._shift) * self._scale
         Z, _ = _row_draws(base_seed, row_indices, n_knockoffs * p)
-        # one (n K, p) x (p, p) product rather than n small ones
-        out = (Z.reshape(n * n_knockoffs, p) @ self._root).reshape(n, n_knockoffs, p)
+        out = row_matmul(Z.reshape(n * n_knockoffs, p), self._root).reshape(n, n_knockoffs, p)
         out *= self._scale
         out += mean[:, None, :]
         for j in np.flatnonzero(self.discrete_):

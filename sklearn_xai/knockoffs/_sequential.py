@@ -9,14 +9,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.linear_model import LassoCV, LogisticRegressionCV
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.extmath import softmax
 from sklearn.utils.validation import validate_data
 
 from .._progress import Progress
 from .._utils import draw_base_seed as _draw_base_seed
+from .._utils import row_matmul
 from ._base import _discrete_support, _row_draws, _sample, _to_support
 
 if TYPE_CHECKING:
@@ -367,7 +370,7 @@ class SequentialKnockoffs(BaseEstimator):
                 values = info["mean"] + info["sigma"] * normal
             else:  # the lasso models the standardised column
                 values = self._center[j] + self._scale[j] * (
-                    info["model"].predict(Z) + info["sigma"] * normal)
+                    _lasso_predict(info["model"], Z) + info["sigma"] * normal)
             if self._supports[j] is not None:
                 values = _to_support(values, self._center[j], self._scale[j],
                                      self._supports[j])
@@ -378,7 +381,7 @@ class SequentialKnockoffs(BaseEstimator):
             codes = np.minimum(np.searchsorted(cdf, u1 * cdf[-1], side="right"), len(lv) - 1)
         else:
             model = info["model"]
-            proba = model.predict_proba(Z)
+            proba = _logistic_proba(model, Z)
             cdf = np.cumsum(proba, axis=1)
             pick = (u1[:, None] * cdf[:, -1:] >= cdf).sum(axis=1)
             pick = np.minimum(pick, proba.shape[1] - 1)
@@ -472,3 +475,23 @@ class SequentialKnockoffs(BaseEstimator):
         for j in range(p):
             out[:, j] = out_cols[j]
         return out.reshape(n, K, p)
+
+
+# the column models' predictions at sampling time, row by row (row_matmul): BLAS's
+# blocking of one product over all rows would make a row's knockoffs depend, in their
+# last bits, on the rows drawn with it
+
+def _lasso_predict(model, Z):
+    """``model.predict(Z)`` of a fitted linear regression, each row on its own."""
+    return row_matmul(Z, model.coef_[:, None])[:, 0] + model.intercept_
+
+
+def _logistic_proba(model, Z):
+    """``model.predict_proba(Z)`` of a fitted logistic regression, each row's decision
+    function on its own, then the model's link: the logistic function for two classes,
+    the softmax for more."""
+    d = row_matmul(Z, model.coef_.T) + model.intercept_
+    if d.shape[1] == 1:
+        p = expit(d[:, 0])
+        return np.column_stack([1.0 - p, p])
+    return softmax(d)
