@@ -387,6 +387,10 @@ class ModelFunction:
         Rows per model call in :meth:`batched`; ``None`` calls once.
     """
 
+    #: its outputs are checked (:func:`check_model_output`: one float64 row per input row,
+    #: finite), so a caller that checks plain callables (``ImputationGame``) need not again
+    checks_output = True
+
     def __init__(self, model, method, output_columns, output_names, template=None, sign=1.0,
                  batch_size=None):
         self.model = model

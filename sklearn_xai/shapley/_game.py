@@ -246,7 +246,10 @@ class ImputationGame(Game):
     Parameters
     ----------
     model_fn : callable
-        ``f(Z) -> ndarray (m, n_outputs)`` on 2-D arrays of rows.
+        ``f(Z) -> ndarray (m, n_outputs)`` on 2-D arrays of rows. Its outputs are checked
+        (one row per input row, numeric, finite: a ``ValueError`` or ``TypeError`` naming
+        ``model_fn``) unless it has a true ``checks_output`` attribute, as the explainers'
+        model functions do, which check their own.
     X : ndarray of shape (n_rows, n_features)
         The explained rows (object dtype allowed).
     imputation : ndarray of shape (n_imputations, n_features) or (n_rows, n_imputations, n_features)
@@ -439,11 +442,12 @@ class ImputationGame(Game):
         (r, C, n_model_outputs), or with ``per_imputation`` every one (r, C, K *
         n_model_outputs)."""
         r, C, K = hybrid.shape[:3]
-        # a plain callable is checked here as the explainers' adapters check their models:
-        # a short output would otherwise be reshaped into the wrong coalitions, and a NaN
-        # would become NaN Shapley values without a word
-        y = check_output(self.model_fn(hybrid.reshape(-1, self.n_features)), r * C * K,
-                         "model_fn", "it must return numbers")
+        y = self.model_fn(hybrid.reshape(-1, self.n_features))
+        if not getattr(self.model_fn, "checks_output", False):
+            # a plain callable is checked here as the explainers' model functions check
+            # their own outputs: a short output would otherwise be reshaped into the wrong
+            # coalitions, and a NaN would become NaN Shapley values without a word
+            y = check_output(y, r * C * K, "model_fn", "it must return numbers")
         y = y.reshape(r, C, K, -1)
         return y.reshape(r, C, -1) if self.per_imputation else y.mean(axis=2)
 
