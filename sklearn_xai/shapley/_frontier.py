@@ -1673,7 +1673,7 @@ def _row_scales(plans, vals, v0, v1):
     if not sampled or not v0.size:
         return None
     ends = np.maximum(np.abs(v0).max(axis=1), np.abs(v1).max(axis=1))
-    top = float(np.abs(np.concatenate([v.ravel() for _, v in sampled])).max(initial=0.0))
+    top = max(float(np.abs(v).max(initial=0.0)) for _, v in sampled)
     if ends.min() >= 1.0 / FAR_BOUND and max(top, ends.max()) <= FAR_BOUND:
         return None
     scales = np.ones(v0.shape[0])
