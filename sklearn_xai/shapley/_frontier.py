@@ -1506,10 +1506,17 @@ def _ends(game):
     return ends[:, 0], ends[:, 1]
 
 
-def _blocks(local, active, ends):
+def _local_columns(active):
+    """Each active player's column among its row's active players, -1 for the others
+    (n_rows, P): the gather of :func:`_blocks`, computed once for all rows of a call."""
+    return np.where(active, np.cumsum(active, axis=1) - 1, -1)
+
+
+def _blocks(local, active, ends, columns=None):
     """Each row's coalitions (R, C, P) from the coalitions ``local`` (C, Pa) over its
     active players (``active`` (R, P), ``Pa`` per row; the other players in none), and
-    with ``ends`` the empty and the full coalition after them."""
+    with ``ends`` the empty and the full coalition after them. ``columns``: the rows'
+    :func:`_local_columns`, when the caller has them."""
     C, Pa = local.shape
     if active.shape[0] == 1:                 # one row: its columns set directly (cheaper)
         out = np.zeros((1, C + 2 * ends, active.shape[1]), bool)
@@ -1517,11 +1524,11 @@ def _blocks(local, active, ends):
         if ends:
             out[0, C + 1] = True
         return out
-    aug = np.zeros((C + 2 * ends, Pa + 1), bool)         # column Pa: an inactive player
+    aug = np.zeros((C + 2 * ends, Pa + 1), bool)   # the last column: an inactive player
     aug[:C, :Pa] = local
     if ends:
         aug[C + 1] = True
-    column = np.where(active, np.cumsum(active, axis=1) - 1, Pa)                 # (R, P)
+    column = _local_columns(active) if columns is None else columns               # (R, P)
     return aug.T[column].transpose(0, 2, 1)
 
 
@@ -1568,8 +1575,10 @@ def _plan_rows(active, budget, generators, cfg, xfit, design_seed=None, with_se=
     number or one per row. ``ends``: every row's masks end with the empty and the full
     coalition."""
     n, P = active.shape
-    budgets = np.broadcast_to(np.asarray(budget, dtype=np.int64), (n,))
+    budgets = (np.full(n, budget, dtype=np.int64) if np.ndim(budget) == 0
+               else np.asarray(budget, dtype=np.int64).reshape(n))
     n_active = active.sum(axis=1)
+    columns = _local_columns(active)
     plans = []
     # 2**Pa - 2 <= budget, without overflow on wide rows
     exact = (n_active >= 2) & (n_active < 62) & (
@@ -1591,7 +1600,7 @@ def _plan_rows(active, budget, generators, cfg, xfit, design_seed=None, with_se=
     for Pa in np.unique(n_active[exact]):
         rows = np.flatnonzero(exact & (n_active == Pa))
         sub, coef, c0, c1 = _exact_coefs(int(Pa))
-        plans.append(_Plan("exact", rows, _blocks(sub, active[rows], ends),
+        plans.append(_Plan("exact", rows, _blocks(sub, active[rows], ends, columns[rows]),
                            players_of(rows, int(Pa)), (coef, c0, c1)))
     sampled = np.flatnonzero((n_active >= 2) & ~exact)
     if design_seed is None:
@@ -1620,7 +1629,7 @@ def _plan_rows(active, budget, generators, cfg, xfit, design_seed=None, with_se=
         Pa, n_pairs, stream = keys[at[0]].tolist()
         sd = _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream, knobs)
         plans.append(_Plan("shared", rows,
-                           _blocks(sd.local, active[rows], ends),
+                           _blocks(sd.local, active[rows], ends, columns[rows]),
                            players_of(rows, Pa), sd))
     return plans
 
