@@ -754,6 +754,30 @@ def test_wide_pairwise_game_is_exact_and_efficient():
         np.testing.assert_allclose(phi, truth, rtol=0, atol=1e-9)
 
 
+def test_more_ard_rounds_from_ard_long_min_pairs_per_player():
+    # from 16 Pa pairs (ard_long_min) ARD runs 5 rounds (ard_long) instead of 2: on games
+    # with a sparse order-3 part the fit gets sparser and closer; below that budget, and
+    # with the threshold out of reach, the fit is the two rounds' to the bit
+    ratios = []
+    for seed in range(4):
+        game = dividend_game(20, ((1, 20), (3, 12), (5, 2)), n_rows=4, seed=seed)
+        truth = game.shapley_values()[0]
+        for n_evals in (16, 32):
+            new = frontier_shapley(game, n_evals, _gens(4, seed), return_units=True)
+            two = frontier_shapley(game, n_evals, _gens(4, seed), return_units=True,
+                                   ard_long=2)
+            off = frontier_shapley(game, n_evals, _gens(4, seed), return_units=True,
+                                   ard_long_min=10**6)
+            for a, b in zip(two, off):
+                np.testing.assert_array_equal(a, b)
+            if n_evals == 16:                    # 160 pairs: below 16 Pa, two rounds
+                for a, b in zip(new, two):
+                    np.testing.assert_array_equal(a, b)
+            else:
+                ratios.append(np.abs(new[0] - truth).mean() / np.abs(two[0] - truth).mean())
+    assert max(ratios) < 1.0 and np.mean(ratios) < 0.97
+
+
 @pytest.mark.parametrize("knob, same", [({"ard_max_players": 11}, {"ard_min": 10**6}),
                                         ({"max_unknowns": 40}, {"orders": ()})])
 def test_wide_fits_are_capped_as_documented(knob, same):
