@@ -238,24 +238,27 @@ def test_knockoff_shap_frontier_shared(imputation):
     np.testing.assert_array_equal(b.values[::-1], a.values)
 
 
-def test_designs_too_large_for_maps_are_solved_row_by_row(monkeypatch):
+@pytest.mark.parametrize("n_evals", [8, 32])
+def test_designs_too_large_for_maps_are_solved_row_by_row(monkeypatch, n_evals):
     # beyond _MAP_MAX_BYTES a design's basis fits would take O(n^2 Pa) memory: the same
-    # flat-prior fit and cross-fit, row by row
+    # flat-prior fit and cross-fit, row by row (at n_evals=32, 16 Pa pairs: no ARD rounds
+    # there either)
     game = dividend_game(12, HIGH, n_rows=5, seed=3)
-    maps = _shared(game, 8, 2, return_units=True)
+    F._shared_cache.clear()
+    maps = _shared(game, n_evals, 2, return_units=True)
     monkeypatch.setattr(F, "_MAP_MAX_BYTES", 10_000)
     F._shared_cache.clear()
     paths = []
-    rows = _shared(game, 8, 2, return_units=True, paths=paths)
+    rows = _shared(game, n_evals, 2, return_units=True, paths=paths)
     assert paths == ["sampled"] * 5
     np.testing.assert_allclose(rows[0], maps[0], rtol=0, atol=1e-12)
     np.testing.assert_allclose(unit_std(rows[2]), unit_std(maps[2]), rtol=1e-9, atol=1e-14)
-    part = _shared(game_rows(game, [4, 1]), 8, 2, return_units=True)
+    part = _shared(game_rows(game, [4, 1]), n_evals, 2, return_units=True)
     np.testing.assert_array_equal(part[0], rows[0][[4, 1]])
     # a call's first row factors the design's matrices and the others reuse them: a row
     # alone (first) and within a call (not first) has the same bits
     F._shared_cache.clear()
-    alone = _shared(game_rows(game, [3]), 8, 2, return_units=True)
+    alone = _shared(game_rows(game, [3]), n_evals, 2, return_units=True)
     np.testing.assert_array_equal(alone[0], rows[0][[3]])
     np.testing.assert_array_equal(unit_std(alone[2]), unit_std(rows[2])[[3]])
     F._shared_cache.clear()

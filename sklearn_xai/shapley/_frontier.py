@@ -1753,9 +1753,9 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
     small = act is None and S.shape[0] < cfg["linear_below"] * Pa
     small = small or _too_wide(S.shape[0], Pa, cfg)
     # more rounds from ard_long_min * Pa pairs: enough for a sparser fit (fewer pairs
-    # lock it onto their noise)
-    rounds = 0 if not big else (cfg["ard_long"] if S.shape[0] >= cfg["ard_long_min"] * Pa
-                                else cfg["ard"])
+    # lock it onto their noise); ard=0 (the shared designs' flat fit) is no ARD at all
+    rounds = 0 if not (big and cfg["ard"]) else (
+        cfg["ard_long"] if S.shape[0] >= cfg["ard_long_min"] * Pa else cfg["ard"])
     rcfg = dict(cfg, ard=rounds, orders=() if small else cfg["orders"],
                 activity=act, prior_of=None if small else prior_of)
     hybrid = cfg["mode"] == "hybrid"
