@@ -899,7 +899,8 @@ def frontier_shapley(game: Game, n_evals: int,
        five times from ``16 Pa`` pairs (``ard_long``, ``ard_long_min``; measured on the
        benchmark games, seeds 4-7: 0.85x / 0.82x the error of two rounds on dividend32
        at ``n_evals`` 32 / 64, 0.96x on German credit and 0.99x on the held-out SVM game
-       at 32, none worse, at 1.3-2x the fit's time there; from ``8 Pa`` pairs five rounds
+       at 32, 1.035x on the SHEAR benchmark's MLP at 32 (equal at 64), at 1.3-2x the
+       fit's time there; from ``8 Pa`` pairs five rounds
        were 1.7-1.8 % worse on dividend32 and the SVM game at 16, 0.97x on German).
        **Below that, the triples' prior follows the players' activities** (heredity):
        the size-1 pairs, always enumerated first, give each player's ``A_i = v(all) -
