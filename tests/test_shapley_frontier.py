@@ -755,9 +755,11 @@ def test_wide_pairwise_game_is_exact_and_efficient():
 
 
 def test_more_ard_rounds_from_ard_long_min_pairs_per_player():
-    # from 16 Pa pairs (ard_long_min) ARD runs 5 rounds (ard_long) instead of 2: on games
-    # with a sparse order-3 part the fit gets sparser and closer; below that budget, and
-    # with the threshold out of reach, the fit is the two rounds' to the bit
+    # from 16 Pa pairs (ard_long_min) ARD runs 5 rounds (ard_long) instead of 2 where the
+    # pairs are at most half the order-3 fit's unknowns (ard_long_share; here 320 pairs of
+    # 20 players, 1,160 unknowns): on games with a sparse order-3 part the fit gets sparser
+    # and closer; below that budget, and with either condition out of reach, the fit is
+    # the two rounds' to the bit
     ratios = []
     for seed in range(4):
         game = dividend_game(20, ((1, 20), (3, 12), (5, 2)), n_rows=4, seed=seed)
@@ -766,10 +768,11 @@ def test_more_ard_rounds_from_ard_long_min_pairs_per_player():
             new = frontier_shapley(game, n_evals, _gens(4, seed), return_units=True)
             two = frontier_shapley(game, n_evals, _gens(4, seed), return_units=True,
                                    ard_long=2)
-            off = frontier_shapley(game, n_evals, _gens(4, seed), return_units=True,
-                                   ard_long_min=10**6)
-            for a, b in zip(two, off):
-                np.testing.assert_array_equal(a, b)
+            for knob in ({"ard_long_min": 10**6}, {"ard_long_share": 0.25}):
+                off = frontier_shapley(game, n_evals, _gens(4, seed), return_units=True,
+                                       **knob)
+                for a, b in zip(two, off):
+                    np.testing.assert_array_equal(a, b)
             if n_evals == 16:                    # 160 pairs: below 16 Pa, two rounds
                 for a, b in zip(new, two):
                     np.testing.assert_array_equal(a, b)
