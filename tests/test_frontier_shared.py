@@ -238,12 +238,12 @@ def test_knockoff_shap_frontier_shared(imputation):
     np.testing.assert_array_equal(b.values[::-1], a.values)
 
 
-@pytest.mark.parametrize("n_evals", [8, 32])
-def test_designs_too_large_for_maps_are_solved_row_by_row(monkeypatch, n_evals):
+@pytest.mark.parametrize("P, n_evals", [(12, 8), (20, 32)])
+def test_designs_too_large_for_maps_are_solved_row_by_row(monkeypatch, P, n_evals):
     # beyond _MAP_MAX_BYTES a design's basis fits would take O(n^2 Pa) memory: the same
-    # flat-prior fit and cross-fit, row by row (at n_evals=32, 16 Pa pairs: no ARD rounds
-    # there either)
-    game = dividend_game(12, HIGH, n_rows=5, seed=3)
+    # flat-prior fit and cross-fit, row by row (20 players at n_evals=32: 320 pairs, where
+    # the frontier runs its longer ARD; the shared fit has no ARD either way)
+    game = dividend_game(P, HIGH, n_rows=5, seed=3)
     F._shared_cache.clear()
     maps = _shared(game, n_evals, 2, return_units=True)
     monkeypatch.setattr(F, "_MAP_MAX_BYTES", 10_000)
