@@ -904,13 +904,12 @@ def frontier_shapley(game: Game, n_evals: int,
        not meet the condition; wider real games that do: gradient boosting on Taiwan
        credit (23 players, 16 background rows) 0.96x at 32 (1.0x at 16 and 64) at 1.7x,
        a dense 40-feature MLP 1.01-1.02x at 32 at 1.4-1.6x. Five rounds wherever ``16 Pa``
-       pairs were fitted: German
-       credit 0.95x-0.98x at 16-32, the held-out SVM 0.99x, but the SHEAR benchmark's MLP
-       1.035x at 32 and ``KnockoffSHAP``'s default on German 0.82x the rows/s for 0.993x
-       the error; from ``8 Pa`` pairs, 1.7-1.8 % worse on dividend32 and the SVM game at
-       16.
-       **Below that, the triples' prior follows the players' activities** (heredity):
-       the size-1 pairs, always enumerated first, give each player's ``A_i = v(all) -
+       pairs were fitted: German credit 0.95-0.99x at 16-64, the held-out SVM 0.99x, but
+       the SHEAR benchmark's MLP 1.035x at 32 and ``KnockoffSHAP``'s default on German
+       0.82x the rows/s for 0.993x the error; from ``8 Pa`` pairs, 1.7-1.8 % worse on
+       dividend32 and the SVM game at 16.
+       **Below ``8 Pa`` pairs, the triples' prior follows the players' activities**
+       (heredity): the size-1 pairs, always enumerated first, give each player's ``A_i = v(all) -
        v(all - i) - v({i}) + v(empty)``, the sum of its dividends of order two and more;
        a triple's odd coefficient comes only from dividends that hold all three of its
        players, so its prior variance is taken in proportion to ``prod_T (|A_i| + 0.05
