@@ -898,16 +898,12 @@ def frontier_shapley(game: Game, n_evals: int,
        from the fit (automatic relevance determination: a sparse order-3 surrogate), and
        five times (``ard_long``) from ``16 Pa`` pairs (``ard_long_min``) where they are
        at most half the fit's ``Pa + C(Pa, 3)`` unknowns (``ard_long_share``): sparse
-       recovery, where more reweighting rounds pay. Measured (benchmark games): 0.83x /
-       0.79x the error of two rounds on dividend32 at ``n_evals`` 32 / 64 (seeds 0-3;
-       0.85x / 0.82x on seeds 4-7) at 2.0-2.2x the fit's time; the other games' fits do
-       not meet the condition; wider real games that do: gradient boosting on Taiwan
-       credit (23 players, 16 background rows) 0.96x at 32 (1.0x at 16 and 64) at 1.7x,
-       a dense 40-feature MLP 1.01-1.02x at 32 at 1.4-1.6x. Five rounds wherever ``16 Pa``
-       pairs were fitted: German credit 0.95-0.99x at 16-64, the held-out SVM 0.99x, but
-       the SHEAR benchmark's MLP 1.035x at 32 and ``KnockoffSHAP``'s default on German
-       0.82x the rows/s for 0.993x the error; from ``8 Pa`` pairs, 1.7-1.8 % worse on
-       dividend32 and the SVM game at 16.
+       recovery, where more rounds pay (:func:`_ard_rounds`). Measured: 0.83x / 0.79x
+       the error of two rounds on dividend32 at ``n_evals`` 32 / 64, gradient boosting
+       on Taiwan credit (23 players) 0.96x at 32, a dense 40-feature MLP 1.01-1.02x, at
+       1.4-2.2x the fit's time; five rounds wherever ``16 Pa`` pairs were fitted cost
+       ``KnockoffSHAP``'s default 18 % of its rows/s for 0.7 % of its error
+       (``doc/benchmarks.md``, fifteenth session).
        **Below ``8 Pa`` pairs, the triples' prior follows the players' activities**
        (heredity): the size-1 pairs, always enumerated first, give each player's ``A_i = v(all) -
        v(all - i) - v({i}) + v(empty)``, the sum of its dividends of order two and more;
@@ -1501,6 +1497,19 @@ def _too_wide(n_pairs, Pa, cfg):
     return min(_order3_unknowns(n_pairs, Pa)) > cfg["max_unknowns"]
 
 
+def _ard_rounds(n_pairs, Pa, cfg):
+    """ARD's rounds for a fit of ``n_pairs`` pairs over ``Pa`` players in ARD's regime:
+    ``ard``, or ``ard_long`` from ``ard_long_min * Pa`` pairs where the kriging form's
+    unknowns are at most ``ard_long_share`` times the primal form's
+    (:func:`_order3_unknowns`): the sparse-recovery regime, where more rounds (a sparser
+    fit) pay; fewer pairs lock them onto their noise, and closer to determined they cost
+    more than they gain. ``ard=0`` (the shared designs' flat fit) is no ARD at all."""
+    if not cfg["ard"] or n_pairs < cfg["ard_long_min"] * Pa:
+        return cfg["ard"]
+    kriging, primal = _order3_unknowns(n_pairs, Pa)
+    return cfg["ard_long"] if kriging <= cfg["ard_long_share"] * primal else cfg["ard"]
+
+
 def _is_border(S):
     """The pairs ``S`` (n, Pa) are exactly the size-1 stratum (``n_evals = 2``)."""
     return S.shape[0] == S.shape[1] and bool(np.all(S.sum(axis=1) == 1))
@@ -1760,14 +1769,8 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
     # KernelSHAP) alone, the order-3 term has too little to learn from
     small = act is None and S.shape[0] < cfg["linear_below"] * Pa
     small = small or _too_wide(S.shape[0], Pa, cfg)
-    # more rounds (a sparser fit) from ard_long_min * Pa pairs where the order-3 fit is
-    # underdetermined at least 1 / ard_long_share times over: the sparse-recovery regime
-    # (fewer pairs lock the rounds onto their noise; closer to determined, they cost more
-    # than they gain); ard=0 (the shared designs' flat fit) is no ARD at all
-    long = (S.shape[0] >= cfg["ard_long_min"] * Pa
-            and S.shape[0] + 1 <= cfg["ard_long_share"] * (Pa + comb(Pa, 3)))
-    rounds = 0 if not (big and cfg["ard"]) else cfg["ard_long"] if long else cfg["ard"]
-    rcfg = dict(cfg, ard=rounds, orders=() if small else cfg["orders"],
+    rcfg = dict(cfg, ard=_ard_rounds(S.shape[0], Pa, cfg) if big else 0,
+                orders=() if small else cfg["orders"],
                 activity=act, prior_of=None if small else prior_of)
     hybrid = cfg["mode"] == "hybrid"
     if xfit and (return_units or not hybrid) and _n_halves_ok(strat[~is_extra], cfg["folds"]):
