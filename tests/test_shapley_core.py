@@ -618,3 +618,37 @@ def test_imputation_game_value_each_is_each_rows_value(per_row, batch_size):
         assert out[r].shape == (m.shape[0], 2)
         if m.shape[0]:
             np.testing.assert_array_equal(out[r], game.value(m, rows=[r], count=False)[0])
+
+
+@pytest.mark.parametrize("batch_size", [3, 4096])
+def test_imputation_game_value_blocks_is_each_rows_value(batch_size):
+    # the frontier's blocks of rows (not in row order, one of no coalitions) evaluated in
+    # one model call when they fit in batch_size model rows, else packed as value_each
+    # packs them: each row gets its own coalitions' values and the count is theirs
+    rng = np.random.default_rng(2)
+    n, P, K = 5, 4, 2
+    X = rng.normal(size=(n, P))
+    R = rng.normal(size=(K, P))
+    calls = []
+
+    def model(Z):
+        calls.append(Z.shape[0])
+        return np.column_stack([np.tanh(Z[:, 0] * Z[:, 1]) + Z[:, 2], Z[:, 3] ** 2])
+
+    game = ImputationGame(model, X, R, batch_size=batch_size)
+    blocks = [(np.array([3, 0]), rng.random((2, 2, P)) < 0.5),
+              (np.array([1]), np.zeros((1, 0, P), bool)),
+              (np.array([4, 2]), rng.random((2, 3, P)) < 0.5)]
+    out = game._value_blocks(blocks)
+    assert game.n_evaluations == 10
+    assert calls == [10 * K] if batch_size == 4096 else max(calls) <= batch_size
+    for (rows, masks), vals in zip(blocks, out):
+        assert vals.shape == (rows.size, masks.shape[1], 2)
+        for i, r in enumerate(rows):
+            if masks.shape[1]:
+                np.testing.assert_array_equal(
+                    vals[i], game.value(masks[i], rows=[r], count=False)[0])
+    # rows without coalitions: no model call but the one-coalition probe of n_outputs
+    calls.clear()
+    empty = game.value_each([np.zeros((0, P), bool)] * n)
+    assert calls in ([], [K]) and all(v.shape == (0, 2) for v in empty)

@@ -387,9 +387,15 @@ class ImputationGame(Game):
         if len(masks) != self.n_rows:
             raise ValueError(f"value_each needs one mask block per row ({self.n_rows}); got "
                              f"{len(masks)}.")
-        masks = [self._check_masks(m)[0] for m in masks]
-        if any(m.ndim != 2 for m in masks):
-            raise ValueError("value_each takes one 2-D mask block (C_r, n_players) per row.")
+        masks = [self._mask_block(m) for m in masks]
+        sizes = np.array([m.shape[0] for m in masks], dtype=np.int64)
+        if self._fits_one_call(sizes) and sizes.sum():
+            # everything in one model call, as the packing below would make it
+            vals = self._flat_values(np.repeat(np.arange(self.n_rows), sizes),
+                                     np.concatenate(masks))
+            self._count(1, int(sizes.sum()), count)
+            ends = np.cumsum(sizes).tolist()
+            return [vals[a:b] for a, b in zip([0] + ends[:-1], ends)]
         K = self.n_imputations
         step = max(1, self.batch_size // K)
         pieces = [(r, c0, min(c0 + step, m.shape[0]))
@@ -405,9 +411,8 @@ class ImputationGame(Game):
             if call:
                 # the call's coalitions in one block, each with its explained row
                 rows = np.concatenate([np.full(c1 - c0, r) for r, c0, c1 in call])
-                fm = self._feature_masks(np.concatenate([masks[r][c0:c1]
-                                                         for r, c0, c1 in call]))  # (C, M)
-                y = self._outputs(self._hybrids(rows, fm[:, None])[:, 0][None])[0]
+                y = self._flat_values(rows, np.concatenate([masks[r][c0:c1]
+                                                            for r, c0, c1 in call]))
                 at = 0
                 for r, c0, c1 in call:
                     parts[r].append(y[at:at + c1 - c0])
@@ -416,8 +421,50 @@ class ImputationGame(Game):
         for r, m in enumerate(masks):
             out[r] = (np.concatenate(parts[r]) if parts[r] else
                       np.empty((0, self.n_outputs)))
-            self._count(1, m.shape[0], count)
+        self._count(1, int(sizes.sum()), count)
         return out
+
+    def _value_blocks(self, blocks, count=True):
+        # the blocks' coalitions in row order in one model call when they fit in one (the
+        # call value_each would make), without splitting the rows into a list and back
+        n, P = self.n_rows, self.n_players
+        sizes = np.zeros(n, dtype=np.int64)
+        for rows, m in blocks:
+            sizes[rows] = m.shape[1]
+        if not (self._fits_one_call(sizes) and sizes.sum()):
+            return super()._value_blocks(blocks, count)
+        start = np.cumsum(sizes) - sizes
+        at = [(start[np.asarray(rows)][:, None] + np.arange(m.shape[1])).ravel()
+              for rows, m in blocks]
+        flat = np.empty((int(sizes.sum()), P), dtype=bool)
+        for (rows, m), a in zip(blocks, at):
+            flat[a] = np.asarray(m, dtype=bool).reshape(-1, P)
+        vals = self._flat_values(np.repeat(np.arange(n), sizes), flat)
+        self._count(1, flat.shape[0], count)
+        O = vals.shape[1]
+        return [vals[a].reshape(len(rows), m.shape[1], O) for (rows, m), a in zip(blocks, at)]
+
+    def _mask_block(self, m):
+        """One row's coalitions of :meth:`value_each` as a bool array (C_r, n_players), or
+        a ValueError."""
+        m = np.asarray(m, dtype=bool)
+        if m.ndim != 2:
+            raise ValueError("value_each takes one 2-D mask block (C_r, n_players) per row; "
+                             f"got shape {m.shape}.")
+        if m.shape[1] != self.n_players:
+            raise ValueError(f"masks must have {self.n_players} player columns; got shape "
+                             f"{m.shape}.")
+        return m
+
+    def _fits_one_call(self, sizes):
+        """Whether coalitions ``sizes`` (per row) fit in one model call (``batch_size``)."""
+        return int(sizes.sum()) * self.n_imputations <= self.batch_size
+
+    def _flat_values(self, rows, masks):
+        """The values (C, n_outputs) of coalitions ``masks`` (C, n_players) of the
+        explained ``rows`` (C,), in one model call."""
+        fm = self._feature_masks(masks)                                    # (C, M)
+        return self._outputs(self._hybrids(rows, fm[:, None])[:, 0][None])[0]
 
     def _feature_masks(self, masks):
         """The columns each coalition keeps: masks (..., C, P) -> (..., C, M) bool."""
