@@ -681,6 +681,19 @@ def main(argv=None):
             for (b, sh), model_ms in zip(big.items(), model):
                 print(f"{b:4d} {sh['evals_per_row']:9.1f} {model_ms:12.4f} "
                       f"{sh['warm_ms']:11.4f} {sh['warm_ms'] / model_ms:7.2f}")
+        # end to end, as a user calls it: the game an ImputationGame of the MLP itself, so
+        # that building the model's input rows counts as outside the model (the tables
+        # above stand a table lookup in for the model and its inputs)
+        for tile in TILES:
+            e2e = shared_end_to_end(out, "adult_mlp_ref", tile)
+            print(f"\nadult_mlp_ref end to end, {n_mlp * tile} rows in one call: "
+                  "estimate_shapley(ImputationGame(MLP), 'frontier_shared', with_std=False), "
+                  "warm; the model's own time measured inside its calls (median of 7 calls)")
+            print(f"{'n_ev':>4s} {'evals/row':>9s} {'model ms/row':>12s} "
+                  f"{'outside ms/row':>14s} {'/model':>7s}")
+            for b, r in e2e.items():
+                print(f"{b:4d} {r['evals_per_row']:9.1f} {r['model_ms']:12.4f} "
+                      f"{r['outside_ms']:14.4f} {r['outside_ms'] / r['model_ms']:7.2f}")
     return 0
 
 
@@ -707,6 +720,45 @@ def shared_warm_tiled(out, name, reps, repeats=5, design_seed=0):
             frontier_shared_shapley(game, b, design_seed=design_seed)
             times.append(time.perf_counter() - t0)
         res[b] = {"warm_ms": float(np.median(times)) / game.n_rows * 1e3,
+                  "evals_per_row": evals}
+    return res
+
+
+def shared_end_to_end(out, name, reps, repeats=7, design_seed=0):
+    """``{n_evals: {"model_ms", "outside_ms", "evals_per_row"}}``: ``frontier_shared``
+    through :func:`estimate_shapley` on an :class:`ImputationGame` of the Adult MLP
+    (:func:`_adult_mlp`) with the table ``name``'s rows repeated ``reps`` times and its
+    reference, warm (its designs cached by a first call): per explained row, the median
+    over ``repeats`` calls of the time inside the model's calls and of the rest."""
+    from sklearn_xai.shapley import ImputationGame, estimate_shapley
+    z = np.load(out / f"{name}.npz")
+    _, f = _adult_mlp()
+    inside = [0.0]
+
+    def model(Z):
+        t0 = time.perf_counter()
+        y = f(Z)
+        inside[0] += time.perf_counter() - t0
+        return y
+
+    X = np.tile(z["rows"], (reps, 1))
+    game = ImputationGame(model, X, z["references"])
+    res = {}
+    for b in BUDGETS:
+        game.n_evaluations = 0
+        estimate_shapley(game, "frontier_shared", b, design_seed=design_seed, with_std=False)
+        evals = game.n_evaluations / game.n_rows
+        tot, mod = [], []
+        for _ in range(repeats):
+            inside[0] = 0.0
+            t0 = time.perf_counter()
+            estimate_shapley(game, "frontier_shared", b, design_seed=design_seed,
+                             with_std=False)
+            tot.append(time.perf_counter() - t0)
+            mod.append(inside[0])
+        tot, mod = np.array(tot), np.array(mod)
+        res[b] = {"model_ms": float(np.median(mod)) / game.n_rows * 1e3,
+                  "outside_ms": float(np.median(tot - mod)) / game.n_rows * 1e3,
                   "evals_per_row": evals}
     return res
 

@@ -389,49 +389,21 @@ class ImputationGame(Game):
                              f"{len(masks)}.")
         masks = [self._mask_block(m) for m in masks]
         sizes = np.array([m.shape[0] for m in masks], dtype=np.int64)
-        if self._fits_one_call(sizes) and sizes.sum():
-            # everything in one model call, as the packing below would make it
-            vals = self._flat_values(np.repeat(np.arange(self.n_rows), sizes),
-                                     np.concatenate(masks))
-            self._count(1, int(sizes.sum()), count)
-            ends = np.cumsum(sizes).tolist()
-            return [vals[a:b] for a, b in zip([0] + ends[:-1], ends)]
-        K = self.n_imputations
-        step = max(1, self.batch_size // K)
-        pieces = [(r, c0, min(c0 + step, m.shape[0]))
-                  for r, m in enumerate(masks) for c0 in range(0, m.shape[0], step)]
-        out = [None] * self.n_rows
-        parts = {r: [] for r in range(self.n_rows)}
-        call, size = [], 0
-        for piece in pieces + [None]:
-            if piece is not None and size + (piece[2] - piece[1]) * K <= self.batch_size:
-                call.append(piece)
-                size += (piece[2] - piece[1]) * K
-                continue
-            if call:
-                # the call's coalitions in one block, each with its explained row
-                rows = np.concatenate([np.full(c1 - c0, r) for r, c0, c1 in call])
-                y = self._flat_values(rows, np.concatenate([masks[r][c0:c1]
-                                                            for r, c0, c1 in call]))
-                at = 0
-                for r, c0, c1 in call:
-                    parts[r].append(y[at:at + c1 - c0])
-                    at += c1 - c0
-            call, size = ([piece], (piece[2] - piece[1]) * K) if piece is not None else ([], 0)
-        for r, m in enumerate(masks):
-            out[r] = (np.concatenate(parts[r]) if parts[r] else
-                      np.empty((0, self.n_outputs)))
+        if not sizes.sum():
+            return [np.empty((0, self.n_outputs)) for _ in masks]
+        vals = self._packed_values(sizes, np.concatenate(masks))
         self._count(1, int(sizes.sum()), count)
-        return out
+        ends = np.cumsum(sizes).tolist()
+        return [vals[a:b] for a, b in zip([0] + ends[:-1], ends)]
 
     def _value_blocks(self, blocks, count=True):
-        # the blocks' coalitions in row order in one model call when they fit in one (the
-        # call value_each would make), without splitting the rows into a list and back
+        # the blocks' coalitions placed in row order directly (value_each's order, so the
+        # same model calls), without splitting the rows into a list and stacking them back
         n, P = self.n_rows, self.n_players
         sizes = np.zeros(n, dtype=np.int64)
         for rows, m in blocks:
             sizes[rows] = m.shape[1]
-        if not (self._fits_one_call(sizes) and sizes.sum()):
+        if not sizes.sum():
             return super()._value_blocks(blocks, count)
         start = np.cumsum(sizes) - sizes
         at = [(start[np.asarray(rows)][:, None] + np.arange(m.shape[1])).ravel()
@@ -439,7 +411,7 @@ class ImputationGame(Game):
         flat = np.empty((int(sizes.sum()), P), dtype=bool)
         for (rows, m), a in zip(blocks, at):
             flat[a] = np.asarray(m, dtype=bool).reshape(-1, P)
-        vals = self._flat_values(np.repeat(np.arange(n), sizes), flat)
+        vals = self._packed_values(sizes, flat)
         self._count(1, flat.shape[0], count)
         O = vals.shape[1]
         return [vals[a].reshape(len(rows), m.shape[1], O) for (rows, m), a in zip(blocks, at)]
@@ -456,9 +428,28 @@ class ImputationGame(Game):
                              f"{m.shape}.")
         return m
 
-    def _fits_one_call(self, sizes):
-        """Whether coalitions ``sizes`` (per row) fit in one model call (``batch_size``)."""
-        return int(sizes.sum()) * self.n_imputations <= self.batch_size
+    def _packed_values(self, sizes, masks):
+        """The values (C, n_outputs) of every row's coalitions, ``masks`` (C, n_players)
+        in row order, ``sizes[r]`` of them for row ``r``: in model calls of at most
+        ``batch_size`` model rows, each row's coalitions cut into pieces of at most
+        ``batch_size // n_imputations`` and whole pieces packed into a call while they
+        fit (a call may hold several rows, a row span several calls)."""
+        rows = np.repeat(np.arange(self.n_rows), sizes)
+        K, cap = self.n_imputations, self.batch_size
+        if int(sizes.sum()) * K <= cap:
+            return self._flat_values(rows, masks)
+        step = max(1, cap // K)
+        bounds, start, at, size = [], 0, 0, 0
+        for C in sizes.tolist():
+            for c0 in range(0, C, step):
+                c = min(step, C - c0)
+                if size and size + c * K > cap:
+                    bounds.append((start, at))
+                    start, size = at, 0
+                size += c * K
+                at += c
+        bounds.append((start, at))
+        return np.concatenate([self._flat_values(rows[a:b], masks[a:b]) for a, b in bounds])
 
     def _flat_values(self, rows, masks):
         """The values (C, n_outputs) of coalitions ``masks`` (C, n_players) of the
