@@ -674,8 +674,9 @@ def main(argv=None):
             big = shared_warm_tiled(out, "adult_mlp_ref", tile)
             model = mlp_model_ms([sh["evals_per_row"] for sh in big.values()], n_mlp * tile)
             print(f"\nadult_mlp_ref, its {n_mlp} rows repeated {tile} times ({n_mlp * tile} "
-                  "rows in one call): frontier_shared's warm time per row outside the model "
-                  "(median of 5 calls) against the model's")
+                  "rows in one call): frontier_shared's warm time per row on the table game "
+                  "(median of 5 calls; its lookup stands in for the model and for building "
+                  "its input rows: see the end-to-end table) against the model's")
             print(f"{'n_ev':>4s} {'evals/row':>9s} {'model ms/row':>12s} "
                   f"{'warm ms/row':>11s} {'/model':>7s}")
             for (b, sh), model_ms in zip(big.items(), model):
