@@ -203,13 +203,17 @@ class Game(metaclass=ABCMeta):
         if masks.ndim not in (2, 3):
             raise ValueError(f"masks must be 2-D (n_coalitions, n_players) or 3-D (n_rows, "
                              f"n_coalitions, n_players); got shape {masks.shape}.")
-        if masks.shape[-1] != self.n_players:
-            raise ValueError(f"masks must have {self.n_players} player columns; got shape "
-                             f"{masks.shape}.")
+        self._check_players(masks)
         if masks.ndim == 3 and masks.shape[0] != row_ids.size:
             raise ValueError(f"Per-row masks must have one block per selected row "
                              f"({row_ids.size}); got shape {masks.shape}.")
         return masks, row_ids
+
+    def _check_players(self, masks):
+        """A ValueError unless ``masks`` has one column per player."""
+        if masks.shape[-1] != self.n_players:
+            raise ValueError(f"masks must have {self.n_players} player columns; got shape "
+                             f"{masks.shape}.")
 
     def _count(self, n_rows, n_coalitions, count=True):
         if count:
@@ -391,8 +395,7 @@ class ImputationGame(Game):
         sizes = np.array([m.shape[0] for m in masks], dtype=np.int64)
         if not sizes.sum():
             return [np.empty((0, self.n_outputs)) for _ in masks]
-        vals = self._packed_values(sizes, np.concatenate(masks))
-        self._count(1, int(sizes.sum()), count)
+        vals = self._packed_values(sizes, np.concatenate(masks), count)
         ends = np.cumsum(sizes).tolist()
         return [vals[a:b] for a, b in zip([0] + ends[:-1], ends)]
 
@@ -404,15 +407,14 @@ class ImputationGame(Game):
         for rows, m in blocks:
             sizes[rows] = m.shape[1]
         if not sizes.sum():
-            return super()._value_blocks(blocks, count)
+            return [np.empty((len(rows), m.shape[1], self.n_outputs)) for rows, m in blocks]
         start = np.cumsum(sizes) - sizes
         at = [(start[np.asarray(rows)][:, None] + np.arange(m.shape[1])).ravel()
               for rows, m in blocks]
         flat = np.empty((int(sizes.sum()), P), dtype=bool)
         for (rows, m), a in zip(blocks, at):
             flat[a] = np.asarray(m, dtype=bool).reshape(-1, P)
-        vals = self._packed_values(sizes, flat)
-        self._count(1, flat.shape[0], count)
+        vals = self._packed_values(sizes, flat, count)
         O = vals.shape[1]
         return [vals[a].reshape(len(rows), m.shape[1], O) for (rows, m), a in zip(blocks, at)]
 
@@ -423,21 +425,28 @@ class ImputationGame(Game):
         if m.ndim != 2:
             raise ValueError("value_each takes one 2-D mask block (C_r, n_players) per row; "
                              f"got shape {m.shape}.")
-        if m.shape[1] != self.n_players:
-            raise ValueError(f"masks must have {self.n_players} player columns; got shape "
-                             f"{m.shape}.")
+        self._check_players(m)
         return m
 
-    def _packed_values(self, sizes, masks):
+    def _packed_values(self, sizes, masks, count=True):
         """The values (C, n_outputs) of every row's coalitions, ``masks`` (C, n_players)
         in row order, ``sizes[r]`` of them for row ``r``: in model calls of at most
         ``batch_size`` model rows, each row's coalitions cut into pieces of at most
         ``batch_size // n_imputations`` and whole pieces packed into a call while they
-        fit (a call may hold several rows, a row span several calls)."""
+        fit (a call may hold several rows, a row span several calls). ``count``: add
+        them to ``n_evaluations``."""
         rows = np.repeat(np.arange(self.n_rows), sizes)
+        vals = [self._flat_values(rows[a:b], masks[a:b]) for a, b in self._call_bounds(sizes)]
+        self._count(1, masks.shape[0], count)
+        return vals[0] if len(vals) == 1 else np.concatenate(vals)
+
+    def _call_bounds(self, sizes):
+        """The model calls of :meth:`_packed_values`, as ranges ``(start, stop)`` of the
+        coalitions in row order (``sizes[r]`` of them for row ``r``)."""
         K, cap = self.n_imputations, self.batch_size
-        if int(sizes.sum()) * K <= cap:
-            return self._flat_values(rows, masks)
+        total = int(sizes.sum())
+        if total * K <= cap:
+            return [(0, total)]
         step = max(1, cap // K)
         bounds, start, at, size = [], 0, 0, 0
         for C in sizes.tolist():
@@ -449,7 +458,7 @@ class ImputationGame(Game):
                 size += c * K
                 at += c
         bounds.append((start, at))
-        return np.concatenate([self._flat_values(rows[a:b], masks[a:b]) for a, b in bounds])
+        return bounds
 
     def _flat_values(self, rows, masks):
         """The values (C, n_outputs) of coalitions ``masks`` (C, n_players) of the
