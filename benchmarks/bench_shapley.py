@@ -703,6 +703,28 @@ def main(argv=None):
 TILES = (10, 100)
 
 
+def _warm_calls(game, run, repeats, inside=None):
+    """``{n_evals: (evals per row, call times (repeats,), times inside the model or
+    None)}`` of ``run(game, n_evals)`` warm: a first call (its designs cached, its
+    evaluations counted), then ``repeats`` timed calls; ``inside``: a one-element list the
+    model adds its own time to."""
+    res = {}
+    for b in BUDGETS:
+        game.n_evaluations = 0
+        run(game, b)
+        evals = game.n_evaluations / game.n_rows
+        tot, mod = [], []
+        for _ in range(repeats):
+            if inside is not None:
+                inside[0] = 0.0
+            t0 = time.perf_counter()
+            run(game, b)
+            tot.append(time.perf_counter() - t0)
+            mod.append(None if inside is None else inside[0])
+        res[b] = (evals, np.array(tot), None if inside is None else np.array(mod))
+    return res
+
+
 def shared_warm_tiled(out, name, reps, repeats=5, design_seed=0):
     """``{n_evals: {"warm_ms", "evals_per_row"}}`` of ``frontier_shared`` on the table
     game ``name`` with its rows repeated ``reps`` times, in one call: the median warm
@@ -710,19 +732,10 @@ def shared_warm_tiled(out, name, reps, repeats=5, design_seed=0):
     from sklearn_xai.shapley._estimators import frontier_shared_shapley
     z = np.load(out / f"{name}.npz")
     game = TableGame(np.tile(z["tables"], (reps, 1)), np.tile(z["active"], (reps, 1)))
-    res = {}
-    for b in BUDGETS:
-        game.n_evaluations = 0
-        frontier_shared_shapley(game, b, design_seed=design_seed)
-        evals = game.n_evaluations / game.n_rows
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            frontier_shared_shapley(game, b, design_seed=design_seed)
-            times.append(time.perf_counter() - t0)
-        res[b] = {"warm_ms": float(np.median(times)) / game.n_rows * 1e3,
-                  "evals_per_row": evals}
-    return res
+    calls = _warm_calls(game, lambda g, b: frontier_shared_shapley(g, b, design_seed=design_seed),
+                        repeats)
+    return {b: {"warm_ms": float(np.median(tot)) / game.n_rows * 1e3, "evals_per_row": evals}
+            for b, (evals, tot, _) in calls.items()}
 
 
 def shared_end_to_end(out, name, reps, repeats=7, design_seed=0):
@@ -742,26 +755,13 @@ def shared_end_to_end(out, name, reps, repeats=7, design_seed=0):
         inside[0] += time.perf_counter() - t0
         return y
 
-    X = np.tile(z["rows"], (reps, 1))
-    game = ImputationGame(model, X, z["references"])
-    res = {}
-    for b in BUDGETS:
-        game.n_evaluations = 0
-        estimate_shapley(game, "frontier_shared", b, design_seed=design_seed, with_std=False)
-        evals = game.n_evaluations / game.n_rows
-        tot, mod = [], []
-        for _ in range(repeats):
-            inside[0] = 0.0
-            t0 = time.perf_counter()
-            estimate_shapley(game, "frontier_shared", b, design_seed=design_seed,
-                             with_std=False)
-            tot.append(time.perf_counter() - t0)
-            mod.append(inside[0])
-        tot, mod = np.array(tot), np.array(mod)
-        res[b] = {"model_ms": float(np.median(mod)) / game.n_rows * 1e3,
-                  "outside_ms": float(np.median(tot - mod)) / game.n_rows * 1e3,
-                  "evals_per_row": evals}
-    return res
+    game = ImputationGame(model, np.tile(z["rows"], (reps, 1)), z["references"])
+    calls = _warm_calls(game, lambda g, b: estimate_shapley(
+        g, "frontier_shared", b, design_seed=design_seed, with_std=False), repeats, inside)
+    return {b: {"model_ms": float(np.median(mod)) / game.n_rows * 1e3,
+                "outside_ms": float(np.median(tot - mod)) / game.n_rows * 1e3,
+                "evals_per_row": evals}
+            for b, (evals, tot, mod) in calls.items()}
 
 
 def component_ablation(out, games, seeds=(0, 1, 2, 3), cover_seeds=tuple(range(8))):
