@@ -620,6 +620,46 @@ def test_imputation_game_value_each_is_each_rows_value(per_row, batch_size):
             np.testing.assert_array_equal(out[r], game.value(m, rows=[r], count=False)[0])
 
 
+@pytest.mark.parametrize("per_row_masks", [False, True])
+@pytest.mark.parametrize("batch_size", [1, 4, 7, 9, 64])
+def test_imputation_game_value_packs_its_calls_as_value_each(per_row_masks, batch_size):
+    # one packing rule for every model call: value() on selected rows (shared or per-row
+    # masks) makes the calls value_each makes for the same rows' coalitions, also where a
+    # row alone exceeds batch_size and is cut into pieces
+    rng = np.random.default_rng(3)
+    n, P, K = 6, 4, 2
+    X = rng.normal(size=(n, P))
+    R = rng.normal(size=(K, P))
+    calls = []
+
+    def model(Z):
+        calls.append(Z.copy())
+        return np.column_stack([np.tanh(Z[:, 0] * Z[:, 1]) + Z[:, 2], Z[:, 3]])
+
+    game = ImputationGame(model, X, R, batch_size=batch_size)
+    game._n_outputs = 2                                   # no probe call in the record
+    rows = np.array([4, 1, 1, 3])
+    masks = (rng.random((rows.size, 5, P)) < 0.5 if per_row_masks
+             else rng.random((5, P)) < 0.5)
+    v = game.value(masks, rows=rows)
+    by_value, calls[:] = list(calls), []
+    # value_each takes one block per row: the selected rows as a game of their own
+    sub = ImputationGame(model, X[rows], R, batch_size=batch_size)
+    sub._n_outputs = 2
+    each = [masks[i] if per_row_masks else masks for i in range(rows.size)]
+    v_each = sub.value_each(each)
+    assert len(by_value) == len(calls)
+    for a, b in zip(by_value, calls):
+        np.testing.assert_array_equal(a, b)
+    assert max(c.shape[0] for c in by_value) <= max(batch_size, K)
+    assert game.n_evaluations == rows.size * 5
+    np.testing.assert_array_equal(v, np.stack(v_each))
+    # no coalitions: an empty block per row, no call (this raised before one rule)
+    calls.clear()
+    empty = game.value(np.zeros((rows.size, 0, P) if per_row_masks else (0, P), bool), rows=rows)
+    assert empty.shape == (rows.size, 0, 2) and not calls
+
+
 @pytest.mark.parametrize("batch_size", [3, 4096])
 def test_imputation_game_value_blocks_is_each_rows_value(batch_size):
     # the frontier's blocks of rows (not in row order, one of no coalitions) evaluated in

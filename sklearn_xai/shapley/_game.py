@@ -521,25 +521,24 @@ class ImputationGame(Game):
             ``per_imputation``) one block of model outputs per imputation row.
         """
         masks, row_ids = self._check_masks(masks, rows)
+        n_sel, n_coal = row_ids.size, masks.shape[-2]
+        if not (n_sel and n_coal):  # no row or no coalition
+            self._count(n_sel, n_coal, count)
+            return np.empty((n_sel, n_coal, self.n_outputs if self.n_rows else 0))
         per_row = masks.ndim == 3
-        n_coal = masks.shape[-2]
         feat_masks = self._feature_masks(masks)                            # (..., C, M)
-        K = self.n_imputations
-        per_row_cost = n_coal * K
         out = None
-        rows_per_chunk = max(1, self.batch_size // max(per_row_cost, 1))
-        coal_chunk = n_coal if per_row_cost <= self.batch_size else max(1, self.batch_size // K)
-        for r0 in range(0, row_ids.size, rows_per_chunk):
-            rsel = row_ids[r0:r0 + rows_per_chunk]
-            for c0 in range(0, n_coal, coal_chunk):
-                c1 = min(n_coal, c0 + coal_chunk)
-                fm = feat_masks[r0:r0 + rsel.size, c0:c1] if per_row else np.broadcast_to(
-                    feat_masks[None, c0:c1], (rsel.size, c1 - c0, self.n_features))
-                y = self._outputs(self._hybrids(rsel, fm))
-                if out is None:
-                    out = np.empty((row_ids.size, n_coal, y.shape[-1]))
-                out[r0:r0 + rsel.size, c0:c1] = y
-        if out is None:  # no row or no coalition
-            out = np.empty((row_ids.size, n_coal, self.n_outputs if self.n_rows else 0))
-        self._count(row_ids.size, n_coal, count)
+        # the calls of value_each's packing (_call_bounds); with as many coalitions per
+        # row, each call holds whole rows or a run of one row's coalitions, so its hybrid
+        # rows are built by broadcasting the row against its coalitions
+        for a, b in self._call_bounds(np.full(n_sel, n_coal, dtype=np.int64)):
+            r0, c0 = divmod(a, n_coal)
+            r1, c1 = (r0 + 1, b - r0 * n_coal) if c0 or b - a < n_coal else (b // n_coal, n_coal)
+            fm = feat_masks[r0:r1, c0:c1] if per_row else np.broadcast_to(
+                feat_masks[None, c0:c1], (r1 - r0, c1 - c0, self.n_features))
+            y = self._outputs(self._hybrids(row_ids[r0:r1], fm))
+            if out is None:
+                out = np.empty((n_sel, n_coal, y.shape[-1]))
+            out[r0:r1, c0:c1] = y
+        self._count(n_sel, n_coal, count)
         return out
