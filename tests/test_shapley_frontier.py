@@ -766,8 +766,9 @@ def test_more_ard_rounds_from_ard_long_min_pairs_per_player():
         truth = game.shapley_values()[0]
         for n_evals in (16, 32):
             new = frontier_shapley(game, n_evals, _gens(4, seed), return_units=True)
+            # two rounds without the pairs' pooling (which the regime also turns on)
             two = frontier_shapley(game, n_evals, _gens(4, seed), return_units=True,
-                                   ard_long=2)
+                                   ard_long=2, ard_pool="none")
             for knob in ({"ard_long_min": 10**6}, {"ard_long_share": 0.25}):
                 off = frontier_shapley(game, n_evals, _gens(4, seed), return_units=True,
                                        **knob)
@@ -779,6 +780,52 @@ def test_more_ard_rounds_from_ard_long_min_pairs_per_player():
             else:
                 ratios.append(np.abs(new[0] - truth).mean() / np.abs(two[0] - truth).mean())
     assert max(ratios) < 1.0 and np.mean(ratios) < 0.97
+
+
+def test_triples_pooled_with_their_pairs_in_the_sparse_recovery_regime():
+    # in ARD's sparse-recovery regime (from 16 Pa pairs, at most half the unknowns) a
+    # triple's relevance is pooled with its pairs' (heredity): on planted games of
+    # clustered (orders 4-5) or isolated (order 3) interactions the fit gets closer;
+    # below the regime (n_evals=16: 160 pairs of 20 players) it is unchanged to the bit
+    ratios = []
+    for orders in (((1, 20), (4, 6), (5, 3)), ((1, 20), (3, 20))):
+        for seed in range(3):
+            game = dividend_game(20, orders, n_rows=4, seed=seed)
+            truth = game.shapley_values()[0]
+            for n_evals in (16, 32):
+                pooled = frontier_shapley(game, n_evals, _gens(4, seed), return_units=True)
+                alone = frontier_shapley(game, n_evals, _gens(4, seed), return_units=True,
+                                         ard_pool="none")
+                if n_evals == 16:
+                    for a, b in zip(pooled, alone):
+                        np.testing.assert_array_equal(a, b)
+                else:
+                    np.testing.assert_allclose(pooled[0].sum(axis=1), alone[0].sum(axis=1),
+                                               rtol=0, atol=1e-12)
+                    ratios.append(np.abs(pooled[0] - truth).mean()
+                                  / np.abs(alone[0] - truth).mean())
+    assert np.mean(ratios) < 0.95 and max(ratios) < 1.02
+
+
+def test_pair_pooled_relevance_is_the_geometric_mean_with_the_pairs_totals():
+    # _pair_pooled against a loop over the triples: sqrt(e_T * cbrt(t_ij t_ik t_jk)), t a
+    # pair's total of e over the triples that hold it; scale-equivariant, and no underflow
+    # from three tiny totals
+    from itertools import combinations
+
+    from sklearn_xai.shapley._frontier import _pair_pooled, _triples
+    Pa = 7
+    T = _triples(Pa)
+    e = np.random.default_rng(0).random(T.shape[0]) ** 4
+    total = {}
+    for t, v in zip(map(tuple, T.tolist()), e):
+        for pair in combinations(t, 2):
+            total[pair] = total.get(pair, 0.0) + v
+    expect = [np.sqrt(v * np.cbrt(np.prod([total[p] for p in combinations(t, 2)])))
+              for t, v in zip(map(tuple, T.tolist()), e)]
+    np.testing.assert_allclose(_pair_pooled(e, T, Pa), expect, rtol=1e-12)
+    np.testing.assert_allclose(_pair_pooled(e * 1e-200, T, Pa), np.array(expect) * 1e-200,
+                               rtol=1e-12)
 
 
 @pytest.mark.parametrize("knob, same", [({"ard_max_players": 11}, {"ard_min": 10**6}),
