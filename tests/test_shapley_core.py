@@ -620,23 +620,29 @@ def test_imputation_game_value_each_is_each_rows_value(per_row, batch_size):
             np.testing.assert_array_equal(out[r], game.value(m, rows=[r], count=False)[0])
 
 
-@pytest.mark.parametrize("per_row_masks", [False, True])
-@pytest.mark.parametrize("batch_size", [1, 4, 7, 9, 64])
-def test_imputation_game_value_packs_its_calls_as_value_each(per_row_masks, batch_size):
-    # one packing rule for every model call: value() on selected rows (shared or per-row
-    # masks) makes the calls value_each makes for the same rows' coalitions, also where a
-    # row alone exceeds batch_size and is cut into pieces
-    rng = np.random.default_rng(3)
-    n, P, K = 6, 4, 2
-    X = rng.normal(size=(n, P))
-    R = rng.normal(size=(K, P))
+def _recorded_game(seed, n, P, K, batch_size):
+    """An ImputationGame of ``n`` rows, ``K`` shared imputation rows and a small nonlinear
+    model of two outputs whose calls' inputs are recorded; the recording list and the
+    generator that drew the rows."""
+    rng = np.random.default_rng(seed)
+    X, R = rng.normal(size=(n, P)), rng.normal(size=(K, P))
     calls = []
 
     def model(Z):
         calls.append(Z.copy())
         return np.column_stack([np.tanh(Z[:, 0] * Z[:, 1]) + Z[:, 2], Z[:, 3]])
 
-    game = ImputationGame(model, X, R, batch_size=batch_size)
+    return ImputationGame(model, X, R, batch_size=batch_size), calls, rng
+
+
+@pytest.mark.parametrize("per_row_masks", [False, True])
+@pytest.mark.parametrize("batch_size", [1, 4, 7, 9, 64])
+def test_imputation_game_value_packs_its_calls_as_value_each(per_row_masks, batch_size):
+    # one packing rule for every model call: value() on selected rows (shared or per-row
+    # masks) makes the calls value_each makes for the same rows' coalitions, also where a
+    # row alone exceeds batch_size and is cut into pieces
+    P, K = 4, 2
+    game, calls, rng = _recorded_game(3, 6, P, K, batch_size)
     game._n_outputs = 2                                   # no probe call in the record
     rows = np.array([4, 1, 1, 3])
     masks = (rng.random((rows.size, 5, P)) < 0.5 if per_row_masks
@@ -644,7 +650,7 @@ def test_imputation_game_value_packs_its_calls_as_value_each(per_row_masks, batc
     v = game.value(masks, rows=rows)
     by_value, calls[:] = list(calls), []
     # value_each takes one block per row: the selected rows as a game of their own
-    sub = ImputationGame(model, X[rows], R, batch_size=batch_size)
+    sub = ImputationGame(game.model_fn, game.X[rows], game.imputation[0], batch_size=batch_size)
     sub._n_outputs = 2
     each = [masks[i] if per_row_masks else masks for i in range(rows.size)]
     v_each = sub.value_each(each)
@@ -665,23 +671,15 @@ def test_imputation_game_value_blocks_is_each_rows_value(batch_size):
     # the frontier's blocks of rows (not in row order, one of no coalitions) evaluated in
     # one model call when they fit in batch_size model rows, else packed as value_each
     # packs them: each row gets its own coalitions' values and the count is theirs
-    rng = np.random.default_rng(2)
     n, P, K = 5, 4, 2
-    X = rng.normal(size=(n, P))
-    R = rng.normal(size=(K, P))
-    calls = []
-
-    def model(Z):
-        calls.append(Z.shape[0])
-        return np.column_stack([np.tanh(Z[:, 0] * Z[:, 1]) + Z[:, 2], Z[:, 3] ** 2])
-
-    game = ImputationGame(model, X, R, batch_size=batch_size)
+    game, calls, rng = _recorded_game(2, n, P, K, batch_size)
     blocks = [(np.array([3, 0]), rng.random((2, 2, P)) < 0.5),
               (np.array([1]), np.zeros((1, 0, P), bool)),
               (np.array([4, 2]), rng.random((2, 3, P)) < 0.5)]
     out = game._value_blocks(blocks)
     assert game.n_evaluations == 10
-    assert calls == [10 * K] if batch_size == 4096 else max(calls) <= batch_size
+    sizes = [c.shape[0] for c in calls]
+    assert sizes == [10 * K] if batch_size == 4096 else max(sizes) <= batch_size
     for (rows, masks), vals in zip(blocks, out):
         assert vals.shape == (rows.size, masks.shape[1], 2)
         for i, r in enumerate(rows):
@@ -691,4 +689,4 @@ def test_imputation_game_value_blocks_is_each_rows_value(batch_size):
     # rows without coalitions: no model call but the one-coalition probe of n_outputs
     calls.clear()
     empty = game.value_each([np.zeros((0, P), bool)] * n)
-    assert calls in ([], [K]) and all(v.shape == (0, 2) for v in empty)
+    assert [c.shape[0] for c in calls] in ([], [K]) and all(v.shape == (0, 2) for v in empty)

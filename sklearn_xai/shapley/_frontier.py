@@ -2159,7 +2159,7 @@ def _jackknife(X, y, W, strat, yN, cfg, est):
         prior = cfg["activity"] if cfg.get("prior_of") is None else cfg["prior_of"](keep)
         fit = _fit_row(X[keep], y[keep], Wg[keep], yN, cfg["orders"], cfg["ratio"],
                        ard=cfg["ard"], lam=cfg["lam"], activity=prior,
-                       ard_pool=cfg.get("pool_triples", False))
+                       ard_pool=cfg["pool_triples"])
         pseudo[g] = G * est - (G - 1) * _project(fit, 2 * yN)
     return pseudo
 
@@ -2264,7 +2264,8 @@ def _shared_design(Pa, n_pairs, design_seed, cfg, with_se, stream=0, knobs=None)
         X = np.where(S, 1.0, -1.0)
         small = S.shape[0] < cfg["linear_below"] * Pa or _too_wide(n, Pa, cfg)
         orders = () if small else cfg["orders"]
-        rcfg = dict(cfg, ard=0, orders=orders, activity=None, prior_of=None)
+        rcfg = dict(cfg, ard=0, pool_triples=False, orders=orders, activity=None,
+                    prior_of=None)
         # the basis of [y; yN]: column c < n is pair c's odd value, column n the full's
         Iy, IyN = np.eye(n, n + 1), np.eye(1, n + 1, n)[0]
         full = _fit_row(X, Iy, W, IyN, orders, cfg["ratio"])
