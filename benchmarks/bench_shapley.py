@@ -594,6 +594,12 @@ def main(argv=None):
               "order-3 part (an oracle; same designs and values, 4 seeds)")
         for b, (e_fit, e_oracle) in support_oracle(out).items():
             print(f"  n_evals={b:3d}  frontier fit {e_fit:.3e}  support oracle {e_oracle:.3e}")
+        print("\ndividend32: the frontier with its triples' relevance pooled with their pairs' "
+              "(the default in the sparse-recovery regime) against without (ard_pool='none'), "
+              "MAE over 4 seeds")
+        for b, (e_pool, e_alone) in ard_pool_ablation(out).items():
+            print(f"  n_evals={b:3d}  pooled {e_pool:.3e}  alone {e_alone:.3e}  "
+                  f"(ratio {_ratio(e_pool, e_alone)})")
     for name in ("adult_xgb_ref", "adult_mlp_ref"):
         if name not in games:
             continue
@@ -841,6 +847,21 @@ def support_oracle(out, budgets=(4, 8, 16), seeds=(0, 1, 2, 3)):
                 err_oracle.append(np.abs(F._project(oracle, 2 * yN)[:, 0] - truth[r]).mean())
         res[b] = (float(np.mean(err_fit)), float(np.mean(err_oracle)))
     return res
+
+
+def ard_pool_ablation(out, budgets=(16, 32, 64), seeds=(0, 1, 2, 3)):
+    """dividend32: the frontier's MAE with ARD's pooled relevance (``ard_pool="pairs"``,
+    the default; it acts from ``16 Pa`` pairs, so at 16 the two are equal) and without.
+    Returns {n_evals: (MAE pooled, MAE alone)}."""
+    from sklearn_xai.shapley._frontier import frontier_shapley
+    game, truth = _load_game(out, "dividend32")
+
+    def mae(b, **cfg):
+        return float(np.mean([np.abs(frontier_shapley(
+            game, b, [np.random.default_rng([s, r]) for r in range(game.n_rows)],
+            **cfg)[0][:, :, 0] - truth).mean() for s in seeds]))
+
+    return {b: (mae(b), mae(b, ard_pool="none")) for b in budgets}
 
 
 def spectrum_oracle(out, name, n_evals=2, seeds=tuple(range(8))):
