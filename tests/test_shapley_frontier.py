@@ -738,6 +738,8 @@ def test_frontier_knobs_are_checked():
         frontier_shapley(game, 4, _gens(2), prior="heredity")
     with pytest.raises(ValueError, match="se_mode must be one of"):
         frontier_shapley(game, 4, _gens(2), return_units=True, se_mode="pooled ")
+    with pytest.raises(ValueError, match=r"ard_pool must be one of \['pairs', 'none'\]"):
+        frontier_shapley(game, 4, _gens(2), ard_pool=False)
     flat = frontier_shapley(game, 4, _gens(2), prior="flat")[0]
     assert np.isfinite(flat).all()
 
