@@ -319,11 +319,25 @@ HELD_OUT = ("australian_svm_bg16", "compas_forest_bg16")
 
 # --------------------------------------------------------------------------- ours
 
+def _row_gens(seed, n):
+    """One generator per row, row ``r`` of seed ``seed`` drawing from ``[seed, r]``."""
+    return [np.random.default_rng([seed, r]) for r in range(n)]
+
+
+def _frontier_mae(game, truth, n_evals, seeds, **cfg):
+    """The frontier's mean absolute error on ``game`` against ``truth`` (n, P), averaged
+    over ``seeds`` (per-row generators, :func:`_row_gens`), with frontier knobs ``cfg``."""
+    from sklearn_xai.shapley._frontier import frontier_shapley
+    return float(np.mean([np.abs(frontier_shapley(game, n_evals, _row_gens(s, game.n_rows),
+                                                  **cfg)[0][:, :, 0] - truth).mean()
+                          for s in seeds]))
+
+
 def _cover_counts(fn, game, truth, n_evals, seed, **cfg):
     """``(hits, values)`` of the 95 % intervals of ``fn(..., return_units=True)`` on one
     seed: the values whose ``phi +- 1.96 se`` holds the truth, among those with a
     standard error (NaN, no estimate, and 0, exact up to round-off, left out)."""
-    gens = [np.random.default_rng([seed, r]) for r in range(game.n_rows)]
+    gens = _row_gens(seed, game.n_rows)
     phi, _, units = fn(game, n_evals, gens, return_units=True, **cfg)
     if units is None:
         return 0, 0
@@ -349,7 +363,7 @@ def run_ours(out, seeds, games=GAMES, methods=None, max_units_budget=16, cover_s
             for b in BUDGETS:
                 errs, cover, secs, evals = [], [], 0.0, 0
                 for seed in seeds:
-                    gens = [np.random.default_rng([seed, r]) for r in range(n)]
+                    gens = _row_gens(seed, n)
                     game.n_evaluations = 0
                     t0 = time.perf_counter()
                     phi = fn(game, b, gens)[0][:, :, 0]
@@ -778,14 +792,9 @@ def component_ablation(out, games, seeds=(0, 1, 2, 3), cover_seeds=tuple(range(8
     rows = []
     for name in games:
         game, truth = load_game(out, name)
-        n = game.n_rows
-
-        def gens(s, n=n):
-            return [np.random.default_rng([s, r]) for r in range(n)]
 
         def mae(b, game=game, truth=truth, **cfg):
-            return float(np.mean([np.abs(frontier_shapley(game, b, gens(s), **cfg)[0][:, :, 0]
-                                         - truth).mean() for s in seeds]))
+            return _frontier_mae(game, truth, b, seeds, **cfg)
 
         def coverage(b, game=game, truth=truth, **cfg):
             hit, tot = np.sum([_cover_counts(frontier_shapley, game, truth, b, s, **cfg)
@@ -853,15 +862,9 @@ def ard_pool_ablation(out, budgets=(16, 32, 64), seeds=(0, 1, 2, 3)):
     """dividend32: the frontier's MAE with ARD's pooled relevance (``ard_pool="pairs"``,
     the default; it acts from ``16 Pa`` pairs, so at 16 the two are equal) and without.
     Returns {n_evals: (MAE pooled, MAE alone)}."""
-    from sklearn_xai.shapley._frontier import frontier_shapley
     game, truth = _load_game(out, "dividend32")
-
-    def mae(b, **cfg):
-        return float(np.mean([np.abs(frontier_shapley(
-            game, b, [np.random.default_rng([s, r]) for r in range(game.n_rows)],
-            **cfg)[0][:, :, 0] - truth).mean() for s in seeds]))
-
-    return {b: (mae(b), mae(b, ard_pool="none")) for b in budgets}
+    return {b: (_frontier_mae(game, truth, b, seeds),
+                _frontier_mae(game, truth, b, seeds, ard_pool="none")) for b in budgets}
 
 
 def spectrum_oracle(out, name, n_evals=2, seeds=tuple(range(8))):
@@ -928,8 +931,7 @@ def engine_coverage(out, name, budgets=(4, 8, 16), seeds=tuple(range(16))):
         for b in budgets:
             hit_t = hit_z = tot = 0
             for s in seeds:
-                gens = [np.random.default_rng([s, r]) for r in range(game.n_rows)]
-                est = estimate_shapley(game, algorithm, b, gens)
+                est = estimate_shapley(game, algorithm, b, _row_gens(s, game.n_rows))
                 if est.std is None:
                     continue
                 err = np.abs(est.values[:, :, 0] - truth)
@@ -1009,16 +1011,11 @@ def component_spectrum_oracle(out, name, budgets=(2, 4), seeds=(0, 1, 2, 3)):
         res[b] = {}
         for label in ("frontier", "own spectrum (oracle)", "row's other components"):
             state["label"] = label
-            errs = []
             with mock.patch.multiple(F, _solve_rows=told_solve_rows,
                                      _solve_fit_row=told_solve_fit_row,
                                      **({} if label == "frontier" else
                                         {"_pair_prior": told_prior})):
-                for s in seeds:
-                    gens = [np.random.default_rng([s, r]) for r in range(game.n_rows)]
-                    errs.append(np.abs(F.frontier_shapley(game, b, gens)[0][:, :, 0]
-                                       - truth).mean())
-            res[b][label] = float(np.mean(errs))
+                res[b][label] = _frontier_mae(game, truth, b, seeds)
     assert F._pair_prior is pair_prior
     return res
 
