@@ -414,7 +414,7 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
     lam e_T / mean(e)``, ``e_T`` the squared posterior coefficient of the previous round
     (an adaptive ridge, approaching a sparse fit); only the ``n + 1`` largest get their own
     variance, the others keep ``1 - lam``. ``ard_pool``: a triple's ``e_T`` pooled with
-    its pairs' (:func:`_pair_pooled`; the sparse-recovery regime, :func:`_ard_rounds`).
+    its pairs' (:func:`_pair_pooled`; the sparse-recovery regime, :func:`_sparse_recovery`).
 
     ``primal``: solve the same problem in its primal form (:func:`_fit_row_primal`;
     ``orders == (3,)`` only); ``None`` when it is the cheaper (more pairs than
@@ -922,7 +922,7 @@ def frontier_shapley(game: Game, n_evals: int,
        from the fit (automatic relevance determination: a sparse order-3 surrogate), and
        five times (``ard_long``) from ``16 Pa`` pairs (``ard_long_min``) where they are
        at most half the fit's ``Pa + C(Pa, 3)`` unknowns (``ard_long_share``): sparse
-       recovery, where more rounds pay (:func:`_ard_rounds`). Measured: 0.83x / 0.79x
+       recovery, where more rounds pay (:func:`_sparse_recovery`). Measured: 0.83x / 0.79x
        the error of two rounds on dividend32 at ``n_evals`` 32 / 64, gradient boosting
        on Taiwan credit (23 players) 0.96x at 32, a dense 40-feature MLP 1.01-1.02x, at
        1.4-2.2x the fit's time; five rounds wherever ``16 Pa`` pairs were fitted cost
@@ -1528,20 +1528,20 @@ def _too_wide(n_pairs, Pa, cfg):
     return min(_order3_unknowns(n_pairs, Pa)) > cfg["max_unknowns"]
 
 
-def _ard_rounds(n_pairs, Pa, cfg):
-    """ARD's rounds for a fit of ``n_pairs`` pairs over ``Pa`` players in ARD's regime:
-    ``ard``, or ``ard_long`` from ``ard_long_min * Pa`` pairs where the kriging form's
-    unknowns are at most ``ard_long_share`` times the primal form's
-    (:func:`_order3_unknowns`): the sparse-recovery regime, where more rounds (a sparser
-    fit) pay; fewer pairs lock them onto their noise, and closer to determined they cost
-    more than they gain. ``ard=0`` (the shared designs' flat fit) is no ARD at all."""
-    return cfg["ard_long"] if cfg["ard"] and _sparse_recovery(n_pairs, Pa, cfg) else cfg["ard"]
+def _ard_rounds(cfg, sparse):
+    """ARD's rounds for a fit in ARD's regime: ``ard``, or ``ard_long`` where the fit is a
+    sparse recovery (``sparse``, :func:`_sparse_recovery`). ``ard=0`` (the shared
+    designs' flat fit) is no ARD at all."""
+    return cfg["ard_long"] if cfg["ard"] and sparse else cfg["ard"]
 
 
 def _sparse_recovery(n_pairs, Pa, cfg):
     """Whether a fit of ``n_pairs`` pairs over ``Pa`` players is in ARD's sparse-recovery
-    regime (:func:`_ard_rounds`): at least ``ard_long_min * Pa`` pairs, and its kriging
-    form's unknowns at most ``ard_long_share`` times the primal form's."""
+    regime: at least ``ard_long_min * Pa`` pairs, and its kriging form's unknowns at most
+    ``ard_long_share`` times the primal form's (:func:`_order3_unknowns`). There more ARD
+    rounds (a sparser fit) pay, and the triples' relevance is pooled with their pairs'
+    (:func:`_pair_pooled`); fewer pairs lock the rounds onto their noise, and closer to
+    determined they cost more than they gain."""
     if n_pairs < cfg["ard_long_min"] * Pa:
         return False
     kriging, primal = _order3_unknowns(n_pairs, Pa)
@@ -1807,9 +1807,9 @@ def _solve_fit_row(extra, vals, v0, v1, cfg, xfit, return_units, activity=None):
     # KernelSHAP) alone, the order-3 term has too little to learn from
     small = act is None and S.shape[0] < cfg["linear_below"] * Pa
     small = small or _too_wide(S.shape[0], Pa, cfg)
-    rcfg = dict(cfg, ard=_ard_rounds(S.shape[0], Pa, cfg) if big else 0,
-                pool_triples=(big and cfg["ard_pool"] == "pairs"
-                              and _sparse_recovery(S.shape[0], Pa, cfg)),
+    sparse = big and _sparse_recovery(S.shape[0], Pa, cfg)
+    rcfg = dict(cfg, ard=_ard_rounds(cfg, sparse) if big else 0,
+                pool_triples=sparse and cfg["ard_pool"] == "pairs",
                 orders=() if small else cfg["orders"],
                 activity=act, prior_of=None if small else prior_of)
     hybrid = cfg["mode"] == "hybrid"
