@@ -1,6 +1,8 @@
 """Tests for KnockoffSHAP and KnockoffSAGE (sklearn_xai.shapley._knockoff)."""
 
 import pickle
+import re
+import warnings
 from itertools import combinations
 from math import factorial
 
@@ -203,6 +205,28 @@ def test_shap_errors():
     with pytest.raises(ValueError, match="exact"):
         KnockoffSHAP(FrozenEstimator(LinearRegression().fit(wide, wide[:, 0])),
                      algorithm="exact").fit(wide)
+
+
+@pytest.mark.parametrize("make, named", [
+    (lambda m: KnockoffSHAP(m, n_evals=8, n_knockoffs=2),
+     "algorithm='exact' (chosen by algorithm='auto' for 4 <= 12 players)"),
+    (lambda m: KnockoffSHAP(m, n_evals=8, algorithm="exact", n_knockoffs=2),
+     "algorithm='exact', which"),
+    (lambda m: KnockoffSAGE(m, n_evals=8, n_permutations=2), "algorithm='permutation'"),
+    (lambda m: KnockoffSAGE(m, n_evals=8, algorithm="exact"), "algorithm='exact'"),
+])
+def test_an_n_evals_the_algorithm_ignores_is_named_at_fit(make, named):
+    X, _, model = _nonlinear_model(4, n=60)
+    ex = make(FrozenEstimator(model))
+    with pytest.warns(UserWarning, match=re.escape(f"n_evals=8) is ignored by {named}")):
+        ex.fit(X)
+    # no budget given, or the algorithm that takes it: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clone(ex).set_params(n_evals=None).fit(X)
+        clone(ex).set_params(algorithm="frontier").fit(X)
+        if isinstance(ex, KnockoffSHAP):
+            clone(ex).set_params(n_evals="auto").fit(X)
 
 
 def test_german_attack_knockoffs_reveal_gender():

@@ -448,7 +448,8 @@ def test_one_table_of_algorithms_used_by_knockoff_shap(monkeypatch):
 
         monkeypatch.setitem(ALGORITHMS, name, spy)
     for algorithm in ["exact", "permutation", "kernel"]:
-        att = KnockoffSHAP(model, n_knockoffs=2, algorithm=algorithm, n_evals=4,
+        att = KnockoffSHAP(model, n_knockoffs=2, algorithm=algorithm,
+                           n_evals=None if algorithm == "exact" else 4,
                            random_state=0).fit(X).explain(X[:3])
         assert att.extras["algorithm"] == algorithm
     assert calls == [("exact", None), ("permutation", 4), ("kernel", 4)]

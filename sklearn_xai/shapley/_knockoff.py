@@ -172,6 +172,17 @@ class _KnockoffMixin:
         self.groups_, self.player_names_ = resolve_feature_groups(
             self.feature_groups, self._feature_names())
 
+    def _warn_unused_n_evals(self, algorithm, chosen_by=""):
+        """A ``UserWarning`` when an integer ``n_evals`` was given to an ``algorithm``
+        that has no budget (it would be ignored without a word); ``chosen_by``: how the
+        algorithm was chosen, for the message."""
+        if isinstance(self.n_evals, Integral) and not isinstance(self.n_evals, bool):
+            self._warn_once(
+                f"{type(self).__name__}(n_evals={self.n_evals}) is ignored by "
+                f"algorithm={algorithm!r}{chosen_by}, which takes no n_evals. Pass "
+                "algorithm='frontier' to spend n_evals per player and row, or leave "
+                "n_evals=None.", key="unused n_evals", stacklevel=5)
+
     def _fit_imputation(self, X):
         """Fit the knockoff sampler, or check the background, on the explained rows."""
         if self.imputation == "knockoff":
@@ -312,8 +323,8 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         ``None``: 16 for ``"frontier"`` (measured on German credit with 10 knockoffs:
         about half KernelSHAP's error at ``2 + ceil(2048 / P)``, in a quarter of the time;
         ``doc/benchmarks.md``), ``2 + ceil(2048 / P)`` for KernelSHAP (about shap's
-        ``2 P + 2048`` coalitions) and 32 for permutation sampling. Ignored by
-        ``"exact"``.
+        ``2 P + 2048`` coalitions) and 32 for permutation sampling. An integer is ignored
+        by ``"exact"`` (also when ``"auto"`` chose it), with a ``UserWarning`` at ``fit``.
         ``"auto"``: per row, start from 32 units at least (antithetic pairs of
         permutations, ``n_evals=64`` for many players; KernelSHAP's jackknife groups,
         ``n_evals=16`` from four players) and ``max(n_knockoffs, 32)`` knockoffs, so that
@@ -509,6 +520,9 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
                              "'permutation', or group features.")
         self.algorithm_ = algorithm
         if algorithm == "exact":
+            self._warn_unused_n_evals(algorithm, "" if self.algorithm == "exact" else
+                                      f" (chosen by algorithm='auto' for {P} <= "
+                                      f"{MAX_AUTO_EXACT} players)")
             self.n_evals_ = None
         elif self.n_evals == "auto":
             self.n_evals_ = "auto"
@@ -856,7 +870,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         (``n_evals`` coalitions per player and row; see "Frontier" below).
     n_evals : int >= 2 or None, default=None
         Coalition evaluations per player and row of ``algorithm="frontier"`` (``None``:
-        16); ignored by the other algorithms.
+        16); ignored by the other algorithms, with a ``UserWarning`` at ``fit`` when
+        given.
     n_permutations : int or None, default=None
         Most permutation rounds (one permutation per row per round; an odd number is
         rounded up to whole antithetic pairs). ``None``: until
@@ -994,6 +1009,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
             raise ValueError("loss='cross_entropy' needs probabilities: use "
                              "response_method='predict_proba' (or 'auto') on a classifier.")
         self.loss_ = loss
+        if self.algorithm != "frontier":
+            self._warn_unused_n_evals(self.algorithm)
         self._fit_imputation(X)
 
     def _check_y(self, y, n):
