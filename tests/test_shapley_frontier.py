@@ -825,8 +825,8 @@ def test_pair_pooled_relevance_is_the_geometric_mean_with_the_pairs_totals():
             total[pair] = total.get(pair, 0.0) + v
     expect = [np.sqrt(v * np.cbrt(np.prod([total[p] for p in combinations(t, 2)])))
               for t, v in zip(map(tuple, T.tolist()), e)]
-    np.testing.assert_allclose(_pair_pooled(e, T, Pa), expect, rtol=1e-12)
-    np.testing.assert_allclose(_pair_pooled(e * 1e-200, T, Pa), np.array(expect) * 1e-200,
+    np.testing.assert_allclose(_pair_pooled(e, Pa), expect, rtol=1e-12)
+    np.testing.assert_allclose(_pair_pooled(e * 1e-200, Pa), np.array(expect) * 1e-200,
                                rtol=1e-12)
 
 

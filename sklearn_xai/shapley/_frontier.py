@@ -490,7 +490,7 @@ def _fit_row(X, y, W, yN, orders, ratio, predict=False, ard=0, lam=0.9, primal=N
         for _ in range(ard):
             e = (((tau / Fn)[:, None] * _chi3_t_dot(pts, alpha, Zt)) ** 2).sum(axis=1)
             if ard_pool:
-                e = _pair_pooled(e, T, Pa)
+                e = _pair_pooled(e, Pa)
             tau, new, sel = _ard_variances(e, lam, n + 1, base)
             Xs = _chi3(pts, T[sel])                                 # (n+1, n+1)
             b, alpha = krige(_syrk_lower(Xs * np.sqrt(new[sel] / Fn), K, 1.0 - lam))
@@ -641,7 +641,7 @@ def _fit_row_primal(X, y, Wn, yN, ratio, predict, ard, lam, design=None, activit
     bl, beta = solve(tau)
     for _ in range(ard):
         e = (beta**2).sum(axis=1)
-        tau = _ard_variances(_pair_pooled(e, T, Pa) if ard_pool else e, lam, n + 1, base)[0]
+        tau = _ard_variances(_pair_pooled(e, Pa) if ard_pool else e, lam, n + 1, base)[0]
         bl, beta = solve(tau)
     if not predict:
         return _order3_result(bl, beta, T, False)
@@ -662,7 +662,7 @@ def _ard_variances(e, lam, n_keep, base=None):
     return tau, new, sel
 
 
-def _pair_pooled(e, T, Pa):
+def _pair_pooled(e, Pa):
     """The triples' ARD relevance (F,) in the sparse-recovery regime: the geometric mean
     of each triple's own squared coefficient ``e_T`` and the geometric mean of its three
     pairs' totals (a pair's total: ``e`` summed over the triples that hold it).
@@ -671,12 +671,19 @@ def _pair_pooled(e, T, Pa):
     four or five players puts an odd coefficient on every triple inside it; a tree's
     path on every triple of its features), so a triple whose pairs carry weight elsewhere
     is more likely relevant; the pooled evidence is less noisy than ``e_T`` alone when
-    the pairs are fewer than the unknowns. ``T`` (F, 3): the triples (:func:`_triples`,
-    increasing within each)."""
-    pairs = [T[:, a] * Pa + T[:, b] for a, b in ((0, 1), (0, 2), (1, 2))]
+    the pairs are fewer than the unknowns. ``e`` is over :func:`_triples` (``Pa``)."""
+    pairs = _triple_pairs(Pa)
     total = sum(np.bincount(at, e, Pa * Pa) for at in pairs)
     # cube roots before the product: three small totals would underflow
     return np.sqrt(e) * np.sqrt(np.prod([np.cbrt(total[at]) for at in pairs], axis=0))
+
+
+@lru_cache(maxsize=64)
+def _triple_pairs(Pa):
+    """The three pairs of each of :func:`_triples` (``Pa``) as codes ``i * Pa + j``,
+    ``i < j``: three (F,) arrays (kept: every ARD round of every row pools with them)."""
+    T = _triples(Pa)
+    return _read_only(*(T[:, a] * Pa + T[:, b] for a, b in ((0, 1), (0, 2), (1, 2))))
 
 
 def _order3_result(b, beta, T, predict):
