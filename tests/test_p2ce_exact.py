@@ -462,3 +462,45 @@ def test_more_than_64_candidates(mixed):
     expl, _ = _check_exact(model, num, Zq, set(), lambda P: P, num, Zq, grid_step=0.015)
     assert expl.bound_ == "tree"
     assert max(len(v) for v in expl.grid_.grids) > 64
+
+
+@pytest.mark.parametrize("grid_step", [0.25, 0.015])
+def test_single_feature_bound_is_the_largest_one_open_reach(mixed, grid_step):
+    """With a budget of one change the tree bound is the largest over the open features
+    of the exact reach with that feature alone open: equal to the bit to
+    :func:`mask_max_reach` called once per feature, for any open set and starting
+    candidates (one and several mask words per node), and its early stop at
+    ``stop_above`` is on the same side."""
+    X, y = mixed
+    num = X[["a", "b", "c"]].to_numpy()
+    model = GradientBoostingClassifier(n_estimators=15, max_depth=4, random_state=0)
+    model.fit(num, y)
+    expl = P2CERecourse(FrozenEstimator(model), grid_step=grid_step, n_estimators=10,
+                        shap_samples=10, random_state=0).fit(num)
+    assert expl.bound_ == "tree"
+    rng = np.random.default_rng(0)
+    for x in num[:4]:
+        values, _ = expl.grid_.candidates(x)
+        n_cand = np.array([len(v) for v in values])
+        cand = np.zeros((3, n_cand.max()))
+        for j, v in enumerate(values):
+            cand[j, : len(v)] = v
+        query = expl._recon_[1].for_query(expl._to_space(candidate_rows(cand, n_cand)), n_cand)
+        forest, owner = query.model.forest, query.model.node_owner
+        for _ in range(6):
+            index = rng.integers(0, n_cand)
+            is_open = rng.random(3) < 0.6
+            each = []
+            for j in np.flatnonzero(is_open):
+                alone = np.zeros(3, dtype=bool)
+                alone[j] = True
+                each.append(forest.max_reach(index, alone, query.n_cand, owner, query.masks))
+            want = max(each, default=-np.inf)
+            got = forest.max_reach(index, is_open, query.n_cand, owner, query.masks,
+                                   single=True)
+            assert got == want
+            if each:
+                stop = want - 0.01 if rng.random() < 0.5 else want + 0.01
+                early = forest.max_reach(index, is_open, query.n_cand, owner, query.masks,
+                                         stop_above=stop, single=True)
+                assert (early >= stop) == (want >= stop)

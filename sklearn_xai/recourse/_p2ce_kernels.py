@@ -126,22 +126,131 @@ def mask_max_reach_single(roots, children_left, children_right, node_owner, mask
     """Largest over the open features ``j`` of :func:`mask_max_reach` with ``j`` alone
     open: a bound of the completions that change at most one open feature.
 
-    Stops at the first feature whose value is at least ``stop_above``.
+    With one feature open, a tree whose path for ``index`` does not split on it reaches
+    the same leaf as ``index``: each tree is walked once, and only the open features on
+    its path are explored (:func:`_reach_one`), instead of every tree once per open
+    feature. Each feature's sum runs over the trees in order, as :func:`mask_max_reach`
+    sums them, so the exact values are the same to the bit. ``cutoff`` is not needed (no
+    early exit below it); stops at the first feature whose value is at least
+    ``stop_above`` (signature of :func:`mask_max_reach`).
     """
-    single = np.zeros(len(is_open), dtype=np.bool_)
+    T = len(roots)
+    W = masks.shape[1]
+    depth = max_depth + 2
+    fixed = np.empty(T)
+    # the open features on each tree's path (distinct) and each one's best leaf alone open
+    on_path = np.empty((T, depth), dtype=np.int64)
+    reach = np.empty((T, depth))
+    count = np.zeros(T, dtype=np.int64)
+    f_node = np.empty(depth, dtype=np.int64)
+    f_phase = np.empty(depth, dtype=np.int64)
+    f_first = np.empty(depth, dtype=np.int64)
+    f_save = np.empty((depth, W), dtype=np.uint64)
+    allowed = np.empty(W, dtype=np.uint64)
+    for t in range(T):
+        node = roots[t]
+        while children_left[node] >= 0:
+            j = node_owner[node]
+            if is_open[j]:
+                seen = False
+                for k in range(count[t]):
+                    if on_path[t, k] == j:
+                        seen = True
+                if not seen:
+                    on_path[t, count[t]] = j
+                    count[t] += 1
+            node = children_left[node] if _bit(masks, node, index[j]) else children_right[node]
+        fixed[t] = leaf_value[node]
+        for k in range(count[t]):
+            j = on_path[t, k]
+            allowed[:] = 0
+            for i in range(n_cand[j]):
+                allowed[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+            reach[t, k] = _reach_one(roots[t], children_left, children_right, node_owner,
+                                     masks, leaf_value, sub_max, j, index, allowed, f_node,
+                                     f_phase, f_first, f_save)
     best = -np.inf
     for j in range(len(is_open)):
         if not is_open[j]:
             continue
-        single[j] = True
-        r = mask_max_reach(roots, children_left, children_right, node_owner, masks,
-                           leaf_value, sub_max, root_suffix, single, index, n_cand, cutoff,
-                           stop_above, max_depth)
-        single[j] = False
-        if r > best:
-            best = r
+        total = 0.0
+        for t in range(T):
+            v = fixed[t]
+            for k in range(count[t]):
+                if on_path[t, k] == j:
+                    v = reach[t, k]
+            total += v
+        if total > best:
+            best = total
         if best >= stop_above:
             break
+    return best
+
+
+@njit(cache=True)
+def _reach_one(root, children_left, children_right, node_owner, masks, leaf_value, sub_max,
+               j, index, allowed, f_node, f_phase, f_first, f_save):
+    """The largest leaf value of the tree at ``root`` reachable with feature ``j`` alone
+    open (its candidates the bits of ``allowed`` (W,), restored on return), every other
+    feature at ``index``: :func:`mask_max_reach`'s walk of one tree."""
+    W = masks.shape[1]
+    best = -np.inf
+    top = 0
+    f_node[0] = root
+    f_phase[0] = 0
+    while top >= 0:
+        node = f_node[top]
+        phase = f_phase[top]
+        if phase == 0:
+            if sub_max[node] <= best:
+                top -= 1
+                continue
+            left = children_left[node]
+            if left < 0:
+                best = leaf_value[node]
+                top -= 1
+                continue
+            right = children_right[node]
+            owner = node_owner[node]
+            if owner != j:
+                f_node[top] = left if _bit(masks, node, index[owner]) else right
+                continue
+            any_left = False
+            any_right = False
+            for w in range(W):
+                a = allowed[w]
+                m = masks[node, w]
+                if a & m:
+                    any_left = True
+                if a & ~m:
+                    any_right = True
+            if not any_right:
+                f_node[top] = left
+                continue
+            if not any_left:
+                f_node[top] = right
+                continue
+            for w in range(W):
+                f_save[top, w] = allowed[w]
+            f_first[top] = 0 if sub_max[left] >= sub_max[right] else 1
+            f_phase[top] = 1
+            phase = 1
+        if phase == 1 or phase == 2:
+            side = f_first[top] if phase == 1 else 1 - f_first[top]
+            child = children_left[node] if side == 0 else children_right[node]
+            f_phase[top] = phase + 1
+            if sub_max[child] <= best:
+                continue
+            for w in range(W):
+                m = masks[node, w]
+                allowed[w] = f_save[top, w] & (m if side == 0 else ~m)
+            top += 1
+            f_node[top] = child
+            f_phase[top] = 0
+            continue
+        for w in range(W):
+            allowed[w] = f_save[top, w]
+        top -= 1
     return best
 
 
