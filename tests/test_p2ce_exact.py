@@ -27,6 +27,18 @@ from sklearn_xai.recourse._p2ce_models import FlatIsolationForest, candidate_row
 
 
 # ----------------------------------------------------------------------------- oracle
+def _grid_query(expl, x):
+    """The fitted explainer's tree bound fixed to query ``x`` (internal encoding), with
+    its candidate table (d, most candidates) and candidate counts (d,)."""
+    values, _ = expl.grid_.candidates(x)
+    n_cand = np.array([len(v) for v in values])
+    cand = np.zeros((len(values), n_cand.max()))
+    for j, v in enumerate(values):
+        cand[j, : len(v)] = v
+    query = expl._recon_[1].for_query(expl._to_space(candidate_rows(cand, n_cand)), n_cand)
+    return query, cand, n_cand
+
+
 def _internal(frame):
     """DataFrame -> float matrix: category columns as codes (NaN missing)."""
     cols = []
@@ -367,12 +379,7 @@ def test_mask_kernel_reproduces_the_pipeline(mixed):
     assert expl.bound_ == "tree"
     Zq = _internal(X.iloc[:3])
     for x in Zq:
-        values, _ = expl.grid_.candidates(x)
-        n_cand = np.array([len(v) for v in values])
-        cand = np.zeros((5, n_cand.max()))
-        for j, v in enumerate(values):
-            cand[j, : len(v)] = v
-        query = expl._recon_[1].for_query(expl._to_space(candidate_rows(cand, n_cand)), n_cand)
+        query, cand, n_cand = _grid_query(expl, x)
         index = np.array(list(itertools.product(*[range(n) for n in n_cand])))
         P = cand[np.arange(5)[None, :], index]
         want = model.predict_proba(_to_frame(P, X))[:, 1]
@@ -396,12 +403,7 @@ def test_tree_bound_of_one_tree_is_the_maximum(mixed):
                         shap_samples=10, random_state=0).fit(X)
     assert expl.bound_ == "tree"
     for x in _internal(X.iloc[:3]):
-        values, _ = expl.grid_.candidates(x)
-        n_cand = np.array([len(v) for v in values])
-        cand = np.zeros((5, n_cand.max()))
-        for j, v in enumerate(values):
-            cand[j, : len(v)] = v
-        query = expl._recon_[1].for_query(expl._to_space(candidate_rows(cand, n_cand)), n_cand)
+        query, cand, n_cand = _grid_query(expl, x)
         index = np.array(list(itertools.product(*[range(n) for n in n_cand])))
         want = model.predict_proba(_to_frame(cand[np.arange(5)[None, :], index], X))[:, 1]
         for open_set in ([0, 1], [1, 3], [0, 2, 4]):
@@ -422,12 +424,7 @@ def test_linear_bound_is_exact_with_the_budget(mixed):
                         shap_samples=10, random_state=0).fit(Xc)
     assert expl.bound_ == "linear"
     x = _internal(Xc.iloc[:1])[0]
-    values, _ = expl.grid_.candidates(x)
-    n_cand = np.array([len(v) for v in values])
-    cand = np.zeros((5, n_cand.max()))
-    for j, v in enumerate(values):
-        cand[j, : len(v)] = v
-    query = expl._recon_[1].for_query(expl._to_space(candidate_rows(cand, n_cand)), n_cand)
+    query, cand, n_cand = _grid_query(expl, x)
     index = np.array(list(itertools.product(*[range(n) for n in n_cand])))
     P = cand[np.arange(5)[None, :], index]
     proba = model.predict_proba(_to_frame(P, Xc))[:, 1]
@@ -480,12 +477,7 @@ def test_single_feature_bound_is_the_largest_one_open_reach(mixed, grid_step):
     assert expl.bound_ == "tree"
     rng = np.random.default_rng(0)
     for x in num[:4]:
-        values, _ = expl.grid_.candidates(x)
-        n_cand = np.array([len(v) for v in values])
-        cand = np.zeros((3, n_cand.max()))
-        for j, v in enumerate(values):
-            cand[j, : len(v)] = v
-        query = expl._recon_[1].for_query(expl._to_space(candidate_rows(cand, n_cand)), n_cand)
+        query, cand, n_cand = _grid_query(expl, x)
         forest, owner = query.model.forest, query.model.node_owner
         for _ in range(6):
             index = rng.integers(0, n_cand)

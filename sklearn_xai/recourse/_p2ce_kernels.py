@@ -128,25 +128,23 @@ def mask_max_reach_single(roots, children_left, children_right, node_owner, mask
 
     With one feature open, a tree whose path for ``index`` does not split on it reaches
     the same leaf as ``index``: each tree is walked once, and only the open features on
-    its path are explored (:func:`_reach_one`), instead of every tree once per open
+    its path are explored (:func:`_tree_reach`), instead of every tree once per open
     feature. Each feature's sum runs over the trees in order, as :func:`mask_max_reach`
     sums them, so the exact values are the same to the bit. ``cutoff`` is not needed (no
     early exit below it); stops at the first feature whose value is at least
     ``stop_above`` (signature of :func:`mask_max_reach`).
     """
+    d = len(is_open)
     T = len(roots)
-    W = masks.shape[1]
+    allowed = _candidate_bits(n_cand, masks.shape[1])
+    f_node, f_phase, f_first, f_save = _walk_stack(max_depth, masks.shape[1])
     depth = max_depth + 2
     fixed = np.empty(T)
     # the open features on each tree's path (distinct) and each one's best leaf alone open
     on_path = np.empty((T, depth), dtype=np.int64)
     reach = np.empty((T, depth))
     count = np.zeros(T, dtype=np.int64)
-    f_node = np.empty(depth, dtype=np.int64)
-    f_phase = np.empty(depth, dtype=np.int64)
-    f_first = np.empty(depth, dtype=np.int64)
-    f_save = np.empty((depth, W), dtype=np.uint64)
-    allowed = np.empty(W, dtype=np.uint64)
+    alone = np.zeros(d, dtype=np.bool_)
     for t in range(T):
         node = roots[t]
         while children_left[node] >= 0:
@@ -163,14 +161,13 @@ def mask_max_reach_single(roots, children_left, children_right, node_owner, mask
         fixed[t] = leaf_value[node]
         for k in range(count[t]):
             j = on_path[t, k]
-            allowed[:] = 0
-            for i in range(n_cand[j]):
-                allowed[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
-            reach[t, k] = _reach_one(roots[t], children_left, children_right, node_owner,
-                                     masks, leaf_value, sub_max, j, index, allowed, f_node,
-                                     f_phase, f_first, f_save)
+            alone[j] = True
+            reach[t, k] = _tree_reach(roots[t], children_left, children_right, node_owner,
+                                      masks, leaf_value, sub_max, alone, index, allowed,
+                                      f_node, f_phase, f_first, f_save)
+            alone[j] = False
     best = -np.inf
-    for j in range(len(is_open)):
+    for j in range(d):
         if not is_open[j]:
             continue
         total = 0.0
@@ -188,11 +185,32 @@ def mask_max_reach_single(roots, children_left, children_right, node_owner, mask
 
 
 @njit(cache=True)
-def _reach_one(root, children_left, children_right, node_owner, masks, leaf_value, sub_max,
-               j, index, allowed, f_node, f_phase, f_first, f_save):
-    """The largest leaf value of the tree at ``root`` reachable with feature ``j`` alone
-    open (its candidates the bits of ``allowed`` (W,), restored on return), every other
-    feature at ``index``: :func:`mask_max_reach`'s walk of one tree."""
+def _candidate_bits(n_cand, W):
+    """(d, W) uint64: bits ``0 .. n_cand[j] - 1`` of each feature ``j``."""
+    allowed = np.zeros((len(n_cand), W), dtype=np.uint64)
+    for j in range(len(n_cand)):
+        for i in range(n_cand[j]):
+            allowed[j, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+    return allowed
+
+
+@njit(cache=True)
+def _walk_stack(max_depth, W):
+    """The explicit stack of :func:`_tree_reach` for trees of depth ``max_depth``."""
+    depth = max_depth + 2
+    return (np.empty(depth, dtype=np.int64), np.empty(depth, dtype=np.int64),
+            np.empty(depth, dtype=np.int64), np.empty((depth, W), dtype=np.uint64))
+
+
+@njit(cache=True)
+def _tree_reach(root, children_left, children_right, node_owner, masks, leaf_value, sub_max,
+                is_open, index, allowed, f_node, f_phase, f_first, f_save):
+    """The largest leaf value of the tree at ``root`` reachable by some completion: an
+    open feature ``j`` takes any candidate of its bits ``allowed[j]`` (``allowed`` (d,
+    W), narrowed along the walk and restored on return), the others their ``index``.
+    Depth first, the child with the larger subtree maximum first, a subtree skipped when
+    its maximum cannot beat the best leaf found; ``f_*``: the walk's stack
+    (:func:`_walk_stack`)."""
     W = masks.shape[1]
     best = -np.inf
     top = 0
@@ -211,14 +229,14 @@ def _reach_one(root, children_left, children_right, node_owner, masks, leaf_valu
                 top -= 1
                 continue
             right = children_right[node]
-            owner = node_owner[node]
-            if owner != j:
-                f_node[top] = left if _bit(masks, node, index[owner]) else right
+            j = node_owner[node]
+            if not is_open[j]:
+                f_node[top] = left if _bit(masks, node, index[j]) else right
                 continue
             any_left = False
             any_right = False
             for w in range(W):
-                a = allowed[w]
+                a = allowed[j, w]
                 m = masks[node, w]
                 if a & m:
                     any_left = True
@@ -231,7 +249,7 @@ def _reach_one(root, children_left, children_right, node_owner, masks, leaf_valu
                 f_node[top] = right
                 continue
             for w in range(W):
-                f_save[top, w] = allowed[w]
+                f_save[top, w] = allowed[j, w]
             f_first[top] = 0 if sub_max[left] >= sub_max[right] else 1
             f_phase[top] = 1
             phase = 1
@@ -241,15 +259,18 @@ def _reach_one(root, children_left, children_right, node_owner, masks, leaf_valu
             f_phase[top] = phase + 1
             if sub_max[child] <= best:
                 continue
+            j = node_owner[node]
             for w in range(W):
                 m = masks[node, w]
-                allowed[w] = f_save[top, w] & (m if side == 0 else ~m)
+                allowed[j, w] = f_save[top, w] & (m if side == 0 else ~m)
             top += 1
             f_node[top] = child
             f_phase[top] = 0
             continue
+        # phase 3: restore and pop
+        j = node_owner[node]
         for w in range(W):
-            allowed[w] = f_save[top, w]
+            allowed[j, w] = f_save[top, w]
         top -= 1
     return best
 
@@ -287,17 +308,8 @@ def mask_max_reach(roots, children_left, children_right, node_owner, masks, leaf
         The exact reachable maximum, or an upper bound of it below ``cutoff``, or a lower
         bound of it at least ``stop_above``.
     """
-    d = len(is_open)
-    W = masks.shape[1]
-    allowed = np.zeros((d, W), dtype=np.uint64)
-    for j in range(d):
-        for i in range(n_cand[j]):
-            allowed[j, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
-    depth = max_depth + 2
-    f_node = np.empty(depth, dtype=np.int64)
-    f_phase = np.empty(depth, dtype=np.int64)
-    f_first = np.empty(depth, dtype=np.int64)
-    f_save = np.empty((depth, W), dtype=np.uint64)
+    allowed = _candidate_bits(n_cand, masks.shape[1])
+    f_node, f_phase, f_first, f_save = _walk_stack(max_depth, masks.shape[1])
     T = len(roots)
     low_suffix = np.zeros(T + 1)
     if stop_above < np.inf:
@@ -313,66 +325,9 @@ def mask_max_reach(roots, children_left, children_right, node_owner, masks, leaf
             return low_suffix[0]
     total = 0.0
     for t in range(T):
-        best = -np.inf
-        top = 0
-        f_node[0] = roots[t]
-        f_phase[0] = 0
-        while top >= 0:
-            node = f_node[top]
-            phase = f_phase[top]
-            if phase == 0:
-                if sub_max[node] <= best:
-                    top -= 1
-                    continue
-                left = children_left[node]
-                if left < 0:
-                    best = leaf_value[node]
-                    top -= 1
-                    continue
-                right = children_right[node]
-                j = node_owner[node]
-                if not is_open[j]:
-                    f_node[top] = left if _bit(masks, node, index[j]) else right
-                    continue
-                any_left = False
-                any_right = False
-                for w in range(W):
-                    a = allowed[j, w]
-                    m = masks[node, w]
-                    if a & m:
-                        any_left = True
-                    if a & ~m:
-                        any_right = True
-                if not any_right:
-                    f_node[top] = left
-                    continue
-                if not any_left:
-                    f_node[top] = right
-                    continue
-                for w in range(W):
-                    f_save[top, w] = allowed[j, w]
-                f_first[top] = 0 if sub_max[left] >= sub_max[right] else 1
-                f_phase[top] = 1
-                phase = 1
-            if phase == 1 or phase == 2:
-                side = f_first[top] if phase == 1 else 1 - f_first[top]
-                child = children_left[node] if side == 0 else children_right[node]
-                f_phase[top] = phase + 1
-                if sub_max[child] <= best:
-                    continue
-                j = node_owner[node]
-                for w in range(W):
-                    m = masks[node, w]
-                    allowed[j, w] = f_save[top, w] & (m if side == 0 else ~m)
-                top += 1
-                f_node[top] = child
-                f_phase[top] = 0
-                continue
-            # phase 3: restore and pop
-            j = node_owner[node]
-            for w in range(W):
-                allowed[j, w] = f_save[top, w]
-            top -= 1
+        best = _tree_reach(roots[t], children_left, children_right, node_owner, masks,
+                           leaf_value, sub_max, is_open, index, allowed, f_node, f_phase,
+                           f_first, f_save)
         total += best
         if total + root_suffix[t + 1] < cutoff:
             return total + root_suffix[t + 1]
