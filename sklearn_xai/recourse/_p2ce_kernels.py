@@ -138,11 +138,11 @@ def mask_max_reach_single(roots, children_left, children_right, node_owner, mask
     T = len(roots)
     allowed = _candidate_bits(n_cand, masks.shape[1])
     f_node, f_phase, f_first, f_save = _walk_stack(max_depth, masks.shape[1])
-    depth = max_depth + 2
     fixed = np.empty(T)
-    # the open features on each tree's path (distinct) and each one's best leaf alone open
-    on_path = np.empty((T, depth), dtype=np.int64)
-    reach = np.empty((T, depth))
+    # the open features on each tree's path (distinct: at most its depth) and each one's
+    # best leaf alone open
+    on_path = np.empty((T, len(f_node)), dtype=np.int64)
+    reach = np.empty((T, len(f_node)))
     count = np.zeros(T, dtype=np.int64)
     alone = np.zeros(d, dtype=np.bool_)
     for t in range(T):
@@ -154,6 +154,7 @@ def mask_max_reach_single(roots, children_left, children_right, node_owner, mask
                 for k in range(count[t]):
                     if on_path[t, k] == j:
                         seen = True
+                        break
                 if not seen:
                     on_path[t, count[t]] = j
                     count[t] += 1
