@@ -167,8 +167,14 @@ class FlatIsolationForest:
             ``score_samples`` of the largest reachable path-length sum, or of a value on
             the same side of the inlier boundary (the kernel exits early both ways).
         """
-        H = self.max_reach(point, is_open, prepared, self.cutoff, self.cutoff + 2e-7)
-        s = float(self._score(np.array([H]))[0])
+        sv, n_sv, has_nan = prepared
+        # point is one contiguous row: _cast's rounding without its checks
+        H = iso_max_reach(self.roots, self.packed, self.sub_max, self.root_suffix, is_open,
+                          point.astype(np.float32).astype(np.float64), sv, n_sv, has_nan,
+                          self.cutoff, self.cutoff + 2e-7, self.max_depth)
+        # _score's arithmetic on a one-element array (the same power as score_samples')
+        ratio = np.array([H / self.denominator if self.denominator != 0 else 1.0])
+        s = float(-(2.0 ** (-ratio))[0])
         return s >= self.offset_, s
 
 

@@ -65,7 +65,7 @@ class SearchNode:
     index: np.ndarray  # candidate index per feature, shape (d,)
     level: int
     n_changes: int
-    parts: tuple  # per-feature cost parts (delta, changed, percentile shift), each (d,)
+    parts: np.ndarray  # per-feature cost parts (delta, changed, percentile shift), (3, d)
     cost: np.ndarray  # cost vector under the objectives
     proba: float  # predicted probability of the desired class
 
@@ -166,9 +166,17 @@ class _Search:
         for j, v in enumerate(problem.values):
             cand[j, : len(v)] = v
         self.iso_prepared = problem.iso.prepare(cand, n_cand) if problem.iso else None
-        self.is_open_base = np.zeros(self.d, dtype=bool)
-        self.is_open_base[list(problem.order)] = True
-        self.covers = {}  # feature -> (n, n) bool: candidate i's parts are all >= k's
+        # the features still open below a node of each level (shared by its nodes)
+        self.open_below = []
+        is_open = np.zeros(self.d, dtype=bool)
+        is_open[list(problem.order)] = True
+        for j in problem.order:
+            is_open = is_open.copy()
+            is_open[j] = False
+            self.open_below.append(is_open)
+        # feature -> (cover, changes): cover[:, k] whether each candidate's parts are all
+        # >= candidate k's; changes[i] whether candidate i changes the feature
+        self.features = {}
         self.heap = []
         self.seq = 0
 
@@ -181,11 +189,11 @@ class _Search:
 
     def _root(self):
         pb = self.pb
-        zeros = (np.zeros(self.d), np.zeros(self.d), np.zeros(self.d))
+        zeros = np.zeros((3, self.d))
         index = np.zeros(self.d, dtype=np.int64)
         f = float(pb.predict(pb.x[None, :], index[None, :])[0])
         self.counters["model_rows"] += 1
-        cost = costs_from_parts(pb.objectives, *(p[None, :] for p in zeros))[0]
+        cost = costs_from_parts(pb.objectives, *zeros[:, None, :])[0]
         return SearchNode(pb.x.copy(), index, 0, 0, zeros, cost, f)
 
     def run(self):
@@ -218,18 +226,18 @@ class _Search:
         P[:, j] = vals
         index = np.repeat(node.index[None, :], n, axis=0)
         index[:, j] = np.arange(n)
-        parts = tuple(np.repeat(p[None, :], n, axis=0) for p in node.parts)
-        for k in range(3):
-            parts[k][:, j] = cj[:, k]
+        parts = np.repeat(node.parts[:, None, :], n, axis=1)        # (3, n, d)
+        parts[:, :, j] = cj.T
         return P, index, parts, costs_from_parts(pb.objectives, *parts)
 
     def _expand(self, node):
         pb = self.pb
         j = pb.order[node.level]
-        cj = pb.contrib[j]
-        if j not in self.covers:
-            self.covers[j] = np.all(cj[:, None, :] >= cj[None, :, :], axis=2)
-        cover = self.covers[j]
+        if j not in self.features:
+            cj = pb.contrib[j]
+            self.features[j] = (np.all(cj[:, None, :] >= cj[None, :, :], axis=2),
+                                (cj[:, 1] > 0).tolist())
+        cover, changes = self.features[j]
         P, index, parts, C = self._children(node, j)
         n = len(P)
         dominated = self.front.dominates(C)
@@ -245,36 +253,41 @@ class _Search:
         inlier = valid.copy()
         if pb.iso is not None and valid.any():
             inlier[valid] = pb.iso.is_inlier(P[valid])
-        is_open = self.is_open_base.copy()
-        is_open[list(pb.order[: node.level + 1])] = False
+        is_open = self.open_below[node.level]
         last_level = node.level + 1 >= len(pb.order)
-        blocked = []
+        # covered[i]: a blocked candidate's parts are all <= candidate i's
+        covered = np.zeros(n, dtype=bool)
+        dominated_, valid_, inlier_ = dominated.tolist(), valid.tolist(), inlier.tolist()
+        todo = []  # (child, changes left) for rules 4 and 5
         for i in range(n):
-            if blocked and cover[i, blocked].any():
+            if covered[i]:
                 continue
-            if dominated[i] or (self.front.version != checked_at
-                                and self.front.dominates(C[i])[0]):
+            if dominated_[i] or (self.front.version != checked_at
+                                 and self.front.dominates(C[i])[0]):
                 self.counters["pruned_dominance"] += 1
-                blocked.append(i)
+                covered |= cover[:, i]
                 continue
-            if valid[i]:
-                if inlier[i]:
+            if valid_[i]:
+                if inlier_[i]:
                     self.front.add(P[i], C[i], proba[i])
-                    blocked.append(i)
+                    covered |= cover[:, i]
                     continue
                 self.counters["valid_outliers"] += 1
             if last_level:
                 continue
-            n_changes = node.n_changes + int(cj[i, 1] > 0)
+            n_changes = node.n_changes + changes[i]
             if n_changes >= pb.max_changes:
                 self.counters["pruned_budget"] += 1
                 continue
+            todo.append((i, n_changes))
+        # the front no longer changes at this node: rules 4 and 5, and the pushes, in
+        # the children's order as above
+        for i, n_changes in todo:
             if not self._reachable(P[i], index[i], is_open, proba[i],
-                                   pb.max_changes - n_changes, valid[i]):
+                                   pb.max_changes - n_changes, valid_[i]):
                 continue
             self._push(SearchNode(P[i].copy(), index[i].copy(), node.level + 1, n_changes,
-                                  tuple(p[i].copy() for p in parts), C[i].copy(),
-                                  float(proba[i])))
+                                  parts[:, i].copy(), C[i].copy(), float(proba[i])))
 
     def _reachable(self, point, index, is_open, proba, budget, valid):
         """Rules 4 and 5: can some completion still be valid and plausible?
