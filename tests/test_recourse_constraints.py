@@ -478,3 +478,20 @@ def test_a_set_of_features_is_a_list_of_features(frame, make):
     q = queries.reset_index(drop=True).iloc[as_set.counterfactuals["query"]]
     np.testing.assert_array_equal(as_set.counterfactuals["b"].to_numpy(), q["b"].to_numpy())
     assert as_set.found.any()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32"])
+def test_to_user_one_dtype_frame_equals_its_columns_one_by_one(dtype):
+    # a frame whose columns share one numpy dtype comes back as one block; it must equal
+    # the column-by-column frame in values, dtypes and columns (integers rounded)
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.integers(0, 50, size=(40, 4)), columns=["a", "b", 3, "d"]).astype(dtype)
+    enc = TabularEncoder().fit(X)
+    assert not enc.categorical_.any()
+    Z = enc.to_internal(X) + rng.normal(0, 0.3, size=X.shape)
+    out = enc.to_user(Z)
+    ref = pd.DataFrame({c: (np.round(Z[:, j]) if enc.integer_[j] else Z[:, j]).astype(t)
+                        for j, (c, t) in enumerate(X.dtypes.items())}, columns=X.columns)
+    assert list(out.columns) == list(X.columns)
+    assert list(out.dtypes) == list(X.dtypes)
+    pd.testing.assert_frame_equal(out, ref)
