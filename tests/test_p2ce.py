@@ -155,6 +155,42 @@ def test_front_equals_enumeration(data, name, plausibility):
     assert n_nonempty >= 2
 
 
+@pytest.mark.parametrize("plausibility", [True, False])
+def test_model_lookahead_changes_the_calls_only(data, monkeypatch, plausibility):
+    # on a model without a reconstruction the search scores the children of open nodes
+    # ahead, in the model calls it makes anyway: the same fronts, costs and counters (but
+    # model_rows) as without, in fewer calls of the model
+    import sklearn_xai.recourse._p2ce as p2ce_module
+
+    X, y = data
+    model = MODELS["mlp"]().fit(X, y)
+    queries = X[model.predict(X) == 0][:4]
+    out = {}
+    for ahead in (0, 64):
+        monkeypatch.setattr(p2ce_module, "_MODEL_LOOKAHEAD", ahead)
+        expl = P2CERecourse(FrozenEstimator(model), grid_step=0.1, max_changes=3,
+                            plausibility=plausibility, contamination=0.15, n_estimators=25,
+                            random_state=0).fit(X)
+        calls = []
+        fn = expl.model_fn_
+
+        def counted(Z, fn=fn, calls=calls):
+            calls.append(len(Z))
+            return fn(Z)
+
+        monkeypatch.setattr(expl, "model_fn_", counted)
+        res = expl.explain(queries)
+        out[ahead] = (res, len(calls))
+    (res0, calls0), (res1, calls1) = out[0], out[64]
+    pd.testing.assert_frame_equal(res0.counterfactuals, res1.counterfactuals)
+    pd.testing.assert_frame_equal(res0.costs, res1.costs)
+    strip = [{k: v for k, v in c.items() if k != "model_rows"} for c in res0.extras["counters"]]
+    assert strip == [{k: v for k, v in c.items() if k != "model_rows"}
+                     for c in res1.extras["counters"]]
+    assert res0.extras["nodes_expanded"].sum() > 50
+    assert calls1 < 0.8 * calls0
+
+
 def test_returned_points_respect_constraints(data):
     X, y = data
     model = GradientBoostingClassifier(n_estimators=15, random_state=0).fit(X, y)

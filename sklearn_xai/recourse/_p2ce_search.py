@@ -138,6 +138,13 @@ class QueryProblem:
     deadline : float or None
         ``time.perf_counter()`` value after which no further node is expanded (the
         search then returns what it found, marked incomplete); None: no limit.
+    lookahead : int
+        With ``lookahead > 0``, a model call made for a node's children also scores the
+        children of up to ``lookahead`` open nodes near the top of the open list, kept
+        until those nodes are expanded (for a ``predict`` whose cost is mostly per call,
+        such as a scikit-learn model on a DataFrame). The search's decisions, and so its
+        front and counters other than ``model_rows``, are those without it: only the
+        calls are fewer (see :meth:`_Search._scores`).
     """
 
     x: np.ndarray
@@ -151,6 +158,7 @@ class QueryProblem:
     bound: object = None
     iso: object = None
     deadline: float = None
+    lookahead: int = 0
 
 
 class _Search:
@@ -179,6 +187,8 @@ class _Search:
         self.features = {}
         self.heap = []
         self.seq = 0
+        # id(node) -> (node, scores of its children; NaN where not scored): the look-ahead
+        self.scored = {}
 
     def _push(self, node):
         self.seq += 1
@@ -211,6 +221,7 @@ class _Search:
             node = heapq.heappop(self.heap).node
             if self.front.dominates(node.cost)[0]:
                 self.counters["pruned_dominance"] += 1
+                self.scored.pop(id(node), None)
                 continue
             self.counters["nodes_expanded"] += 1
             self._expand(node)
@@ -246,9 +257,9 @@ class _Search:
         need = ~dominated
         need[0] = False  # the query's own value: the child is the node itself
         proba[0] = node.proba
+        _, ahead = self.scored.pop(id(node), (None, None))
         if need.any():
-            proba[need] = pb.predict(P[need], index[need])
-            self.counters["model_rows"] += int(need.sum())
+            proba[need] = self._scores(P, index, need, ahead)
         valid = (proba >= pb.threshold) & ~dominated
         inlier = valid.copy()
         if pb.iso is not None and valid.any():
@@ -288,6 +299,43 @@ class _Search:
                 continue
             self._push(SearchNode(P[i].copy(), index[i].copy(), node.level + 1, n_changes,
                                   parts[:, i].copy(), C[i].copy(), float(proba[i])))
+
+    def _scores(self, P, index, need, ahead=None):
+        """Scores of a node's children ``need`` (rows of ``P``, ``index``).
+
+        From ``ahead`` (the look-ahead's scores of the node's children, NaN where not
+        scored) when it holds them all, else from one model call that, with
+        ``lookahead``, also scores the children of up to ``lookahead`` open nodes near the
+        top of the open list (those no found solution dominates: a child dominated now
+        stays dominated, as the front only gains points that dominate what they replace,
+        so a node's later ``need`` is among them). As long as a row's score does not
+        depend on the other rows of its call, the search decides as without the
+        look-ahead.
+        """
+        pb = self.pb
+        if ahead is not None and not np.isnan(ahead[need]).any():
+            return ahead[need]
+        rows, idx, others = [P[need]], [index[need]], []
+        for entry in self.heap[: pb.lookahead]:
+            other = entry.node
+            if id(other) in self.scored:
+                continue
+            P2, index2, _, C2 = self._children(other, pb.order[other.level])
+            need2 = ~self.front.dominates(C2)
+            need2[0] = False
+            rows.append(P2[need2])
+            idx.append(index2[need2])
+            others.append((other, need2))
+        f = np.asarray(pb.predict(np.concatenate(rows), np.concatenate(idx)), dtype=np.float64)
+        self.counters["model_rows"] += len(f)
+        at = len(rows[0])
+        for other, need2 in others:
+            ahead = np.full(len(need2), np.nan)
+            k = int(need2.sum())
+            ahead[need2] = f[at : at + k]
+            at += k
+            self.scored[id(other)] = (other, ahead)
+        return f[: len(rows[0])]
 
     def _reachable(self, point, index, is_open, proba, budget, valid):
         """Rules 4 and 5: can some completion still be valid and plausible?
