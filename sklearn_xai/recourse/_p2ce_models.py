@@ -119,8 +119,7 @@ class FlatIsolationForest:
 
     def _score(self, H):
         H = np.asarray(H, dtype=np.float64)
-        den = self.denominator
-        ratio = np.divide(H, den, out=np.ones_like(H), where=den != 0)
+        ratio = H / self.denominator if self.denominator != 0 else np.ones_like(H)
         return -(2.0 ** (-ratio))
 
     def path_sums(self, X):
@@ -152,10 +151,11 @@ class FlatIsolationForest:
     def max_reach(self, point, is_open, prepared, cutoff=-np.inf, stop_above=np.inf):
         """Largest reachable path-length sum (see :func:`iso_max_reach`)."""
         sv, n_sv, has_nan = prepared
+        # _cast's rounding of one row (a copy, contiguous)
+        point = np.asarray(point, dtype=np.float64).astype(np.float32).astype(np.float64)
         return iso_max_reach(self.roots, self.packed, self.sub_max, self.root_suffix,
-                             np.asarray(is_open, dtype=bool), self._cast(point[None, :])[0],
-                             sv, n_sv, has_nan, float(cutoff), float(stop_above),
-                             self.max_depth)
+                             np.asarray(is_open, dtype=bool), point, sv, n_sv, has_nan,
+                             float(cutoff), float(stop_above), self.max_depth)
 
     def may_have_inlier(self, point, is_open, prepared):
         """False only when every completion of the partial point is an outlier.
@@ -167,14 +167,8 @@ class FlatIsolationForest:
             ``score_samples`` of the largest reachable path-length sum, or of a value on
             the same side of the inlier boundary (the kernel exits early both ways).
         """
-        sv, n_sv, has_nan = prepared
-        # point is one contiguous row: _cast's rounding without its checks
-        H = iso_max_reach(self.roots, self.packed, self.sub_max, self.root_suffix, is_open,
-                          point.astype(np.float32).astype(np.float64), sv, n_sv, has_nan,
-                          self.cutoff, self.cutoff + 2e-7, self.max_depth)
-        # _score's arithmetic on a one-element array (the same power as score_samples')
-        ratio = np.array([H / self.denominator if self.denominator != 0 else 1.0])
-        s = float(-(2.0 ** (-ratio))[0])
+        H = self.max_reach(point, is_open, prepared, self.cutoff, self.cutoff + 2e-7)
+        s = float(self._score(np.array([H]))[0])
         return s >= self.offset_, s
 
 
