@@ -269,7 +269,7 @@ class _Search:
         # covered[i]: a blocked candidate's parts are all <= candidate i's
         covered = np.zeros(n, dtype=bool)
         dominated_, valid_, inlier_ = dominated.tolist(), valid.tolist(), inlier.tolist()
-        todo = []  # (child, changes left) for rules 4 and 5
+        todo = []  # (child, its number of changes) for rules 4 and 5
         for i in range(n):
             if covered[i]:
                 continue
