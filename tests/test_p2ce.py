@@ -156,7 +156,7 @@ def test_front_equals_enumeration(data, name, plausibility):
 
 
 @pytest.mark.parametrize("plausibility", [True, False])
-def test_model_lookahead_changes_the_calls_only(data, monkeypatch, plausibility):
+def test_scoring_ahead_changes_the_model_calls_only(data, monkeypatch, plausibility):
     # on a model without a reconstruction the search scores the children of open nodes
     # ahead, in the model calls it makes anyway: the same fronts, costs and counters (but
     # model_rows) as without, in fewer calls of the model
@@ -167,7 +167,7 @@ def test_model_lookahead_changes_the_calls_only(data, monkeypatch, plausibility)
     queries = X[model.predict(X) == 0][:4]
     out = {}
     for ahead in (0, 64):
-        monkeypatch.setattr(p2ce_module, "_MODEL_LOOKAHEAD", ahead)
+        monkeypatch.setattr(p2ce_module, "_MODEL_SCORE_AHEAD", ahead)
         expl = P2CERecourse(FrozenEstimator(model), grid_step=0.1, max_changes=3,
                             plausibility=plausibility, contamination=0.15, n_estimators=25,
                             random_state=0).fit(X)

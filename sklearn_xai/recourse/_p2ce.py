@@ -54,9 +54,9 @@ _SHAP_BACKGROUND = 20  # background rows of the SHAP game (the first rows of the
 _SHAP_N_EVALS = 10
 _VERIFY_ROWS = 200  # training rows on which a bound's model reconstruction is checked
 _FLOAT32_MAX = float(np.finfo(np.float32).max)  # the isolation forest works in float32
-# open nodes whose children a model call scores ahead (QueryProblem.lookahead) when the
+# open nodes whose children a model call scores ahead (QueryProblem.score_ahead) when the
 # search calls the model itself, whose cost is mostly per call
-_MODEL_LOOKAHEAD = 64
+_MODEL_SCORE_AHEAD = 64
 
 
 class P2CERecourse(RecourseExplainer):
@@ -812,7 +812,7 @@ class P2CERecourse(RecourseExplainer):
         problem = QueryProblem(x, values, contrib, order, self._objectives_, predict,
                                threshold, self.max_changes, bound=bound,
                                iso=self._iso_ if self.plausibility else None,
-                               lookahead=0 if query is not None else _MODEL_LOOKAHEAD)
+                               score_ahead=0 if query is not None else _MODEL_SCORE_AHEAD)
         if self.time_limit is not None:
             problem.deadline = time.perf_counter() + self.time_limit
         res = search_query(problem)

@@ -138,9 +138,9 @@ class QueryProblem:
     deadline : float or None
         ``time.perf_counter()`` value after which no further node is expanded (the
         search then returns what it found, marked incomplete); None: no limit.
-    lookahead : int
-        With ``lookahead > 0``, a model call made for a node's children also scores the
-        children of up to ``lookahead`` open nodes near the top of the open list, kept
+    score_ahead : int
+        With ``score_ahead > 0``, a model call made for a node's children also scores the
+        children of up to ``score_ahead`` open nodes near the top of the open list, kept
         until those nodes are expanded (for a ``predict`` whose cost is mostly per call,
         such as a scikit-learn model on a DataFrame). The search's decisions, and so its
         front and counters other than ``model_rows``, are those without it: only the
@@ -158,7 +158,7 @@ class QueryProblem:
     bound: object = None
     iso: object = None
     deadline: float = None
-    lookahead: int = 0
+    score_ahead: int = 0
 
 
 class _Search:
@@ -187,7 +187,7 @@ class _Search:
         self.features = {}
         self.heap = []
         self.seq = 0
-        # id(node) -> (node, scores of its children; NaN where not scored): the look-ahead
+        # id(node) -> (node, its children's scores; NaN where not scored): scored ahead
         self.scored = {}
 
     def _push(self, node):
@@ -303,20 +303,20 @@ class _Search:
     def _scores(self, P, index, need, ahead=None):
         """Scores of a node's children ``need`` (rows of ``P``, ``index``).
 
-        From ``ahead`` (the look-ahead's scores of the node's children, NaN where not
-        scored) when it holds them all, else from one model call that, with
-        ``lookahead``, also scores the children of up to ``lookahead`` open nodes near the
-        top of the open list (those no found solution dominates: a child dominated now
+        From ``ahead`` (the node's children scored ahead, NaN where not scored) when it
+        holds them all, else from one model call that, with ``score_ahead``, also scores
+        the children of up to ``score_ahead`` open nodes near the top of the open list
+        (those no found solution dominates: a child dominated now
         stays dominated, as the front only gains points that dominate what they replace,
         so a node's later ``need`` is among them). As long as a row's score does not
-        depend on the other rows of its call, the search decides as without the
-        look-ahead.
+        depend on the other rows of its call, the search decides as without scoring
+        ahead.
         """
         pb = self.pb
         if ahead is not None and not np.isnan(ahead[need]).any():
             return ahead[need]
         rows, idx, others = [P[need]], [index[need]], []
-        for entry in self.heap[: pb.lookahead]:
+        for entry in self.heap[: pb.score_ahead]:
             other = entry.node
             if id(other) in self.scored:
                 continue
