@@ -114,8 +114,9 @@ class FlatIsolationForest:
 
     @staticmethod
     def _cast(X):
-        return np.ascontiguousarray(np.asarray(X, dtype=np.float64).astype(np.float32)
-                                    .astype(np.float64))
+        """``X`` rounded to float32 as the forest compares it, in float64, C-contiguous (a
+        copy)."""
+        return np.asarray(X, dtype=np.float64).astype(np.float32, order="C").astype(np.float64)
 
     def _score(self, H):
         H = np.asarray(H, dtype=np.float64)
@@ -151,10 +152,9 @@ class FlatIsolationForest:
     def max_reach(self, point, is_open, prepared, cutoff=-np.inf, stop_above=np.inf):
         """Largest reachable path-length sum (see :func:`iso_max_reach`)."""
         sv, n_sv, has_nan = prepared
-        # _cast's rounding of one row (a copy, contiguous)
-        point = np.asarray(point, dtype=np.float64).astype(np.float32).astype(np.float64)
         return iso_max_reach(self.roots, self.packed, self.sub_max, self.root_suffix,
-                             np.asarray(is_open, dtype=bool), point, sv, n_sv, has_nan,
+                             np.asarray(is_open, dtype=bool), self._cast(point), sv, n_sv,
+                             has_nan,
                              float(cutoff), float(stop_above), self.max_depth)
 
     def may_have_inlier(self, point, is_open, prepared):

@@ -57,9 +57,10 @@ class QueryResult:
         self.seconds = 0.0
 
 
-@dataclass
+@dataclass(eq=False)
 class SearchNode:
-    """A partial counterfactual: the first ``level`` searched features are assigned."""
+    """A partial counterfactual: the first ``level`` searched features are assigned
+    (compared and hashed by identity)."""
 
     point: np.ndarray  # values, shape (d,)
     index: np.ndarray  # candidate index per feature, shape (d,)
@@ -187,7 +188,7 @@ class _Search:
         self.features = {}
         self.heap = []
         self.seq = 0
-        # id(node) -> (node, its children's scores; NaN where not scored): scored ahead
+        # node -> its children's scores, NaN where not scored: scored ahead
         self.scored = {}
 
     def _push(self, node):
@@ -221,16 +222,18 @@ class _Search:
             node = heapq.heappop(self.heap).node
             if self.front.dominates(node.cost)[0]:
                 self.counters["pruned_dominance"] += 1
-                self.scored.pop(id(node), None)
+                self.scored.pop(node, None)
                 continue
             self.counters["nodes_expanded"] += 1
             self._expand(node)
         points, costs, proba = self.front.sorted()
         return QueryResult(points, costs, proba, complete, self.counters)
 
-    def _children(self, node, j):
-        """Values, indices, per-feature parts and costs of ``node``'s children at ``j``."""
+    def _children(self, node):
+        """Values, indices, per-feature parts and costs of ``node``'s children (its
+        level's feature ``j`` set to each candidate)."""
         pb = self.pb
+        j = pb.order[node.level]
         vals, cj = pb.values[j], pb.contrib[j]
         n = len(vals)
         P = np.repeat(node.point[None, :], n, axis=0)
@@ -249,15 +252,14 @@ class _Search:
             self.features[j] = (np.all(cj[:, None, :] >= cj[None, :, :], axis=2),
                                 (cj[:, 1] > 0).tolist())
         cover, changes = self.features[j]
-        P, index, parts, C = self._children(node, j)
+        P, index, parts, C = self._children(node)
         n = len(P)
         dominated = self.front.dominates(C)
         checked_at = self.front.version
         proba = np.full(n, -np.inf)
-        need = ~dominated
-        need[0] = False  # the query's own value: the child is the node itself
+        need = _unscored(dominated)
         proba[0] = node.proba
-        _, ahead = self.scored.pop(id(node), (None, None))
+        ahead = self.scored.pop(node, None)
         if need.any():
             proba[need] = self._scores(P, index, need, ahead)
         valid = (proba >= pb.threshold) & ~dominated
@@ -306,11 +308,10 @@ class _Search:
         From ``ahead`` (the node's children scored ahead, NaN where not scored) when it
         holds them all, else from one model call that, with ``score_ahead``, also scores
         the children of up to ``score_ahead`` open nodes near the top of the open list
-        (those no found solution dominates: a child dominated now
-        stays dominated, as the front only gains points that dominate what they replace,
-        so a node's later ``need`` is among them). As long as a row's score does not
-        depend on the other rows of its call, the search decides as without scoring
-        ahead.
+        (those no found solution dominates: a child dominated now stays dominated, as the
+        front only gains points that dominate what they replace, so a node's later
+        ``need`` is among them). As long as a row's score does not depend on the other
+        rows of its call, the search decides as without scoring ahead.
         """
         pb = self.pb
         if ahead is not None and not np.isnan(ahead[need]).any():
@@ -318,11 +319,10 @@ class _Search:
         rows, idx, others = [P[need]], [index[need]], []
         for entry in self.heap[: pb.score_ahead]:
             other = entry.node
-            if id(other) in self.scored:
+            if other in self.scored:
                 continue
-            P2, index2, _, C2 = self._children(other, pb.order[other.level])
-            need2 = ~self.front.dominates(C2)
-            need2[0] = False
+            P2, index2, _, C2 = self._children(other)
+            need2 = _unscored(self.front.dominates(C2))
             rows.append(P2[need2])
             idx.append(index2[need2])
             others.append((other, need2))
@@ -334,7 +334,7 @@ class _Search:
             k = int(need2.sum())
             ahead[need2] = f[at : at + k]
             at += k
-            self.scored[id(other)] = (other, ahead)
+            self.scored[other] = ahead
         return f[: len(rows[0])]
 
     def _reachable(self, point, index, is_open, proba, budget, valid):
@@ -356,6 +356,14 @@ class _Search:
                 self.counters["pruned_plausibility"] += 1
                 return False
         return True
+
+
+def _unscored(dominated):
+    """The children a node needs scores of: those no solution dominates, but the first
+    (the query's own value: that child is the node itself, whose score is known)."""
+    need = ~dominated
+    need[0] = False
+    return need
 
 
 def search_query(problem):
