@@ -561,6 +561,7 @@ class BaseExplainer(BaseEstimator):
         self._warned = set()  # conditions warned about since this fit (_warn_once)
         X = self._validate_X(X, reset=True)
         self._fit_model(X, y, **fit_params)
+        self._check_model_columns(X)
         with compile_notice(getattr(self, "verbose", 0)):  # numba's first compilation
             X = self._fit_family(X)
             self._fit(X, y)
@@ -650,6 +651,36 @@ class BaseExplainer(BaseEstimator):
         self.model_ = clone(self.model).fit(X, y, **fit_params)
         self._check_classes(self.model_)
         return self.model_
+
+    def _model_feature_names(self):
+        """The column names the trained model was fitted on, or None."""
+        return getattr(self.model_, "feature_names_in_", None)
+
+    def _check_model_columns(self, X):
+        """A DataFrame's columns must be the model's own, in the model's order.
+
+        A model reads the columns it was trained on; a frame in another order would
+        have its values explained under the wrong names (the model's ``predict`` refuses
+        such a frame too).
+        """
+        names = self._model_feature_names()
+        if names is None or not is_frame(X) or not all(isinstance(c, str) for c in X.columns):
+            return
+        names, columns = [str(n) for n in names], list(X.columns)
+        if columns == names:
+            return
+        if sorted(columns) == sorted(names):
+            j = next(j for j, (c, n) in enumerate(zip(columns, names)) if c != n)
+            raise ValueError(
+                "X's columns are the model's features in another order (column "
+                f"{j} is {columns[j]!r}, the model's is {names[j]!r}); reorder them as "
+                "the model was trained, e.g. X[model.feature_names_in_].")
+        missing = [n for n in names if n not in set(columns)]
+        unexpected = [c for c in columns if c not in set(names)]
+        raise ValueError(
+            "X's columns are not those the model was trained on: missing "
+            f"{missing[:10]}{' ...' if len(missing) > 10 else ''}, unexpected "
+            f"{unexpected[:10]}{' ...' if len(unexpected) > 10 else ''}.")
 
     @staticmethod
     def _check_classes(model):

@@ -26,6 +26,7 @@ from sklearn_xai import (
 )
 
 from ._broken_models import BrokenClassifier
+from ._instances import CLASSES, fast_params, model_for
 from ._oracles import baseline_shapley
 
 pytestmark = pytest.mark.timeout(120)
@@ -339,3 +340,20 @@ def test_integer_columns_of_a_frame_are_not_truncated_before_the_model():
     # the base value is the model's own output at the (fractional) reference row
     expected = model.predict_proba(from_array.reference_.reshape(1, -1).astype(float))[0, 1]
     assert f.base_values[0] == pytest.approx(expected, abs=1e-12)
+
+
+# ------------------------------------- a frame whose columns are not the model's, in order
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_a_frame_in_another_order_than_the_models_is_refused(name):
+    # A frozen model reads its columns by position: fitted on a frame in another order,
+    # TreeSHAP explained the wrong columns under the frame's names, with no error.
+    cls = CLASSES[name]
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(80, 3)), columns=["a", "b", "c"])
+    y = (frame["a"] + 0.5 * frame["b"] > 0).astype(int)
+    model = FrozenEstimator(model_for(cls).fit(frame, y))
+    with pytest.raises(ValueError, match="another order .column 0 is 'c', the model's is 'a'"):
+        cls(model, **fast_params(cls)).fit(frame[["c", "b", "a"]])
+    with pytest.raises(ValueError, match=r"missing \['c'\], unexpected \['d'\]"):
+        cls(model, **fast_params(cls)).fit(frame.rename(columns={"c": "d"}))
+    cls(model, **fast_params(cls)).fit(frame)  # the model's own order

@@ -367,3 +367,88 @@ def test_target_selects_an_output_of_a_multi_output_classifier(mode):
                 np.testing.assert_allclose(att.values, all_values[:, :, k], rtol=0,
                                            atol=1e-12)
             k += 1
+
+
+# -------------------------------------------------------- links the parsers did not read
+def _three(seed=0, n=300):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    return X, np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5])
+
+
+@pytest.mark.parametrize("objective", ["binary", "multiclassova"])
+def test_lightgbm_sigmoid_is_the_slope_of_its_probability(objective):
+    # LightGBM's sigmoid=2 gives p = 1 / (1 + exp(-2 m)): the parser dropped it (binary:
+    # the margin explained as the probability; one-vs-all: the slope 1 used).
+    X, y3 = _three()
+    y = (y3 > 0).astype(int) if objective == "binary" else y3
+    model = lgb.LGBMClassifier(n_estimators=10, objective=objective, sigmoid=2.0,
+                               verbose=-1).fit(X, y)
+    proba = model.predict_proba(X[:20])
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
+                            model_output="probability").fit(X[:40])
+    att = exp.explain(X[:20])
+    total = att.values.sum(axis=1) + exp.expected_value_
+    want = proba[:, 1:] if objective == "binary" else proba
+    np.testing.assert_allclose(total.reshape(want.shape), want, atol=1e-10)
+    # the margin stays LightGBM's raw score
+    np.testing.assert_allclose(predict_raw(exp.ensemble_, X[:20]).ravel(),
+                               model.predict(X[:20], raw_score=True).ravel(), atol=1e-10)
+    if objective == "binary":
+        loss = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
+                                 model_output="log_loss").fit(X[:10])
+        a = loss.explain(X[:20], y[:20])
+        np.testing.assert_allclose(a.values.sum(axis=1).ravel() + np.ravel(a.base_values),
+                                   -np.log(proba[np.arange(20), y[:20]]), atol=1e-10)
+
+
+def test_catboost_one_vs_all_is_one_sigmoid_per_class():
+    cb = pytest.importorskip("catboost")
+    X, y = _three()
+    model = cb.CatBoostClassifier(iterations=10, depth=3, loss_function="MultiClassOneVsAll",
+                                  verbose=0, thread_count=1).fit(X, y)
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
+                            model_output="probability").fit(X[:30])
+    att = exp.explain(X[:10])
+    assert exp.output_names_ == ["proba(0)", "proba(1)", "proba(2)"]
+    np.testing.assert_allclose(att.values.sum(axis=1) + exp.expected_value_,
+                               model.predict_proba(X[:10]), atol=1e-10)
+
+
+@pytest.mark.parametrize("params", [{"reg_sqrt": True},
+                                    {"objective": "cross_entropy_lambda"}])
+def test_lightgbm_regressors_whose_prediction_is_not_the_raw_score(params):
+    # reg_sqrt squares the raw score, cross_entropy_lambda takes its softplus: the raw
+    # score is explained (its name says margin, not predict) and the link maps it to the
+    # model's prediction.
+    from sklearn_xai.tree._ensemble import apply_link
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + 3) ** 2 if "reg_sqrt" in params else 1 / (1 + np.exp(-X[:, 0]))
+    model = lgb.LGBMRegressor(n_estimators=10, verbose=-1, **params).fit(X, y)
+    exp = TreeShapExplainer(FrozenEstimator(model)).fit(X)
+    att = exp.explain(X[:10])
+    assert exp.output_names_ == ["margin"]
+    raw = model.predict(X[:10], raw_score=True)
+    np.testing.assert_allclose(att.values.sum(axis=1).ravel() + exp.expected_value_, raw,
+                               atol=1e-10)
+    ens = exp.ensemble_
+    np.testing.assert_allclose(apply_link(ens.link, raw[:, None], ens.link_scale).ravel(),
+                               model.predict(X[:10]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_a_raw_booster_refuses_a_frame_in_another_order(library):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(200, 3)), columns=["a", "b", "c"])
+    y = frame["a"] + frame["b"] ** 2
+    booster = (xgb.train({}, xgb.DMatrix(frame, y), 5) if library == "xgboost" else
+               lgb.train({"verbose": -1}, lgb.Dataset(frame, y), 5))
+    with pytest.raises(ValueError, match="another order"):
+        TreeShapExplainer(booster).fit(frame[["c", "b", "a"]])
+    att = TreeShapExplainer(booster).fit(frame).explain(frame.iloc[:5])
+    raw = (booster.predict(xgb.DMatrix(frame.iloc[:5]), output_margin=True)
+           if library == "xgboost" else booster.predict(frame.iloc[:5], raw_score=True))
+    np.testing.assert_allclose(att.values.sum(axis=1).ravel() + np.ravel(att.base_values),
+                               raw, atol=1e-5)

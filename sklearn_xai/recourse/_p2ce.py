@@ -750,7 +750,8 @@ class P2CERecourse(RecourseExplainer):
                 return RangeTreeBound(ens, owner, *self.desired_range_)
             return None
         n_classes = len(self.classes_)
-        if ens.link == "logistic" and ens.n_outputs == 1 and n_classes == 2:
+        if (ens.link == "logistic" and ens.link_scale == 1.0 and ens.n_outputs == 1
+                and n_classes == 2):
             return TreeBound(ens, 0, 1.0 if k == 1 else -1.0, "logistic", owner)
         if ens.link == "identity" and ens.n_outputs == n_classes:
             return TreeBound(ens, k, 1.0, "identity", owner)

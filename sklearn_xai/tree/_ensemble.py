@@ -120,10 +120,15 @@ class FlatEnsemble:
         Number of columns of the ensemble's numeric input.
     n_outputs : int
         Number of outputs (margins) the trees add to.
-    link : {"identity", "logistic", "softmax", "logistic2x", "exp"}, default="identity"
+    link : {"identity", "logistic", "softmax", "logistic2x", "exp", "softplus", \
+            "signed_square"}, default="identity"
         Maps the margin to the model's prediction (probability for classifiers;
         ``"logistic2x"`` is ``1 / (1 + exp(-2 m))``, ``"exp"`` is for log-link
-        regressors).
+        regressors, ``"softplus"`` ``log(1 + exp(m))`` and ``"signed_square"``
+        ``sign(m) m^2`` for LightGBM's ``cross_entropy_lambda`` and ``reg_sqrt``).
+    link_scale : float, default=1.0
+        The logistic link's slope: ``1 / (1 + exp(-link_scale * m))`` (LightGBM's
+        ``sigmoid`` parameter); the margins stay the model's raw scores.
     output_names : list of str, default=[]
         One name per output (class labels or target names).
     feature_names : list of str or None, default=None
@@ -170,6 +175,7 @@ class FlatEnsemble:
     n_features: int
     n_outputs: int
     link: str = "identity"
+    link_scale: float = 1.0
     output_names: list = field(default_factory=list)
     feature_names: list | None = None
     missing_value: float = float("nan")
@@ -490,16 +496,21 @@ def predict_raw(ens: FlatEnsemble, X: ArrayLike) -> np.ndarray:
     return out
 
 
-def apply_link(link, raw):
-    """Map margins (n, K) to predictions with ``link``."""
+def apply_link(link, raw, scale=1.0):
+    """Map margins (n, K) to predictions with ``link`` (a logistic link's margins
+    multiplied by ``scale`` first: :attr:`FlatEnsemble.link_scale`)."""
     if link == "identity":
         return raw
     if link == "logistic":
-        return 1.0 / (1.0 + np.exp(-raw))
+        return 1.0 / (1.0 + np.exp(-(raw if scale == 1.0 else scale * raw)))
     if link == "logistic2x":  # scikit-learn's exponential loss (AdaBoost)
         return 1.0 / (1.0 + np.exp(-2.0 * raw))
     if link == "exp":
         return np.exp(raw)
+    if link == "softplus":  # LightGBM's cross_entropy_lambda
+        return np.logaddexp(0.0, raw)
+    if link == "signed_square":  # LightGBM's reg_sqrt
+        return np.sign(raw) * raw * raw
     if link == "softmax":
         z = raw - raw.max(axis=1, keepdims=True)
         e = np.exp(z)
@@ -533,8 +544,8 @@ def class_output_names(classes, n_outputs, single):
 
 
 def make_ensemble(trees, *, n_features, n_outputs, base_score, link="identity",
-                  output_names=None, feature_names=None, missing_value=float("nan"),
-                  model_name="", raw_space="margin"):
+                  link_scale=1.0, output_names=None, feature_names=None,
+                  missing_value=float("nan"), model_name="", raw_space="margin"):
     """Concatenate per-tree dicts (local indices) into a :class:`FlatEnsemble`.
 
     Each tree dict has local ``children_left``, ``children_right``, ``feature``,
@@ -595,6 +606,7 @@ def make_ensemble(trees, *, n_features, n_outputs, base_score, link="identity",
         n_features=int(n_features),
         n_outputs=int(n_outputs),
         link=link,
+        link_scale=float(link_scale),
         output_names=list(output_names) if output_names is not None else
         [str(k) for k in range(n_outputs)],
         feature_names=list(feature_names) if feature_names is not None else None,
@@ -716,6 +728,7 @@ def subset_outputs(ens, outputs):
         n_features=ens.n_features,
         n_outputs=len(outputs),
         link=ens.link,
+        link_scale=ens.link_scale,
         output_names=[ens.output_names[k] for k in outputs],
         feature_names=ens.feature_names,
         missing_value=ens.missing_value,

@@ -254,7 +254,7 @@ class _EnsembleFunction:
             Z = self.tree_input(Z)
         raw = predict_raw(self.ens, np.asarray(Z, dtype=np.float64))
         if self.probability:
-            raw = apply_link(self.ens.link, raw)
+            raw = apply_link(self.ens.link, raw, self.ens.link_scale)
         return self.selection.apply(raw)
 
 
@@ -460,6 +460,15 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
             return self.model_
         return super()._fit_model(X, y, **fit_params)
 
+    def _model_feature_names(self):
+        """A raw Booster's own feature names (None when it was trained without)."""
+        if not _is_booster(self.model_):
+            return super()._model_feature_names()
+        if hasattr(self.model_, "feature_name"):  # LightGBM: Column_j when unnamed
+            names = self.model_.feature_name()
+            return None if names == [f"Column_{j}" for j in range(len(names))] else names
+        return self.model_.feature_names
+
     def _fit_space(self, X, pre, final, space=None):
         """The explained space, with the input columns of a Pipeline exact in the trees.
 
@@ -661,7 +670,8 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
             self.expected_value_ = self._explained_value(mean[self._select])
         else:
             fr = predict_raw(self.ensemble_, bg)
-            pr = apply_link(self.ensemble_.link, fr) if self._probability else fr
+            ens = self.ensemble_
+            pr = apply_link(ens.link, fr, ens.link_scale) if self._probability else fr
             self._bg_raw = (fr, pr)
             self.expected_value_ = self._explained_value(
                 pr[:, self._selection.columns].mean(axis=0))
@@ -880,7 +890,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
                 resc = None
                 if self._probability:
                     fx = predict_raw(ens, B)
-                    px = apply_link(ens.link, fx)
+                    px = apply_link(ens.link, fx, ens.link_scale)
                     cols = self._kernel_outputs
                     resc = (fx[:, cols], fr[:, cols], px[:, cols], pr[:, cols])
                 phi = np.zeros((B.shape[0], P, K))
@@ -1168,7 +1178,7 @@ def _class_losses(ens, raw):
     if ens.raw_space == "probability":  # forests average probabilities
         p = raw
     else:
-        p = apply_link(ens.link, raw)
+        p = apply_link(ens.link, raw, ens.link_scale)
         if p.shape[1] == 1:
             p = np.hstack([1.0 - p, p])
     return -np.log(np.clip(p, np.finfo(np.float64).tiny, None))

@@ -105,11 +105,12 @@ def parse_catboost(model):
         bias = np.resize(bias, K)
     loss = str(model.get_all_params().get("loss_function", "RMSE")).split(":")[0]
     link = {"Logloss": "logistic", "CrossEntropy": "logistic", "MultiClass": "softmax",
+            "MultiClassOneVsAll": "logistic",  # one sigmoid per class
             "Poisson": "exp", "Tweedie": "exp"}.get(loss, "identity")
     classes = getattr(model, "classes_", None)
     if link in ("logistic", "softmax") and classes is not None:
         names = [str(c) for c in classes]
-        if link == "logistic":
+        if K == 1:  # binary: the margin is the last class's
             names = names[1:]
     else:
         names = ["y"] if K == 1 else [f"y{k}" for k in range(K)]

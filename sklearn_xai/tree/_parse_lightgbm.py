@@ -25,17 +25,22 @@ _MISSING = {"None": MISSING_NONE, "Zero": MISSING_ZERO, "NaN": MISSING_NAN}
 
 
 def _link(objective):
-    obj = objective.split(" ")[0]
-    if obj == "binary":
-        parts = dict(p.split(":", 1) for p in objective.split(" ")[1:] if ":" in p)
-        return "logistic" if float(parts.get("sigmoid", "1")) == 1.0 else "identity"
-    if obj in ("cross_entropy", "xentropy", "multiclassova"):
-        return "logistic"
+    """The link and its slope (LightGBM's ``sigmoid``) of a dumped objective."""
+    obj, *params = objective.split(" ")
+    params = dict(p.split(":", 1) for p in params if ":" in p)
+    if obj in ("binary", "multiclassova"):
+        return "logistic", float(params.get("sigmoid", "1"))
+    if obj in ("cross_entropy", "xentropy"):
+        return "logistic", 1.0
     if obj == "multiclass":
-        return "softmax"
+        return "softmax", 1.0
     if obj in ("poisson", "gamma", "tweedie"):
-        return "exp"
-    return "identity"
+        return "exp", 1.0
+    if obj in ("cross_entropy_lambda", "xentlambda"):
+        return "softplus", 1.0
+    if "sqrt" in objective.split(" ")[1:]:  # reg_sqrt: trained on sqrt(y)
+        return "signed_square", 1.0
+    return "identity", 1.0
 
 
 def _flatten_tree(root, name):
@@ -131,8 +136,9 @@ def parse_lightgbm(model):
             "cover": cover, "value": (value * scale)[:, None], "output": i % K, "cats": cats,
         })
     names = class_output_names(classes, K, "raw")
+    link, link_scale = _link(dump["objective"])
     ens = make_ensemble(trees, n_features=int(dump["max_feature_idx"]) + 1, n_outputs=K,
-                        base_score=np.zeros(K), link=_link(dump["objective"]),
+                        base_score=np.zeros(K), link=link, link_scale=link_scale,
                         output_names=names, feature_names=dump.get("feature_names"),
                         model_name=name)
     return ens, None
