@@ -551,12 +551,12 @@ def _constrained_wls(masks, vals, weights, v0, v1, active=None, groups=None):
         A = Z[:, :-1] - Z[:, -1:]                             # eliminate the last player
         b = y - Z[:, -1:] * delta[None, :]
         sw = np.sqrt(weights[r])[:, None]
-        sol, *_ = np.linalg.lstsq(A * sw, b * sw, rcond=None)
+        Aw, bw = A * sw, b * sw
+        sol, _, rank, _ = np.linalg.lstsq(Aw, bw, rcond=None)
         phi[r, cols[:-1]] = sol * c
         phi[r, cols[-1]] = (delta - sol.sum(axis=0)) * c
         if units is None:
             continue
-        Aw, bw = A * sw, b * sw
         # each group's share of the normal equations (one product per group: an einsum
         # over all groups at once loops in C over G C P^2 terms, 19 s at 300 players)
         M_out = np.empty((G, Aw.shape[1], Aw.shape[1]))
@@ -571,7 +571,22 @@ def _constrained_wls(masks, vals, weights, v0, v1, active=None, groups=None):
         pseudo = G * sol[None] - (G - 1) * leave                     # (G, p, O)
         units[r][:, cols[:-1]] = pseudo * c
         units[r][:, cols[-1]] = (delta[None, :] - pseudo.sum(axis=1)) * c
+        if rank < Aw.shape[1]:
+            # the drawn coalitions leave these players' values undetermined (lstsq's
+            # minimum norm picks one, and every pseudo-value agrees with it): no error
+            # estimate, rather than a standard error of 0
+            units[r][:, cols[_undetermined(Aw, rank)]] = np.nan
     return phi, units
+
+
+def _undetermined(Aw, rank):
+    """Which of the ``p + 1`` players of a reduced design ``Aw`` (C, p) of numerical
+    ``rank`` (the last player eliminated by efficiency) the null space of ``Aw`` moves;
+    returns a boolean array of length ``p + 1``."""
+    null = np.linalg.svd(Aw, full_matrices=True)[2][rank:]             # (p - rank, p)
+    tol = 1e-8 * max(1.0, np.abs(null).max())
+    return np.append(np.any(np.abs(null) > tol, axis=0),
+                     np.any(np.abs(null.sum(axis=1)) > tol))
 
 
 # The one table of Shapley algorithms: name -> ``fn(game, n_evals, generators) -> (phi, base)``

@@ -1,0 +1,78 @@
+"""Faults found in the black-box Shapley estimators and explainers (the second audit).
+
+One test per finding; each failed before its fix.
+"""
+
+import numpy as np
+import pytest
+
+from sklearn_xai.shapley import ImputationGame, estimate_shapley
+
+from ._oracles import baseline_shapley
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_kernel_players_the_draw_leaves_undetermined_have_no_standard_error():
+    # At a small budget the drawn pairs may not identify every player (a rank-deficient
+    # design): lstsq's minimum-norm answer is wrong for them and every jackknife refit
+    # agrees with it, so their standard error read 0, as if exact.
+    P, rng = 9, np.random.default_rng(0)
+    undetermined = 0
+    for seed in range(40):
+        W, X = rng.normal(size=P), rng.normal(size=(1, P))
+        game = ImputationGame(lambda Z, W=W: Z @ W, X, np.zeros((1, P)))  # additive
+        est = estimate_shapley(game, "kernel", 2, [np.random.default_rng(seed)])
+        truth, std = X[0] * W, est.std[0, :, 0]
+        determined = np.isfinite(std)
+        # what the design determines is exact in an additive game; the rest has no
+        # standard error (never 0 beside a wrong value)
+        np.testing.assert_allclose(est.values[0, determined, 0], truth[determined],
+                                   atol=1e-9)
+        assert np.all(np.abs(est.values[0, ~determined, 0] - truth[~determined]) > 1e-9)
+        np.testing.assert_allclose(est.values[0, :, 0].sum(), truth.sum(), atol=1e-9)
+        undetermined += int((~determined).sum())
+    assert undetermined > 0
+
+
+@pytest.mark.parametrize("kind", ["regressor", "classifier"])
+def test_knockoff_explainers_feed_a_float32_skorch_net_its_dtype(kind):
+    # KnockoffSHAP / KnockoffSAGE called a float32 skorch net on float64 hybrid rows:
+    # torch refused them ("mat1 and mat2 must have the same dtype").
+    torch = pytest.importorskip("torch")
+    skorch = pytest.importorskip("skorch")
+    from sklearn.frozen import FrozenEstimator
+
+    from sklearn_xai import KnockoffSAGE, KnockoffSHAP
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 4)).astype(np.float32)
+    out = 1 if kind == "regressor" else 2
+    module = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(),
+                                 torch.nn.Linear(8, out))
+    if kind == "regressor":
+        y = (X[:, 0] * X[:, 1] + X[:, 2])[:, None]
+        net = skorch.NeuralNetRegressor(module, max_epochs=2, verbose=0, train_split=None)
+    else:
+        y = (X[:, 0] + X[:, 2] > 0).astype(np.int64)
+        net = skorch.NeuralNetClassifier(module, criterion=torch.nn.CrossEntropyLoss,
+                                         max_epochs=2, verbose=0, train_split=None)
+    net.fit(X, y)
+    model = FrozenEstimator(net)
+    bg = X[:3]
+    shap = KnockoffSHAP(model, imputation="marginal", background=bg, algorithm="exact",
+                        random_state=0).fit(X)
+    att = shap.explain(X[:5])
+    # exact values against the marginal game's own enumeration (the net on float32 rows)
+    def f(Z):  # the explained output, one per row
+        Z = np.asarray(Z, dtype=np.float32)
+        p = net.predict(Z) if kind == "regressor" else net.predict_proba(Z)[:, 1]
+        return np.asarray(p, dtype=np.float64).reshape(len(Z))
+
+    want = np.mean([baseline_shapley(f, X[:5], b) for b in bg], axis=0)
+    np.testing.assert_allclose(att.values.reshape(want.shape), want, atol=1e-6)
+    sage = KnockoffSAGE(model, n_knockoffs=2, n_permutations=2, tol=None,
+                        random_state=0).fit(X)
+    imp = sage.explain(X[:8], y[:8].ravel() if kind == "regressor" else y[:8])
+    assert np.all(np.isfinite(imp.values))
