@@ -6,6 +6,7 @@ selects the explained outputs. Torch modules and skorch nets also get gradient a
 through :class:`sklearn_xai._torch.TorchModelFunction`.
 """
 
+import sys
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -364,6 +365,31 @@ def probe_model(model, method, model_input, X):
     return check_model_output(raw, model, method, X)
 
 
+def is_skorch_net(model) -> bool:
+    """Whether ``model`` is a skorch net (never imports skorch)."""
+    if "skorch" not in sys.modules:
+        return False
+    from skorch import NeuralNet
+
+    return isinstance(model, NeuralNet)
+
+
+def net_input_dtype(model):
+    """The numpy dtype a skorch net's module computes in (that of its first floating
+    parameter), or None for any other model: a skorch net hands numpy input to its
+    module as it is, and a float32 module refuses float64 rows."""
+    net = unwrap_frozen(model)
+    if not is_skorch_net(net) or getattr(net, "module_", None) is None:
+        return None
+    for p in net.module_.parameters():
+        if p.is_floating_point():
+            try:
+                return np.dtype(str(p.dtype).removeprefix("torch."))
+            except TypeError:  # bfloat16: numpy has no such dtype
+                return None
+    return None
+
+
 class ModelFunction:
     """A picklable, batched ``f(X) -> ndarray (n_rows, n_outputs)`` of float64.
 
@@ -398,6 +424,7 @@ class ModelFunction:
         self.selection = OutputSelection(None, output_columns, list(output_names), float(sign))
         self.template = template
         self.batch_size = batch_size
+        self.input_dtype = net_input_dtype(model)
 
     @classmethod
     def from_selection(cls, model, method, selection, template=None, batch_size=None):
@@ -424,10 +451,15 @@ class ModelFunction:
         return len(self.selection.names)
 
     def to_model_input(self, X):
-        """Convert a 2-D array of explained-space rows to what the model takes."""
-        if self.template is None or hasattr(X, "iloc"):
+        """Convert a 2-D array of explained-space rows to what the model takes (a skorch
+        net's rows in its module's dtype)."""
+        if hasattr(X, "iloc"):
             return X
-        return frame_like(X, self.template)
+        if self.template is not None:
+            return frame_like(X, self.template)
+        if self.input_dtype is not None:
+            return np.asarray(X, dtype=self.input_dtype)
+        return X
 
     def _call(self, X):
         raw = getattr(self.model, self.method)(self.to_model_input(X))

@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from ._model import NON_FINITE_ADVICE, non_finite_rows
+from ._model import NON_FINITE_ADVICE, is_skorch_net, non_finite_rows
 from ._model import output_names as _output_names
 from ._utils import unwrap_frozen
 
@@ -34,14 +34,6 @@ def _import_torch():
             f"{_TORCH_EXTRA}"
         ) from exc
     return torch
-
-
-def is_skorch_net(model) -> bool:
-    if "skorch" not in sys.modules:
-        return False
-    from skorch import NeuralNet
-
-    return isinstance(model, NeuralNet)
 
 
 def is_torch_model(model) -> bool:

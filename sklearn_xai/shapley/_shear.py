@@ -563,7 +563,8 @@ def _torch_model_function(model, response_method, target, device, batch_size):
       ``target`` is a class label; binary problems explain ``classes_[1]``;
     * skorch regressor: the module output, all columns.
     """
-    from .._torch import TorchModelFunction, is_skorch_net
+    from .._model import is_skorch_net
+    from .._torch import TorchModelFunction
 
     net = unwrap_frozen(model)
     output = "raw"
