@@ -425,10 +425,19 @@ def poly_data():
     return X, FrozenEstimator(_Polynomial(order=3).fit(X))
 
 
-def test_shear_auto_is_calibrated(poly_data):
-    X, model = poly_data
+@pytest.fixture(scope="module")
+def poly_data_11():
+    # 11 players: SHEAR's "auto" never reaches the 2^11 coalitions that it would
+    # enumerate instead of sampling (its cap is n_evals = 1024)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 11))
+    return X, FrozenEstimator(_Polynomial(order=3).fit(X))
+
+
+def test_shear_auto_is_calibrated(poly_data_11):
+    X, model = poly_data_11
     rows = X[:150]
-    truth = ShearExplainer(model, n_evals=256).fit(X).explain(rows).values  # exact
+    truth = ShearExplainer(model, n_evals=2048).fit(X).explain(rows).values  # exact
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         att = ShearExplainer(model, n_evals="auto", tol=0.05, random_state=0).fit(X).explain(
@@ -594,8 +603,8 @@ def test_game_estimators_are_calibrated_large(estimator, P, n_evals):
 # --------------------------------------------------------------------------- n_evals="auto"
 
 
-def test_shear_auto_stops_at_the_tolerance_and_records_the_budget(poly_data):
-    X, model = poly_data
+def test_shear_auto_stops_at_the_tolerance_and_records_the_budget(poly_data_11):
+    X, model = poly_data_11
     rows = X[:40]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -616,13 +625,13 @@ def test_shear_auto_stops_at_the_tolerance_and_records_the_budget(poly_data):
     assert np.all(tight.extras["n_evals"] >= n_evals) and tight.extras["n_evals"].sum() > \
         n_evals.sum()
     # a model without interactions of order three is exact after one round
-    linear = FrozenEstimator(LinearRegression().fit(X, X @ np.arange(8.0)))
+    linear = FrozenEstimator(LinearRegression().fit(X, X @ np.arange(11.0)))
     att = ShearExplainer(linear, n_evals="auto", random_state=0).fit(X).explain(rows)
     np.testing.assert_array_equal(att.extras["n_evals"], 16)
 
 
-def test_shear_auto_depends_only_on_the_row_and_the_seed(poly_data):
-    X, model = poly_data
+def test_shear_auto_depends_only_on_the_row_and_the_seed(poly_data_11):
+    X, model = poly_data_11
     rows = X[:30]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -638,8 +647,8 @@ def test_shear_auto_depends_only_on_the_row_and_the_seed(poly_data):
     np.testing.assert_array_equal(c.values, a.values[[4, 4, 9]])
 
 
-def test_shear_auto_warns_at_the_cap(poly_data):
-    X, model = poly_data
+def test_shear_auto_warns_at_the_cap(poly_data_11):
+    X, model = poly_data_11
     with pytest.warns(ConvergenceWarning, match="MAX_AUTO_ROUNDS = 64"):
         att = ShearExplainer(model, n_evals="auto", tol=1e-6, random_state=0).fit(
             X).explain(X[:3])

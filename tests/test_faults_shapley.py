@@ -76,3 +76,56 @@ def test_knockoff_explainers_feed_a_float32_skorch_net_its_dtype(kind):
                         random_state=0).fit(X)
     imp = sage.explain(X[:8], y[:8].ravel() if kind == "regressor" else y[:8])
     assert np.all(np.isfinite(imp.values))
+
+
+def test_shear_cooperators_of_a_relu_net_do_not_depend_on_the_other_rows():
+    # A ReLU net's mixed differences hold exact zeros and exact ties whose round-off
+    # changed with the other rows of the model call, and ranked the cooperators: 5 of 100
+    # rows had other cooperators alone than in a batch, values off by up to 10 %.
+    torch = pytest.importorskip("torch")
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.neural_network import MLPRegressor
+
+    from sklearn_xai import ShearExplainer
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 6))
+    net = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(),
+                              torch.nn.Linear(8, 1)).double()
+    mlp = MLPRegressor(hidden_layer_sizes=(16,), max_iter=300, random_state=0).fit(
+        X, X[:, 0] * X[:, 1] + X[:, 2])
+    for model in (net, FrozenEstimator(mlp)):
+        exp = ShearExplainer(model, n_evals=16, random_state=0).fit(X)
+        assert exp.cross_contribution_ == "finite_difference"
+        together = exp.explain(X[:60])
+        for r in range(60):
+            alone = exp.explain(X[r:r + 1])
+            np.testing.assert_array_equal(alone.extras["cooperators"][0],
+                                          together.extras["cooperators"][r])
+            np.testing.assert_allclose(alone.values[0], together.values[r], rtol=0,
+                                       atol=1e-12)
+
+
+def test_shear_auto_enumerates_once_its_budget_would_buy_every_coalition():
+    # n_evals="auto" (K = 3) kept sampling to n_evals = 256 with 5 players, past the
+    # 2^5 coalitions that give exact values, and returned values that were not exact.
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.neural_network import MLPRegressor
+
+    from sklearn_xai import ShearExplainer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    y = X[:, 0] * X[:, 1] * X[:, 2] + np.tanh(X[:, 3] + X[:, 4])
+    model = FrozenEstimator(MLPRegressor(hidden_layer_sizes=(16,), activation="tanh",
+                                         max_iter=500, random_state=0).fit(X, y))
+    auto = ShearExplainer(model, n_evals="auto", random_state=0).fit(X).explain(X[:4])
+    exact = ShearExplainer(model, n_evals=32).fit(X).explain(X[:4])
+    ref = X.mean(axis=0)
+    want = baseline_shapley(lambda Z: model.predict(Z), X[:4], ref)
+    np.testing.assert_allclose(exact.values, want, atol=1e-10)
+    np.testing.assert_allclose(auto.values, want, atol=1e-10)
+    np.testing.assert_array_equal(auto.extras["n_evals"], 32)
+    np.testing.assert_array_equal(auto.extras["n_rounds"], 0)
+    assert np.all(auto.std == 0)

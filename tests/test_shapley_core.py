@@ -516,9 +516,10 @@ def test_every_algorithm_returns_its_units(name):
     nothing else; the units of a sampling estimate average to it (KernelSHAP's
     pseudo-values to about it)."""
     game = DividendGame(5, {(0,): 1.0, (1, 2): 2.0, (0, 3, 4): -1.5}, n_rows=3)
-    # below full enumeration: KernelSHAP at 2, the frontier estimator at 4 (at 2 its budget is
-    # exactly the size-1 stratum: deterministic but not exact, so its units are NaN)
-    budget = {"kernel": 2, "frontier": 4, "frontier_shared": 4}.get(name, 8)
+    # below full enumeration: KernelSHAP and the frontier estimator at 4 (at 2 KernelSHAP's
+    # pairs may leave players undetermined, and the frontier's budget is exactly the size-1
+    # stratum: deterministic but not exact; both give NaN units there)
+    budget = {"kernel": 4, "frontier": 4, "frontier_shared": 4}.get(name, 8)
     # frontier_shared draws its designs from one seed instead of per-row generators
     kw = {"design_seed": 0} if name == "frontier_shared" else {}
 
@@ -537,7 +538,7 @@ def test_every_algorithm_returns_its_units(name):
         np.testing.assert_allclose(units.mean(axis=1), phi, atol=1e-12)
         assert np.isfinite(units).all()
     else:  # jackknife pseudo-values (checked against refits in test_error_bars.py)
-        assert units.shape[1] == 5 and np.isfinite(units).all()
+        assert units.shape[1] == 10 and np.isfinite(units).all()  # G = n_pairs = 10
 
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))

@@ -395,7 +395,10 @@ def kernel_shapley(game: Game, n_evals: int, generators: Sequence[np.random.Gene
         enumerated coalitions in every fit): ``G phi - (G - 1) phi_(-g)``, with
         ``phi_(-g)`` the constrained fit without group ``g``; the spread of the
         pseudo-values gives the jackknife standard error (0 for a row computed exactly:
-        its units are copies of ``phi``).
+        its units are copies of ``phi``). Players the drawn pairs leave undetermined
+        (a design of lower rank than the row's active players, common at ``n_evals=2``:
+        a complementary pair spans one direction) have NaN units, so no standard error:
+        their values are least squares' minimum-norm choice.
 
     Returns
     -------

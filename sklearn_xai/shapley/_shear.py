@@ -108,7 +108,13 @@ def _mask_diagonal(eta: np.ndarray) -> np.ndarray:
     return eta
 
 
-def _cross_contribution_finite_difference(value, n_rows: int, n_players: int) -> np.ndarray:
+# the grid the cooperators rank mixed differences on, as a share of the row's largest
+# value (some hundred ulps of a float32 model's output)
+_ROUND_OFF = 2.0**-16
+
+
+def _cross_contribution_finite_difference(value, n_rows: int, n_players: int, *,
+                                          return_grid: bool = False) -> np.ndarray:
     """eta_ij = |v(U) - v(U \\ i) - v(U \\ j) + v(U \\ {i, j})|, summed over outputs.
 
     The mixed difference of f between x and the reference r: exact for pairwise
@@ -118,6 +124,9 @@ def _cross_contribution_finite_difference(value, n_rows: int, n_players: int) ->
     Returns
     -------
     eta : ndarray of shape (n_rows, n_players, n_players); the diagonal is ``-inf``.
+    grid : ndarray of shape (n_rows,)
+        Only with ``return_grid``: ``_ROUND_OFF`` times the row's largest value (summed
+        over outputs), the round-off scale :func:`_top_k_cooperators` ranks ``eta`` on.
     """
     P = n_players
     iu, ju = np.triu_indices(P, 1)
@@ -133,7 +142,10 @@ def _cross_contribution_finite_difference(value, n_rows: int, n_players: int) ->
     mag = np.abs(delta).sum(axis=-1)
     eta[:, iu, ju] = mag
     eta[:, ju, iu] = mag
-    return _mask_diagonal(eta)
+    if not return_grid:
+        return _mask_diagonal(eta)
+    # the round-off of a difference is that of its values, not of the (small) difference
+    return _mask_diagonal(eta), _ROUND_OFF * np.abs(v).max(axis=1).sum(axis=-1)
 
 
 def _cross_contribution_hessian(hessian_columns, X, reference, col_to_player, n_players, *,
@@ -214,8 +226,14 @@ def _cross_contribution_from_full_hessian(H, X, reference, col_to_player, n_play
 # --------------------------------------------------------------------------- selection
 
 
-def _top_k_cooperators(eta: np.ndarray, n_cooperators: int) -> np.ndarray:
-    """S_i = the K players j != i with the largest eta_ij (ties: lowest index first).
+def _top_k_cooperators(eta: np.ndarray, n_cooperators: int,
+                       grid: np.ndarray | None = None) -> np.ndarray:
+    """S_i = the K players j != i with the largest eta_ij, compared in multiples of the
+    row's ``grid`` when given, else to 16 significant bits (ties: lowest index first).
+
+    Values equal in exact arithmetic (a piecewise-linear model's zero or equal mixed
+    differences) differ by round-off that changes with the other rows of a model call;
+    rounded, they tie, so a row's cooperators do not depend on the rest of its call.
 
     Parameters
     ----------
@@ -227,6 +245,13 @@ def _top_k_cooperators(eta: np.ndarray, n_cooperators: int) -> np.ndarray:
     """
     from ._shear_kernels import top_k_cooperators
 
+    eta = np.asarray(eta, dtype=np.float64)
+    if grid is not None:
+        grid = np.asarray(grid, dtype=np.float64)[:, None, None]
+        eta = np.round(np.divide(eta, grid, out=eta.copy(), where=grid > 0))
+    else:
+        mantissa, exponent = np.frexp(eta)
+        eta = np.ldexp(np.round(mantissa * 2.0**16) / 2.0**16, exponent)
     # i never cooperates with itself, whatever the diagonal holds
     return top_k_cooperators(np.ascontiguousarray(eta, dtype=np.float64),
                              int(n_cooperators)).astype(np.intp, copy=False)
@@ -803,7 +828,9 @@ class ShearExplainer(AttributionExplainer):
         range of attributions (one round stops only a row whose values are exact; from
         16 rounds on each pair of subsets has enough draws for a calibrated standard
         error), or ``MAX_AUTO_ROUNDS = 64`` rounds (``n_evals = 1024``;
-        a ``ConvergenceWarning`` names the rows stopped there). A step recomputes the
+        a ``ConvergenceWarning`` names the rows stopped there). A step whose ``n_evals``
+        would reach ``2^n_players`` enumerates the row's coalitions instead (exact
+        values, standard errors 0, ``extras["n_rounds"]`` 0). A step recomputes the
         rows still running with the rounds so far (drawn again, identically), so a row
         costs at most twice its final budget; ``extras["n_evals"]`` records the budget
         each row used. The result depends only on ``random_state`` and the row.
@@ -1233,14 +1260,16 @@ class ShearExplainer(AttributionExplainer):
         if self.cross_contribution_ == "random":
             coop = _random_cooperators(P, K, keys, base_seed)
         else:
+            grid = None  # the Hessian's entries rank to 16 significant bits
             if self.cross_contribution_ == "hessian":
                 eta = _cross_contribution_hessian(
                     partial(self.model_fn_.hessian_columns, float64=False), Xb.astype(np.float64),
                     self.reference_[0].astype(np.float64), self.col_to_player_, P,
                     model_name=self.model_fn_.model_name, row_offset=rows.start)
             else:
-                eta = _cross_contribution_finite_difference(game.value, n, P)
-            coop = _top_k_cooperators(eta, K)
+                eta, grid = _cross_contribution_finite_difference(game.value, n, P,
+                                                                  return_grid=True)
+            coop = _top_k_cooperators(eta, K, grid)
         kw = {"antithetic": self.antithetic, "non_cooperators": self.non_cooperators}
         if self.n_evals != "auto":
             phi, base, full, std, dof = _shear_estimate(
@@ -1316,6 +1345,12 @@ class ShearExplainer(AttributionExplainer):
             R = min(max(16, 2 * R), MAX_AUTO_ROUNDS)
             idx = np.flatnonzero(todo)
             sub = self._game(Xb[idx], rows.start + idx) if idx.size < len(keys) else game
+            if R * 2 ** (self.n_cooperators_ + 1) >= 2 ** len(self.groups_):
+                # this step's n_evals would buy every coalition: enumerate them once
+                # (exact values; n_rounds 0, as in the exact regime)
+                phi[idx] = estimate_shapley(sub, "exact", with_std=False).values
+                std[idx], dof[idx], rounds[idx] = 0.0, np.inf, 0
+                break
             p, _, _, s, nu = _shear_estimate(sub.value, coop[idx], keys[idx], base_seed,
                                              n_rounds=R, return_std=True, **kw)
             phi[idx], std[idx], dof[idx], rounds[idx] = p, s, nu, R
@@ -1351,9 +1386,9 @@ class ShearExplainer(AttributionExplainer):
         elif res.rounds is None:  # exact: 2^P coalitions per row
             rounds = np.zeros(Xa.shape[0], dtype=np.int64)
             n_evals = np.full(Xa.shape[0], 2 ** len(self.groups_), dtype=np.int64)
-        else:
+        else:  # rows that "auto" enumerated have 0 rounds and 2^P coalitions
             rounds = res.rounds
-            n_evals = rounds * 2 ** (K + 1)
+            n_evals = np.where(rounds == 0, 2 ** len(self.groups_), rounds * 2 ** (K + 1))
         if self.n_evals == "auto" and self.algorithm == "shear" and res.rounds is not None:
             capped = int(np.sum(rounds >= MAX_AUTO_ROUNDS))
             if capped:  # once per fitted explainer (score explains again)
