@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._utils import unwrap_frozen
+
 __all__ = [
     "ATTRIBUTION_EXPLAINERS",
     "DEFAULT_EXPLAINERS",
@@ -645,8 +647,13 @@ def _refuse_duplicate_header(path):
 
 
 def _model_columns(model):
-    """Input column names the model was fitted on, or None; and its input width or None."""
-    inner = getattr(model, "estimator", model)  # FrozenEstimator
+    """Input column names the model was fitted on, or None; and its input width or None.
+
+    Only a ``FrozenEstimator`` is unwrapped: a forest, bagging or boosting ensemble (and
+    ``CalibratedClassifierCV``) also has an ``estimator`` attribute, its unfitted template,
+    which knows nothing of the fitted model's features.
+    """
+    inner = unwrap_frozen(model)
     names = getattr(inner, "feature_names_in_", None)
     if names is None:
         booster = getattr(inner, "booster_", None)  # LightGBM sklearn API
@@ -692,9 +699,11 @@ def user_workload(model_path, data_path, target, progress, *, seed=0, gbm="hgb",
 
         complete = frame.notna().all(axis=1).to_numpy() & y.notna().to_numpy()
         if not complete.all():
+            # the index is kept: it is the file's row (the ``row`` column of ``explain``)
             notes.append(f"{int((~complete).sum())} of {len(frame)} rows with a missing value "
-                         "dropped before training.")
-            frame, y = frame[complete].reset_index(drop=True), y[complete].reset_index(drop=True)
+                         "dropped before training (the others keep their row numbers in "
+                         f"{Path(data_path).name}).")
+            frame, y = frame[complete], y[complete]
         for c in frame.columns:
             if not pd.api.types.is_numeric_dtype(frame[c].dtype):
                 frame[c] = frame[c].astype("category")
@@ -741,6 +750,8 @@ def _match_columns(model, frame, model_path, data_path, notes):
     without feature names takes the columns by position, which is stated in a note.
     """
     names, width = _model_columns(model)
+    if names is not None and _is_lightgbm(model):
+        frame = _lightgbm_columns(frame, names, model_path, data_path, notes)
     if names is not None:
         missing = [n for n in names if n not in frame.columns]
         if missing:
@@ -767,6 +778,51 @@ def _match_columns(model, frame, model_path, data_path, notes):
                  f"are taken by position, in the file's order ({_short_list(frame.columns)}); "
                  "they must be in the order the model was trained on.")
     return frame
+
+
+def _is_lightgbm(model):
+    """Whether the feature names of ``model`` are those of a LightGBM model (the model, or
+    the first step of a Pipeline, is one of LightGBM's scikit-learn estimators)."""
+    inner = unwrap_frozen(model)
+    steps = getattr(inner, "steps", None)
+    if isinstance(steps, list) and steps and isinstance(steps[0], tuple):
+        inner = unwrap_frozen(steps[0][-1])
+    return type(inner).__module__.split(".")[0] == "lightgbm"
+
+
+def _lightgbm_name(column):
+    """The feature name LightGBM gives a DataFrame column: each space becomes ``_`` (the
+    only change LightGBM 4 makes; names it cannot keep are refused when it is fitted)."""
+    return str(column).replace(" ", "_")
+
+
+def _lightgbm_columns(frame, names, model_path, data_path, notes):
+    """``frame`` with each column LightGBM renamed (a space made ``_``) under the model's name.
+
+    LightGBM keeps the renamed names in ``feature_names_in_`` and predicts on the original
+    frame; the explainers compare the frame's columns with those names, so the columns are
+    renamed here, with a note. A column is renamed only when no column has the model's name
+    already, and two columns that both become the same name are an error, not a guess.
+    """
+    wanted = set(names)
+    renames = {}
+    for name in names:
+        if name in frame.columns:
+            continue
+        cands = [c for c in frame.columns if c not in wanted and _lightgbm_name(c) == name]
+        if len(cands) > 1:
+            raise ReportError(
+                f"the LightGBM model in {model_path} has feature {name!r}, and LightGBM gives "
+                f"that name to several columns of {data_path} (a space becomes '_'): "
+                f"{_short_list(repr(c) for c in cands)}; keep only the one it was fitted on")
+        if cands:
+            renames[cands[0]] = name
+    if not renames:
+        return frame
+    notes.append("LightGBM replaces each space in a feature name with '_'; these columns "
+                 "are used under the model's names: " +
+                 _short_list(f"{c!r} as {n!r}" for c, n in renames.items()) + ".")
+    return frame.rename(columns=renames)
 
 
 def _check_predicts(model, frame, model_path, data_path):
@@ -925,7 +981,9 @@ def explain_matrix(workload, explainer, out, progress, *, n_rows=None, n_backgro
     (``feature``, or ``output:feature`` with several outputs), in CSV or parquet by the
     file extension.
     The explainer is fitted on the first ``n_background`` rows of ``workload.X``
-    (``None``: all).
+    (``None``: all). The index column, ``row``, is the explained row's label in
+    ``workload.rows`` (its row in the user's file); it is named ``_row`` when a column of
+    the matrix is named ``row`` (:func:`index_name`).
     """
     out, suffix = check_explain_args(explainer, out)
     rows = workload.rows if n_rows is None else workload.rows.iloc[:n_rows]
@@ -941,7 +999,10 @@ def explain_matrix(workload, explainer, out, progress, *, n_rows=None, n_backgro
         for k, o in enumerate(att.output_names):
             frame.insert(k, f"base_value:{o}", base[:, k])
     frame.index = rows.index
-    frame.index.name = "row"
+    frame.index.name = index_name(frame.columns)
+    if frame.index.name != "row":
+        progress._write(f"note: a column of the matrix is named 'row', so the index column "
+                        f"(the file's row) is named {frame.index.name!r}\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         if suffix == ".csv":
@@ -956,6 +1017,16 @@ def explain_matrix(workload, explainer, out, progress, *, n_rows=None, n_backgro
     except OSError as exc:
         raise ReportError(f"cannot write {out}: {_one_line(exc)}") from exc
     return out, frame
+
+
+def index_name(columns):
+    """The name of the index column of the written matrix: ``row``, or ``_row`` (``__row``,
+    ...) when the matrix already has a column of that name (a feature named ``row``)."""
+    columns = {str(c) for c in columns}
+    name = "row"
+    while name in columns:
+        name = "_" + name
+    return name
 
 
 def audit_workload(workload, progress, *, n_rows=1000, n_background=None, seed=0,

@@ -362,6 +362,179 @@ def test_model_without_feature_names_takes_columns_by_position(tmp_path, capsys)
     _one_line_error(code, err, "takes 3 features", "has 2 columns")
 
 
+def _ensembles():
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.ensemble import (
+        AdaBoostClassifier,
+        BaggingClassifier,
+        RandomForestClassifier,
+    )
+
+    return [RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0),
+            BaggingClassifier(n_estimators=3, random_state=0),
+            AdaBoostClassifier(n_estimators=3, random_state=0),
+            CalibratedClassifierCV(_hgb(), cv=2)]
+
+
+@pytest.mark.parametrize("model", _ensembles(), ids=lambda m: type(m).__name__)
+def test_an_ensemble_with_an_estimator_attribute_keeps_its_feature_names(model):
+    """``model.estimator`` of an ensemble is its unfitted template, not a FrozenEstimator's
+    model: the names are the fitted ensemble's own (a FrozenEstimator is still unwrapped)."""
+    from sklearn_xai._report import _model_columns
+
+    X, y = _frame()
+    model.fit(X, y)
+    assert _model_columns(model) == (FEATURES, 3)
+    assert _model_columns(FrozenEstimator(model)) == (FEATURES, 3)
+
+
+def test_a_random_forest_fitted_on_a_frame_is_matched_by_name(tmp_path, capsys):
+    """An ``id`` column is left out with a note (it used to reach the forest, which refused
+    it), no note says "no feature names", and a reordered file is an error."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = _frame()
+    model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    joblib.dump(model, tmp_path / "rf.joblib")
+    data, out = tmp_path / "data.csv", tmp_path / "phi.csv"
+    X.assign(id=np.arange(len(X)))[["id", *FEATURES]].to_csv(data, index=False)
+    argv = ["--model", tmp_path / "rf.joblib", "--trust-model", "--data", data]
+    code, _, err = _run(["explain", *argv, "--rows", "5", "--out", out], capsys)
+    assert code == 0, err
+    assert "not used by the model were left out: id" in err
+    assert "no feature names" not in err
+    got = pd.read_csv(out, index_col="row")
+    assert list(got.index) == [0, 1, 2, 3, 4] and list(got.columns[1:]) == FEATURES
+    ref = TreeShapExplainer(FrozenEstimator(model)).fit(X).explain(X.iloc[:5])
+    np.testing.assert_allclose(got[FEATURES].to_numpy(dtype=float), ref.values, atol=1e-12)
+    np.testing.assert_allclose(got.iloc[:, 0].to_numpy(dtype=float), ref.base_values,
+                               atol=1e-12)
+    code, stdout, err = _run(["audit", *argv, "--rows", "40", "--background", "80"], capsys)
+    assert code == 0, err
+    assert "left out: id" in err and "Off-manifold audit of 40 rows and 3 features" in stdout
+    X[["income", "age", "debt"]].to_csv(data, index=False)
+    code, _, err = _run(["report", *argv, "--out", tmp_path / "r.html"], capsys)
+    _one_line_error(code, err, "not in the order", "age, income, debt", "income, age, debt")
+
+
+def test_rows_dropped_for_a_missing_value_keep_their_row_in_the_file(tmp_path, capsys):
+    """``--data --target`` trains on the complete rows; ``row`` is still the file's row."""
+    from sklearn_xai._report import _gbm_pipeline
+
+    X, y = _frame()
+    X.loc[[1, 2], "income"] = np.nan
+    X.loc[5, "debt"] = np.nan
+    data, out = tmp_path / "data.csv", tmp_path / "phi.csv"
+    X.assign(label=y).to_csv(data, index=False)
+    code, _, err = _run(["explain", "--data", data, "--target", "label", "--rows", "5",
+                         "--out", out], capsys)
+    assert code == 0, err
+    assert "3 of 120 rows with a missing value dropped" in err
+    got = pd.read_csv(out, index_col="row")
+    assert list(got.index) == [0, 3, 4, 6, 7]
+    # the same values as the default model, trained here, explaining the file's rows
+    file = pd.read_csv(data)
+    complete = file.notna().all(axis=1)
+    model, _ = _gbm_pipeline([], FEATURES, "hgb", 0)
+    model.fit(file.loc[complete, FEATURES], file.loc[complete, "label"])
+    rows = file.loc[got.index, FEATURES]
+    ref = TreeShapExplainer(FrozenEstimator(model)).fit(rows).explain(rows)
+    np.testing.assert_allclose(got[FEATURES].to_numpy(dtype=float), ref.values, atol=1e-12)
+    np.testing.assert_allclose(got.to_numpy(dtype=float).sum(axis=1),
+                               model.decision_function(rows), atol=1e-9)
+
+
+def _lightgbm_model(columns):
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _frame(columns=columns)
+    model = lgb.LGBMClassifier(n_estimators=10, num_leaves=4, verbose=-1, random_state=0)
+    return model.fit(X, y), X
+
+
+def test_lightgbm_takes_its_training_file_with_a_space_in_a_name(tmp_path, capsys):
+    """LightGBM names the column "inc ome" "inc_ome"; its own training file is accepted,
+    the column used under the model's name, with a note."""
+    model, X = _lightgbm_model(["age", "inc ome", "debt"])
+    assert list(model.feature_names_in_) == ["age", "inc_ome", "debt"]
+    joblib.dump(model, tmp_path / "lgb.joblib")
+    data, out = tmp_path / "data.csv", tmp_path / "phi.csv"
+    X.assign(id=np.arange(len(X))).to_csv(data, index=False)
+    argv = ["--model", tmp_path / "lgb.joblib", "--trust-model", "--data", data]
+    code, _, err = _run(["explain", *argv, "--rows", "6", "--out", out], capsys)
+    assert code == 0, err
+    assert "'inc ome' as 'inc_ome'" in err and "left out: id" in err
+    got = pd.read_csv(out, index_col="row")
+    assert list(got.columns[1:]) == ["age", "inc_ome", "debt"] and len(got) == 6
+    named = X.set_axis(["age", "inc_ome", "debt"], axis=1)
+    ref = TreeShapExplainer(FrozenEstimator(model)).fit(named).explain(named.iloc[:6])
+    np.testing.assert_allclose(got.iloc[:, 1:].to_numpy(dtype=float), ref.values,
+                               atol=1e-12)
+    np.testing.assert_allclose(got.to_numpy(dtype=float).sum(axis=1),
+                               model.predict(X.iloc[:6], raw_score=True), atol=1e-9)
+    # the order is still checked
+    X[["inc ome", "age", "debt"]].to_csv(data, index=False)
+    code, _, err = _run(["explain", *argv, "--out", out], capsys)
+    _one_line_error(code, err, "not in the order", "age, inc_ome, debt")
+
+
+def test_a_space_is_not_an_underscore_for_other_models(user, tmp_path, capsys):
+    X, y = _frame(columns=["age", "inc_ome", "debt"])
+    joblib.dump(_hgb().fit(X, y), tmp_path / "hgb.joblib")
+    data = tmp_path / "data.csv"
+    X.rename(columns={"inc_ome": "inc ome"}).to_csv(data, index=False)
+    code, _, err = _run(["explain", "--model", tmp_path / "hgb.joblib", "--trust-model",
+                         "--data", data, "--out", tmp_path / "phi.csv"], capsys)
+    _one_line_error(code, err, "expects columns missing", "inc_ome")
+
+
+def test_two_columns_lightgbm_names_alike_are_an_error(tmp_path, capsys):
+    model, X = _lightgbm_model(["age", "a b c", "debt"])
+    joblib.dump(model, tmp_path / "lgb.joblib")
+    data = tmp_path / "data.csv"
+    X.assign(**{"a_b c": X["a b c"]}).rename(columns={"a b c": "a b_c"}).to_csv(
+        data, index=False)
+    code, _, err = _run(["explain", "--model", tmp_path / "lgb.joblib", "--trust-model",
+                         "--data", data, "--out", tmp_path / "phi.csv"], capsys)
+    _one_line_error(code, err, "feature 'a_b_c'", "'a b_c', 'a_b c'")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_feature_named_row_leaves_the_index_column_as_underscore_row(suffix, tmp_path,
+                                                                      capsys):
+    """The matrix has one column per header: the index column is then ``_row``."""
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    columns = ["row", "income", "_row2"]
+    X, y = _frame(columns=columns)
+    model = _hgb().fit(X, y)
+    joblib.dump(model, tmp_path / "m.joblib")
+    X.to_csv(tmp_path / "data.csv", index=False)
+    out = tmp_path / f"phi{suffix}"
+    code, _, err = _run(["explain", "--model", tmp_path / "m.joblib", "--trust-model",
+                         "--data", tmp_path / "data.csv", "--rows", "4", "--out", out],
+                        capsys)
+    assert code == 0, err
+    assert "index column (the file's row) is named '_row'" in err
+    if suffix == ".csv":
+        with open(out, newline="", encoding="utf-8") as fh:
+            assert next(csv.reader(fh)) == ["_row", "base_value:margin(1)", *columns]
+        got = pd.read_csv(out, index_col="_row")
+    else:
+        got = pd.read_parquet(out)
+        assert got.index.name == "_row"
+    assert list(got.index) == [0, 1, 2, 3] and list(got.columns[1:]) == columns
+    ref = TreeShapExplainer(FrozenEstimator(model)).fit(X).explain(X.iloc[:4])
+    np.testing.assert_allclose(got[columns].to_numpy(dtype=float), ref.values, atol=1e-12)
+
+
+def test_index_name_avoids_every_column():
+    from sklearn_xai._report import index_name
+
+    assert index_name(["a", "b"]) == "row"
+    assert index_name(["row", "b"]) == "_row"
+    assert index_name(["row", "_row"]) == "__row"
+
+
 # ------------------------------------------------------------------------------------------
 # spreadsheet formula injection
 # ------------------------------------------------------------------------------------------
