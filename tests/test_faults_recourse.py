@@ -546,3 +546,173 @@ def test_recourse_pandas_transform_keeps_numeric_dtypes(mixed, cls):
     found = out.dropna()
     assert len(found) >= 3
     np.testing.assert_array_equal(model.predict(found), 1 - model.predict(rows.loc[found.index]))
+
+
+# ------------------------------------------------ MACE-RL max_changes; recourse metrics
+def _n_changed(result):
+    """Changed features per counterfactual, from the frames (missing equals missing)."""
+    cf = result.counterfactuals
+    F = cf.drop(columns="query").to_numpy(dtype=float)
+    Q = result.queries.to_numpy(dtype=float)[cf["query"].to_numpy()]
+    return ((F != Q) & ~(np.isnan(F) & np.isnan(Q))).sum(axis=1)
+
+
+@pytest.mark.parametrize("method", ["rl", "gld"])
+def test_mace_every_counterfactual_respects_max_changes(method):
+    # the RL training batches sample every column; their valid rows used to reach the
+    # pool (and the answer) with more than max_changes changes
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=200, n_features=4, n_informative=3,
+                               n_redundant=0, random_state=0)
+    model = LogisticRegression().fit(X, y)
+    res = MaceRecourse(FrozenEstimator(model), method=method, max_changes=1,
+                       fallback="greedy", random_state=0).fit(X).explain(X[:40])
+    assert len(res.counterfactuals) > 0
+    n = _n_changed(res)
+    assert n.max() <= 1
+    np.testing.assert_array_equal(res.costs["n_changed"].to_numpy(), n)
+    stages = {res.extras["stage"][i] for i in res.counterfactuals["query"]}
+    assert method in stages  # the search itself answered, not only a fallback
+
+
+@pytest.fixture(scope="module")
+def mace_linear_result():
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=200, n_features=4, random_state=0)
+    model = LogisticRegression().fit(X, y)
+    res = MaceRecourse(FrozenEstimator(model), random_state=0).fit(X).explain(X[:5])
+    return X, model, res
+
+
+def test_metrics_accept_an_array_x_ref(mace_linear_result):
+    from sklearn.neighbors import NearestNeighbors
+
+    from sklearn_xai import metrics
+    from sklearn_xai.recourse._encoding import robust_scales
+
+    X, model, res = mace_linear_result
+    frame = pd.DataFrame(X, columns=res.queries.columns)
+    cf = res.counterfactuals
+    F = cf.drop(columns="query").to_numpy(dtype=float)
+    Q = res.queries.to_numpy(dtype=float)[cf["query"].to_numpy()]
+    s = robust_scales(X)
+    expected = np.mean((np.abs(F - Q) / s).sum(axis=1))
+    assert metrics.proximity(res, X_ref=X) == pytest.approx(expected, rel=1e-12)
+    assert metrics.proximity(res, X_ref=frame) == pytest.approx(expected, rel=1e-12)
+    _, nb = NearestNeighbors(n_neighbors=5).fit(X / s).kneighbors(F / s)
+    desired = res.costs["desired_class"].to_numpy()
+    y_nn = np.mean(model.predict(X)[nb] == desired[:, None])
+    assert metrics.ynn(res, model, X) == pytest.approx(y_nn)
+    assert metrics.ynn(res, model, frame) == pytest.approx(y_nn)
+    with pytest.raises(ValueError, match=r"X_ref must have shape \(n_ref, 4\)"):
+        metrics.proximity(res, X_ref=X[:, :3])
+    with pytest.raises(ValueError, match=r"X_ref must have shape \(n_ref, 4\)"):
+        metrics.ynn(res, model, X[:, :3])
+
+
+def test_metrics_multiclass_p2ce_several_desired_classes():
+    from sklearn.datasets import make_classification
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.neighbors import NearestNeighbors
+
+    from sklearn_xai import metrics
+    from sklearn_xai.recourse._encoding import robust_scales
+
+    X, y = make_classification(n_samples=300, n_features=3, n_informative=3,
+                               n_redundant=0, n_classes=3, n_clusters_per_class=1,
+                               random_state=0)
+    model = HistGradientBoostingClassifier(max_iter=10, random_state=0).fit(X, y)
+    res = P2CERecourse(FrozenEstimator(model), grid_step=0.25, n_estimators=20,
+                       random_state=0).fit(X).explain(X[:5])
+    cf = res.counterfactuals
+    q = cf["query"].to_numpy()
+    assert any(isinstance(res.desired[i], tuple) for i in q)
+    F = cf.drop(columns="query").to_numpy(dtype=float)
+    pred = model.predict(F)
+    hit = np.array([pred[k] in np.atleast_1d(res.desired[q[k]]) for k in range(len(q))])
+    # valid = the desired classes' best probability >= 0.5, so the model predicts one
+    np.testing.assert_array_equal(hit, res.valid)
+    assert metrics.validity(res, model) == pytest.approx(hit.mean())
+    assert metrics.validity(res, model) == pytest.approx(metrics.validity(res))
+    # redundancy: reverts that keep one of the desired classes
+    Q = res.queries.to_numpy(dtype=float)
+    red = []
+    for k in range(len(F)):
+        count = 0
+        for j in np.flatnonzero(F[k] != Q[q[k]]):
+            r = F[k].copy()
+            r[j] = Q[q[k], j]
+            count += model.predict(r[None])[0] in np.atleast_1d(res.desired[q[k]])
+        red.append(count)
+    assert metrics.redundancy(res, model) == pytest.approx(np.mean(red))
+    s = robust_scales(X)
+    _, nb = NearestNeighbors(n_neighbors=5).fit(X / s).kneighbors(F / s)
+    labels = model.predict(X)[nb]
+    y_nn = np.mean([[v in np.atleast_1d(res.desired[q[k]]) for v in labels[k]]
+                    for k in range(len(F))])
+    assert metrics.ynn(res, model, X) == pytest.approx(y_nn)
+
+
+def _handmade(queries, cfs, qidx):
+    from sklearn_xai import Counterfactuals
+
+    cf = pd.DataFrame(cfs, columns=queries.columns)
+    cf.insert(0, "query", np.asarray(qidx, dtype=np.int64))
+    n = len(cf)
+    return Counterfactuals(queries=queries, counterfactuals=cf, predictions=np.ones(n),
+                           valid=np.ones(n, dtype=bool), costs=pd.DataFrame(index=range(n)),
+                           found=np.ones(len(queries), dtype=bool),
+                           desired=np.ones(len(queries), dtype=object))
+
+
+def test_metrics_missing_values_follow_the_explainers_rules():
+    from sklearn_xai import metrics
+
+    nan = np.nan
+    queries = pd.DataFrame({"a": [nan, 1.0], "b": [1.0, 2.0],
+                            "c": pd.Series(["u", None], dtype=object)})
+    cfs = [[nan, 3.0, "u"],   # NaN -> NaN kept, b moved: 1 change
+           [2.0, 1.0, "u"],   # NaN -> 2.0: 1 change
+           [nan, 1.0, "v"],   # c changed: 1 change
+           [1.0, 2.0, "u"]]   # query 1: c missing -> "u": 1 change
+    res = _handmade(queries, cfs, [0, 0, 0, 1])
+    assert metrics.sparsity(res) == pytest.approx(1.0)
+    # scales of X_ref's observed values: a -> MAD of [0, 2, 4] = 2, b -> MAD = 1
+    X_ref = pd.DataFrame({"a": [0.0, 2.0, 4.0, nan], "b": [0.0, 1.0, 2.0, 3.0],
+                          "c": ["u", "v", "u", "v"]})
+    # rows: b |3-1|/1 = 2; a missing -> value = 1; c changed = 1; c missing -> "u" = 1
+    assert metrics.proximity(res, X_ref=X_ref) == pytest.approx((2 + 1 + 1 + 1) / 4)
+    # query 0's pairs: (0,1) a, b -> 2/3; (0,2) b, c -> 2/3; (1,2) a, c -> 2/3
+    assert metrics.diversity(res) == pytest.approx(2 / 3)
+
+
+def test_metrics_accept_results_on_missing_values():
+    from sklearn.datasets import make_classification
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from sklearn_xai import metrics
+
+    X, y = make_classification(n_samples=300, n_features=3, n_informative=3,
+                               n_redundant=0, random_state=0)
+    X[::7, 0] = np.nan
+    model = HistGradientBoostingClassifier(max_iter=10, random_state=0).fit(X, y)
+    for expl in (MaceRecourse(FrozenEstimator(model), random_state=0),
+                 P2CERecourse(FrozenEstimator(model), grid_step=0.25, n_estimators=20,
+                              random_state=0)):
+        res = expl.fit(X).explain(X[[0, 7, 14]])
+        assert np.isnan(res.queries.to_numpy(dtype=float)).any()
+        n = _n_changed(res)
+        assert metrics.sparsity(res) == pytest.approx(n.mean())
+        if "n_changed" in res.costs:
+            np.testing.assert_array_equal(res.costs["n_changed"].to_numpy(), n)
+        else:
+            np.testing.assert_array_equal(res.costs["n_changes"].to_numpy(), n)
+        assert metrics.validity(res, model) == pytest.approx(np.mean(res.valid))
+        assert np.isfinite(metrics.proximity(res, X_ref=X))
+        assert np.isfinite(metrics.proximity(res))
+        assert 0.0 <= metrics.ynn(res, model, X) <= 1.0
+        assert metrics.redundancy(res, model) >= 0.0
+        d = metrics.diversity(res)
+        assert np.isnan(d) or 0.0 <= d <= 1.0

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ._encoding import TabularEncoder, robust_scales
+from ._encoding import MissingAwareEncoder, robust_scales
 
 if TYPE_CHECKING:
     from typing import Any, Literal
@@ -42,29 +42,112 @@ def _frames(result):
 
 
 def _desired(result, model=None):
-    """Desired class of every counterfactual row."""
+    """Desired class of every counterfactual row, a 1-D object array.
+
+    An entry is a class label, or a tuple of labels where a query has several desired
+    classes and the result does not say which one a row reaches (P2CE with multi-class
+    ``"opposite"``)."""
     costs = getattr(result, "costs", None)
     if costs is not None and "desired_class" in getattr(costs, "columns", ()):
         return np.asarray(costs["desired_class"])
     _, _, q = _frames(result)
-    return np.asarray([result.desired[i] for i in q], dtype=object)
+    out = np.empty(len(q), dtype=object)  # element-wise: a tuple must stay one entry
+    for k, i in enumerate(q):
+        out[k] = result.desired[i]
+    return out
+
+
+def _hits(pred, desired):
+    """Whether ``pred[k]`` (a label, or a row of labels) is a desired class of row ``k``.
+
+    ``desired[k]`` is a label or a tuple of labels, any of which counts."""
+    pred = np.asarray(pred)
+    several = [isinstance(d, (tuple, list, set, frozenset)) for d in desired]
+    if not any(several):
+        d = np.asarray(desired)
+        return np.asarray(pred == (d if pred.ndim == 1 else d[:, None]), dtype=bool)
+    out = np.zeros(pred.shape, dtype=bool)
+    for k, (d, multi) in enumerate(zip(desired, several)):
+        for c in (d if multi else (d,)):
+            out[k] |= np.asarray(pred[k] == c, dtype=bool)
+    return out
+
+
+def _as_reference(queries, X_ref):
+    """``X_ref`` in the queries' columns: a DataFrame by name, an array by position."""
+    if X_ref is None or not isinstance(queries, pd.DataFrame):
+        return X_ref
+    cols = list(queries.columns)
+    if isinstance(X_ref, pd.DataFrame):
+        absent = [c for c in cols if c not in X_ref.columns]
+        if absent:
+            raise ValueError(f"X_ref lacks the queries' columns {absent}.")
+        return X_ref[cols]
+    arr = np.asarray(X_ref)
+    if arr.ndim != 2 or arr.shape[1] != len(cols):
+        raise ValueError(
+            f"X_ref must have shape (n_ref, {len(cols)}) (the queries' {len(cols)} features, "
+            f"by position), got shape {arr.shape}.")
+    frame = pd.DataFrame(arr, columns=cols)
+    for c in cols:  # an object array (mixed columns) keeps numbers numeric
+        dt = queries[c].dtype
+        if (pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt)
+                and not isinstance(dt, pd.CategoricalDtype)):
+            frame[c] = pd.to_numeric(frame[c])
+    return frame
+
+
+def _observed_scales(enc, Z):
+    """:func:`robust_scales` of each continuous column over its observed (non-NaN) values;
+    1 for a column with none. Equal to ``robust_scales`` when nothing is missing."""
+    scales = np.ones(enc.cont_.size)
+    for k, j in enumerate(enc.cont_):
+        col = Z[:, j]
+        col = col[~np.isnan(col)]
+        if col.size:
+            scales[k] = robust_scales(col[:, None])[0]
+    return scales
+
+
+def _fill_all_missing(X):
+    """``X`` with a placeholder in each column that has no observed value (e.g. a feature
+    missing in every query that every counterfactual keeps missing), which the encoder
+    cannot learn from; the metrics only ever see such a column as missing."""
+    miss = MissingAwareEncoder._missing(X)
+    empty = np.flatnonzero(miss.all(axis=0)) if len(miss) else []
+    if not len(empty):
+        return X
+    X = X.copy()
+    for j in empty:
+        if isinstance(X, pd.DataFrame):
+            col = X.iloc[:, j]
+            numeric = (pd.api.types.is_numeric_dtype(col.dtype)
+                       and not isinstance(col.dtype, pd.CategoricalDtype))
+            X.isetitem(j, pd.Series(0.0 if numeric else "missing", index=X.index,
+                                    dtype=np.float64 if numeric else object))
+        else:
+            X[:, j] = 0.0
+    return X
 
 
 def _encoder(result, X_ref=None, categorical_features="auto"):
     """An encoder that knows every category of the queries, counterfactuals and ``X_ref``;
-    continuous scales are the MAD of ``X_ref`` (of queries + counterfactuals without it)."""
+    continuous scales are the MAD of ``X_ref`` (of queries + counterfactuals without it),
+    over the observed values. Missing values are kept (NaN; code -1 for a category)."""
     queries, feats, _ = _frames(result)
+    X_ref = _as_reference(queries, X_ref)
     if isinstance(queries, pd.DataFrame):
         cols = list(queries.columns)
-        parts = [queries, feats[cols]] + ([X_ref[cols]] if X_ref is not None else [])
+        parts = [queries, feats[cols]] + ([X_ref] if X_ref is not None else [])
         everything = pd.concat(parts, ignore_index=True)
     else:
         parts = [np.asarray(queries), np.asarray(feats)]
         everything = np.vstack(parts + ([np.asarray(X_ref)] if X_ref is not None else []))
-    enc = TabularEncoder(categorical_features=categorical_features).fit(everything)
-    if X_ref is not None and enc.cont_.size:
-        Zr = _internal(enc, X_ref[cols] if isinstance(X_ref, pd.DataFrame) else X_ref)
-        enc.scales_[enc.cont_] = robust_scales(Zr[:, enc.cont_])
+    enc = MissingAwareEncoder(categorical_features=categorical_features,
+                              allow_missing=True).fit(_fill_all_missing(everything))
+    if enc.cont_.size and (X_ref is not None or enc.missing_fit_.any()):
+        Zr = _internal(enc, X_ref if X_ref is not None else everything)
+        enc.scales_[enc.cont_] = _observed_scales(enc, Zr)
     return enc
 
 
@@ -82,7 +165,10 @@ def validity(result: Counterfactuals, model: Any = None) -> float:
     """Fraction of returned counterfactuals that reach their desired class.
 
     ``model=None`` uses the result's own ``valid`` flags; with a model, every counterfactual
-    is re-predicted (``model.predict(cf) == desired``). 1.0 when no counterfactual was
+    is re-predicted (``model.predict(cf) == desired``). Where a query has several desired
+    classes and the result does not say which one a counterfactual reaches (P2CE with
+    multi-class ``"opposite"``: ``desired`` holds a tuple of classes), a counterfactual is
+    valid when the model predicts any of them. 1.0 when no counterfactual was
     returned is avoided: the result is NaN then (see :func:`found_rate`).
 
     Parameters
@@ -105,7 +191,7 @@ def validity(result: Counterfactuals, model: Any = None) -> float:
     if model is None:
         return float(np.mean(np.asarray(result.valid, dtype=bool)))
     pred = _predict_labels(model, feats)
-    return float(np.mean(pred == _desired(result)))
+    return float(np.mean(_hits(pred, _desired(result))))
 
 
 def found_rate(result: Counterfactuals) -> float:
@@ -126,14 +212,20 @@ def found_rate(result: Counterfactuals) -> float:
 
 
 def _changed(enc, result):
+    """``changed`` (n_cf, d) bool, ``diff`` (|cf - x|, 0 where either is missing), ``q``,
+    ``moved`` (missing in exactly one of cf and x: a change, like the explainers')."""
     queries, feats, q = _frames(result)
-    Q = _internal(enc, queries)
+    Q = _internal(enc, queries)[q]
     C = _internal(enc, feats)
-    diff = np.abs(C - Q[q])
+    mq, mc = enc._missing_internal(Q), enc._missing_internal(C)
+    either = mq | mc
+    diff = np.where(either, 0.0, np.abs(np.where(either, 0.0, C) - np.where(either, 0.0, Q)))
     cont = np.zeros(enc.n_features_in_, dtype=bool)
     cont[enc.cont_] = True
-    changed = np.where(cont[None, :], diff > 1e-9 * (1 + np.abs(Q[q])), diff > 0)
-    return changed, diff, q
+    changed = np.where(cont[None, :], diff > 1e-9 * (1 + np.abs(np.where(either, 0.0, Q))),
+                       diff > 0)
+    moved = mq ^ mc
+    return changed | moved, diff, q, moved
 
 
 def sparsity(result: Counterfactuals,
@@ -142,7 +234,9 @@ def sparsity(result: Counterfactuals,
 
     A feature counts once whatever its encoding (a category change is 1, unlike CARLA's
     one-hot L0 which counts 2). Continuous values equal up to a relative 1e-9 count as
-    unchanged. NaN when no counterfactual was returned.
+    unchanged. A missing value (NaN, ``None``, ``pd.NA``) is a value of its own, as in the
+    recourse explainers: missing in both the query and the counterfactual is unchanged,
+    missing in exactly one of them is one change. NaN when no counterfactual was returned.
 
     Parameters
     ----------
@@ -160,7 +254,7 @@ def sparsity(result: Counterfactuals,
         The mean number of changed features; NaN when there is no counterfactual.
     """
     enc = _encoder(result, None, categorical_features)
-    changed, _, _ = _changed(enc, result)
+    changed = _changed(enc, result)[0]
     return float(changed.sum(axis=1).mean()) if len(changed) else float("nan")
 
 
@@ -170,7 +264,10 @@ def proximity(result: Counterfactuals, X_ref: ArrayLike | pd.DataFrame | None = 
 
     ``#changed categorical features + sum over continuous features |cf - x| / MAD``, with
     the MAD of ``X_ref`` (IQR, then range, where it is 0) -- the paper's proximity with a
-    scale that is never 0; MACE's tables report its negative.
+    scale that is never 0; MACE's tables report its negative. A missing value adds 1 when
+    it is missing in exactly one of the query and the counterfactual (the overlap
+    distance HEOM uses for missing values, like a changed category, and the explainers'
+    own cost) and 0 when missing in both; the MAD is taken over the observed values.
 
     Parameters
     ----------
@@ -178,7 +275,9 @@ def proximity(result: Counterfactuals, X_ref: ArrayLike | pd.DataFrame | None = 
         The counterfactuals of a recourse method (or another library's output put into
         one).
     X_ref : DataFrame or array of shape (n_ref, n_features), default=None
-        Rows that define the MAD scales (the training data); ``None``: the queries.
+        Rows that define the MAD scales (the training data); ``None``: the queries and
+        the counterfactuals. A DataFrame's columns are matched by name, an array's by
+        position (it must have one column per feature).
     categorical_features : "auto", array-like of str or int, or bool mask, default="auto"
         Categorical features, as names (DataFrame) or positions, or a boolean mask.
         ``"auto"``: a DataFrame's columns of categorical, object, string or bool dtype;
@@ -190,12 +289,13 @@ def proximity(result: Counterfactuals, X_ref: ArrayLike | pd.DataFrame | None = 
         The mean distance; NaN when there is no counterfactual.
     """
     enc = _encoder(result, X_ref, categorical_features)
-    changed, diff, _ = _changed(enc, result)
+    changed, diff, _, moved = _changed(enc, result)
     if not len(changed):
         return float("nan")
     cost = changed[:, enc.cat_].sum(axis=1).astype(float)
     if enc.cont_.size:
         cost += (diff[:, enc.cont_] / enc.scales_[enc.cont_]).sum(axis=1)
+        cost += moved[:, enc.cont_].sum(axis=1)
     return float(cost.mean())
 
 
@@ -204,8 +304,8 @@ def diversity(result: Counterfactuals,
     """Mean fraction of features that differ between two counterfactuals of one query.
 
     Averaged over all pairs of a query's counterfactuals, then over queries with at least
-    two counterfactuals (DiCE's count-diversity, the MACE paper's diversity). NaN when no
-    query has two.
+    two counterfactuals (DiCE's count-diversity, the MACE paper's diversity). Two missing
+    values are equal, a missing and an observed value differ. NaN when no query has two.
 
     Parameters
     ----------
@@ -233,7 +333,9 @@ def diversity(result: Counterfactuals,
         if len(R) < 2:
             continue
         iu = np.triu_indices(len(R), 1)
-        frac = (R[:, None, :] != R[None, :, :]).mean(axis=2)[iu]
+        a, b = R[:, None, :], R[None, :, :]
+        differ = (a != b) & ~(np.isnan(a) & np.isnan(b))  # missing equals missing
+        frac = differ.mean(axis=2)[iu]
         per_query.append(frac.mean())
     return float(np.mean(per_query)) if per_query else float("nan")
 
@@ -244,9 +346,15 @@ def ynn(result: Counterfactuals, model: Any, X_ref: ArrayLike | pd.DataFrame, n_
 
     CARLA's yNN generalised to any number of classes:
     ``1 - mean over counterfactuals and their n_neighbors nearest rows of X_ref of
-    [model(neighbour) != desired]``. Distances: one-hot categoricals (a change weighs 1)
-    and MAD-scaled continuous features. Higher means the counterfactual lies in a region
-    the model consistently assigns the desired class.
+    [model(neighbour) != desired]`` (with several desired classes per counterfactual, any
+    of them counts). Distances: Euclidean over one-hot categoricals (a change weighs 1)
+    and MAD-scaled continuous features. A missing category is an all-zero one-hot block
+    (weight 1/2 against an observed category, 0 against another missing one); a
+    continuous feature with missing values gets a 0/1 missing-indicator coordinate, its
+    missing entries sitting at the feature's lowest value (the explainers' neighbour
+    embedding), so missing vs missing is 0 and missing vs observed at least 1. Higher
+    means the counterfactual lies in a region the model consistently assigns the desired
+    class.
 
     Parameters
     ----------
@@ -257,7 +365,9 @@ def ynn(result: Counterfactuals, model: Any, X_ref: ArrayLike | pd.DataFrame, n_
         A fitted model whose ``predict`` labels the reference rows.
     X_ref : DataFrame or array of shape (n_ref, n_features)
         The reference rows searched for neighbours (e.g. the training data); they also
-        define the MAD scales.
+        define the MAD scales. A DataFrame's columns are matched by name, an array's by
+        position (it must have one column per feature). The model predicts an array as
+        given, or in the queries' columns if it was fitted on a DataFrame.
     n_neighbors : int, default=5
         Neighbours per counterfactual.
     categorical_features : "auto", array-like of str or int, or bool mask, default="auto"
@@ -273,18 +383,19 @@ def ynn(result: Counterfactuals, model: Any, X_ref: ArrayLike | pd.DataFrame, n_
     from ..neighbors import NeighborIndex
 
     enc = _encoder(result, X_ref, categorical_features)
-    _, feats, _ = _frames(result)
+    queries, feats, _ = _frames(result)
     if not len(feats):
         return float("nan")
-    Xr = X_ref[list(result.queries.columns)] if isinstance(X_ref, pd.DataFrame) else X_ref
+    Xr = _as_reference(queries, X_ref)
 
     Zr = _internal(enc, Xr)
     index = NeighborIndex("exact").fit(enc.embed(Zr, continuous="scaled"))
     _, nb = index.kneighbors(enc.embed(_internal(enc, feats), continuous="scaled"),
                              n_neighbors)
-    labels = _predict_labels(model, Xr)
-    desired = _desired(result)
-    return float(1.0 - np.mean(labels[nb] != desired[:, None]))
+    # an array stays an array, unless the model was fitted on named columns
+    named = getattr(model, "feature_names_in_", None) is not None
+    labels = _predict_labels(model, Xr if isinstance(X_ref, pd.DataFrame) or named else X_ref)
+    return float(np.mean(_hits(labels[nb], _desired(result))))
 
 
 def redundancy(result: Counterfactuals, model: Any,
@@ -292,7 +403,9 @@ def redundancy(result: Counterfactuals, model: Any,
     """Mean number of redundant changes per counterfactual (CARLA; lower is better).
 
     A change is redundant when reverting that one feature to the query's value keeps the
-    desired class (``model.predict``). All reverts are predicted in one call.
+    desired class (``model.predict``; any of them where a row has several). All reverts
+    are predicted in one call. Changes and reverts treat missing values as
+    :func:`sparsity` does (reverting restores a missing value of the query).
 
     Parameters
     ----------
@@ -315,7 +428,7 @@ def redundancy(result: Counterfactuals, model: Any,
     queries, feats, q = _frames(result)
     if not len(feats):
         return float("nan")
-    changed, _, _ = _changed(enc, result)
+    changed = _changed(enc, result)[0]
     Q = _internal(enc, queries)
     C = _internal(enc, feats)
     rows, owner = [], []
@@ -330,5 +443,6 @@ def redundancy(result: Counterfactuals, model: Any,
     X = enc.to_user(np.vstack(rows))
     pred = _predict_labels(model, X)
     desired = _desired(result)
-    red = np.bincount(np.asarray(owner), weights=(pred == desired[owner]), minlength=len(C))
+    red = np.bincount(np.asarray(owner), weights=_hits(pred, desired[owner]),
+                      minlength=len(C))
     return float(red.mean())

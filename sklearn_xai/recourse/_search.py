@@ -329,7 +329,10 @@ def _rl(ctx, x, cols, values, rng, p):
     the probability bounds are smooth squashes (``p = 0.1 + 0.7 sigmoid(theta)``,
     ``q = a + (1 - m a) softmax(phi)``), so no parameter freezes at a bound. Yields
     ``n_epochs`` batches of ``rl_batch_size`` rows, one greedy-decode batch of at most
-    ``max_changes`` rows and one batch of ``n_policy_samples`` rows.
+    ``max_changes`` rows and one batch of ``n_policy_samples`` rows. The training batches
+    sample every column (the REINFORCE gradient needs the unrestricted policy), so their
+    valid rows enter the pool only when they change at most ``max_changes`` features;
+    the decode batches change at most ``max_changes`` by construction.
     """
     s = len(cols)
     V, mask = _value_table(values)
@@ -357,7 +360,8 @@ def _rl(ctx, x, cols, values, rng, p):
         sel, ch = sample(pc, q, B)
         rows = _build_rows(x, cols, V, sel, ch)
         P = yield rows
-        ok = ctx.valid(P)
+        # the budget of changes holds for every candidate, as in GLD's decode
+        ok = ctx.valid(P) & (_changed(rows, x[None, :]).sum(axis=1) <= p.max_changes)
         pool.append(rows[ok])
         pool_p.append(P[ok])
         f = P[:, ctx.target]
