@@ -89,7 +89,9 @@ class Attribution:
     boolean mask, integer array) and players (name, list of names, position, slice,
     mask) as a new :class:`Attribution`; :meth:`for_output` keeps one output and
     :meth:`cohorts` splits the rows. :meth:`to_shap` and :meth:`from_shap` convert to and
-    from ``shap.Explanation``.
+    from ``shap.Explanation``. The ``plot_*`` methods raise a ``ValueError`` naming the
+    rows whose values (or, for the plots that start from them, base values) of the
+    plotted output are NaN or infinite.
     """
 
     values: np.ndarray
@@ -355,7 +357,15 @@ class Attribution:
         dict of str to Attribution
             One entry per distinct value, named ``str(value)`` (``"True"``/``"False"``
             for a boolean mask), in sorted order of the values; each holds those rows as
-            :meth:`__getitem__` selects them.
+            :meth:`__getitem__` selects them. Missing values (NaN, which is not equal to
+            itself) form one cohort, ``"nan"``, after the others, so every row is in
+            exactly one cohort.
+
+        Raises
+        ------
+        ValueError
+            If two different labels have the same text (e.g. ``1`` and ``"1"``), or
+            ``by`` does not name a feature or hold one label per row.
         """
         if isinstance(by, str | int | np.integer):
             j = key_positions(by, self.values.shape[1], "player", list(self.feature_names))[0]
@@ -367,11 +377,23 @@ class Attribution:
             if labels.shape != (len(self),):
                 raise ValueError(f"cohorts need one label per row ({len(self)}); "
                                  f"got shape {labels.shape}.")
+        groups, missing = {}, {}  # value -> rows; missing values (NaN, NaT) by their text
+        for i, v in enumerate(labels.tolist()):
+            if _is_missing(v):  # NaN != NaN: all of a kind form one cohort, named "nan"
+                missing.setdefault(str(v), []).append(i)
+            else:
+                groups.setdefault(v, []).append(i)
         try:
-            keys = sorted(set(labels.tolist()))
+            keys = sorted(groups)
         except TypeError:  # mixed types: order by their text
-            keys = sorted(set(labels.tolist()), key=str)
-        return {str(k): self[np.flatnonzero(labels == k)] for k in keys}
+            keys = sorted(groups, key=str)
+        parts = [(str(k), groups[k]) for k in keys] + sorted(missing.items())
+        names = [name for name, _ in parts]
+        if len(set(names)) != len(names):
+            clash = sorted({name for name in names if names.count(name) > 1})
+            raise ValueError(f"cohorts need distinct labels as text; different values "
+                             f"read {clash} (e.g. 1 and '1'): convert the labels first.")
+        return {name: self[np.asarray(rows, dtype=np.intp)] for name, rows in parts}
 
     # ---- shap interoperability -----------------------------------------------------------
 
@@ -427,7 +449,13 @@ class Attribution:
         explanation : shap.Explanation
             A result of shap (``TreeExplainer``, ``KernelExplainer``, ``Permutation``,
             ...): ``values`` of shape (n_samples, n_features) or (n_samples, n_features,
-            n_outputs); a single row's explanation (1-D values) becomes one row.
+            n_outputs), or a single row's explanation (``explanation[i]``), which
+            becomes one row: values of shape (n_features,) with a scalar base value, or
+            (n_features, n_outputs) with base values (n_outputs,). 2-D values are a
+            batch or one multi-output row; shap's other fields tell which (``data``
+            1-D: a row, 2-D: a batch; ``base_values`` of shape (n_samples,) or
+            (n_outputs,); the number of ``feature_names``; a list of several
+            ``output_names``; a single ``instance_names``).
 
         Returns
         -------
@@ -442,20 +470,32 @@ class Attribution:
         Raises
         ------
         ValueError
-            If the values are neither 1-, 2- nor 3-D.
+            If the values are neither 1-, 2- nor 3-D; if 2-D values fit neither a
+            batch nor one multi-output row (the fields contradict each other); or if
+            ``output_names`` does not name every output. 2-D values that fit both
+            (square values, e.g. 3 rows x 3 features or one row's 3 features x 3
+            outputs, with nothing else to tell them apart) are a batch, as shap reads
+            them: pass a row's ``data`` or slice it as ``explanation[i:i + 1]``.
         """
         values = np.asarray(explanation.values, dtype=np.float64)
         data = explanation.data
         error_std = getattr(explanation, "error_std", None)
-        if values.ndim == 1:  # one row
-            values = values[None, :]
-            data = None if data is None else np.asarray(data)[None, :]
-            error_std = None if error_std is None else np.asarray(error_std)[None, :]
+        base = explanation.base_values
+        names = explanation.feature_names
+        outputs = getattr(explanation, "output_names", None)
+        instances = getattr(explanation, "instance_names", None)
+        one_row = values.ndim == 1 or (values.ndim == 2 and _shap_is_one_row(
+            values.shape, data, base, names, outputs, instances))
+        if one_row:  # (n_features,) or (n_features, n_outputs): one row of a batch
+            values = values[None]
+            data = None if data is None else np.asarray(data)[None]
+            error_std = None if error_std is None else np.asarray(error_std)[None]
+            if instances is not None and np.ndim(instances) == 0:
+                instances = [instances]
         if values.ndim not in (2, 3):
             raise ValueError(f"shap values must be 1-, 2- or 3-D; got shape {values.shape}.")
         n, p = values.shape[:2]
         n_out = 1 if values.ndim == 2 else values.shape[2]
-        base = explanation.base_values
         base = np.zeros(n) if base is None else np.asarray(base, dtype=np.float64)
         if values.ndim == 2:
             base = np.broadcast_to(base.reshape(-1), (n,)).copy() if base.size in (1, n) \
@@ -463,20 +503,20 @@ class Attribution:
         else:
             base = np.broadcast_to(base.reshape(-1, n_out) if base.size != 1 else base,
                                    (n, n_out)).copy()
-        names = explanation.feature_names
         names = [f"x{j}" for j in range(p)] if names is None else [str(v) for v in names]
-        outputs = getattr(explanation, "output_names", None)
         if outputs is None or isinstance(outputs, str):
             outputs = ([outputs] if isinstance(outputs, str) and n_out == 1 else
                        ["output"] if n_out == 1 else [f"output{k}" for k in range(n_out)])
         outputs = [str(v) for v in outputs]
+        if len(outputs) != n_out:
+            raise ValueError(f"shap's output_names has {len(outputs)} names for {n_out} "
+                             f"outputs (values of shape {values.shape}).")
         if data is not None:
             data = np.asarray(data)
             if data.ndim == 1:
                 data = data[None, :]
-        instances = getattr(explanation, "instance_names", None)
         index = None
-        if instances is not None and len(instances) == n:
+        if instances is not None and np.ndim(instances) == 1 and len(instances) == n:
             import pandas as pd
 
             index = pd.Index(list(instances))
@@ -1026,6 +1066,55 @@ class Counterfactuals:
         return self.summary()
 
 
+def _shap_is_one_row(shape, data, base, names, outputs, instances):
+    """Whether 2-D shap values of ``shape`` are one row (n_features, n_outputs), as
+    ``explanation[i]`` of a multi-output result gives them, rather than a batch
+    (n_samples, n_features) of one output; decided from shap's other fields (a batch,
+    shap's own reading, when none tells them apart), raising a ValueError when they fit
+    neither layout."""
+    a, b = shape
+    batch, row = [], []  # why each layout does not fit
+    if data is not None and np.ndim(data) in (1, 2):
+        d = np.shape(data)
+        if len(d) == 1:
+            batch.append(f"data is 1-D (shape {d})")
+            if d[0] != a:
+                row.append(f"the row's data has {d[0]} values for {a} features")
+        else:
+            row.append(f"data is 2-D (shape {d})")
+            if d[0] != a:
+                batch.append(f"data has {d[0]} rows for {a} rows of values")
+    if base is not None:
+        size = np.size(base)
+        if size not in (1, a):
+            batch.append(f"base_values of shape {np.shape(base)} is neither one value nor "
+                         f"one per row ({a})")
+        if size != b:
+            row.append(f"base_values of shape {np.shape(base)} does not hold one value per "
+                       f"output ({b})")
+    if names is not None:
+        if len(names) != b:
+            batch.append(f"{len(names)} feature_names for {b} columns")
+        if len(names) != a:
+            row.append(f"{len(names)} feature_names for {a} features")
+    if outputs is not None:
+        count = 1 if isinstance(outputs, str) else len(outputs)
+        if count != 1:
+            batch.append(f"{count} output_names for the one output of a batch")
+        if count != b:
+            row.append(f"{count} output_names for {b} outputs")
+    if instances is not None and np.ndim(instances) == 0 and a != 1:
+        batch.append(f"instance_names is one name ({instances!r})")
+    if not batch and not row:
+        return False  # nothing tells them apart: shap's own reading of 2-D values, a batch
+    if batch and row:
+        raise ValueError(
+            f"Attribution.from_shap: shap values of shape {shape} fit neither a batch "
+            f"(n_samples, n_features), as {'; '.join(batch)}, nor one row (n_features, "
+            f"n_outputs), as {'; '.join(row)}.")
+    return bool(batch)
+
+
 def _import_shap():
     """shap, imported on demand: it is an optional dependency."""
     try:
@@ -1082,6 +1171,14 @@ def _row_index(index, n):
     if len(index) != n:
         raise ValueError(f"index has {len(index)} labels for {n} explained rows.")
     return index
+
+
+def _is_missing(v):
+    """Whether ``v`` is a missing value that is not equal to itself (NaN, NaT, pandas.NA)."""
+    try:
+        return bool(v != v)
+    except (TypeError, ValueError):  # pandas.NA: its comparisons are NA
+        return True
 
 
 def same_cell(a, b):

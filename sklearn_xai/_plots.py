@@ -87,6 +87,33 @@ def _output(att, output):
     return k, one.values, one.std, one.base_values
 
 
+def _require_finite(att, k, plot, vals, base=None, rows=None):
+    """Raise a ValueError naming the rows (positions among ``rows``, or all) of output
+    ``k`` whose values ``vals`` (n, P) or base values ``base`` (n,) are NaN or infinite:
+    an axis cannot be scaled to them, nor rows clustered, and leaving them out silently
+    would misdraw sums and means."""
+    rows = np.arange(len(vals)) if rows is None else np.asarray(rows)
+    bad_values = ~np.isfinite(vals).all(axis=1)
+    bad_base = np.zeros(len(vals), bool) if base is None else ~np.isfinite(base)
+    if not (bad_values.any() or bad_base.any()):
+        return
+    parts = []
+    for bad, what in ((bad_values, "values"), (bad_base, "base values")):
+        if bad.any():
+            where = rows[bad].tolist()
+            listed = ", ".join(str(r) for r in where[:10])
+            more = f" and {len(where) - 10} more" if len(where) > 10 else ""
+            parts.append(f"{what} in row{'s' if len(where) > 1 else ''} {listed}{more}")
+    players = np.flatnonzero(~np.isfinite(vals).all(axis=0))
+    named = ", ".join(repr(str(att.feature_names[j])) for j in players[:10])
+    more = f" and {len(players) - 10} more" if len(players) > 10 else ""
+    players = f" (players {named}{more})" if len(players) else ""
+    raise ValueError(
+        f"{plot} cannot draw attributions that are not finite: output "
+        f"{att.output_names[k]!r} has NaN or infinite {' and '.join(parts)}{players}. "
+        "Plot the other rows, e.g. attribution[rows], or replace those values first.")
+
+
 def _dof(att, k):
     """``std_dof`` (n, P) of output ``k``, or None."""
     dof = att._dof3d()
@@ -160,6 +187,8 @@ def by_importance(vals):
 
 def waterfall(att, row, output, max_display, ax, label_width):
     k, vals, errors, base = _output(att, output)
+    pos = range(len(vals))[row]  # the row's position (IndexError when out of range)
+    _require_finite(att, k, "plot_waterfall", vals[[pos]], base[[pos]], [pos])
     dof = _dof(att, k)
     vals = vals[row]
     errs = None if errors is None else np.nan_to_num(errors[row])
@@ -202,6 +231,8 @@ def waterfall(att, row, output, max_display, ax, label_width):
 
 def force(att, row, output, max_display, ax, label_width):
     k, vals, errors, base = _output(att, output)
+    pos = range(len(vals))[row]  # the row's position (IndexError when out of range)
+    _require_finite(att, k, "plot_force", vals[[pos]], base[[pos]], [pos])
     vals = vals[row]
     errs = np.zeros_like(vals) if errors is None else np.nan_to_num(errors[row])
     base = float(base[row])
@@ -302,6 +333,7 @@ def _mean_abs_se(errors, dof):
 
 def bar(att, output, max_display, ax, label_width):
     k, vals, errors, _ = _output(att, output)
+    _require_finite(att, k, "plot_bar", vals)
     imp = np.abs(vals).mean(axis=0)
     order = by_importance(vals)[:max_display]
     xerr = None
@@ -320,6 +352,7 @@ def beeswarm(att, output, max_display, ax, random_state, label_width):
     import matplotlib.pyplot as plt
 
     k, vals, _, _ = _output(att, output)
+    _require_finite(att, k, "plot_beeswarm", vals)
     order = by_importance(vals)[:max_display]
     rng = np.random.default_rng(random_state)
     data = player_data(att)
@@ -436,6 +469,7 @@ def dependence(att, feature, output, color, interactions, ax, random_state, labe
     import matplotlib.pyplot as plt
 
     k, vals, errors, _ = _output(att, output)
+    _require_finite(att, k, "plot_dependence", vals)
     j = _player(att, feature)
     data = player_data(att)
     if data is None:
@@ -534,6 +568,7 @@ def heatmap(att, output, max_display, ax, label_width):
     n = len(att)
     if n == 0:
         raise ValueError("plot_heatmap needs at least one explained row.")
+    _require_finite(att, k, "plot_heatmap", vals)
     rows = cluster_order(vals)
     dof = _dof(att, k)
     matrix, errs, dofs, labels = _top_players(
@@ -576,6 +611,7 @@ def decision(att, rows, output, max_display, ax, label_width):
     sel = np.arange(len(att)) if rows is None else key_positions(rows, len(att), "row")
     if len(sel) == 0:
         raise ValueError("plot_decision needs at least one row.")
+    _require_finite(att, k, "plot_decision", vals[sel], base[sel], sel)
     dof = _dof(att, k)
     matrix, errs, _, labels = _top_players(
         vals[sel], None if errors is None else errors[sel],
@@ -615,6 +651,7 @@ def decision(att, rows, output, max_display, ax, label_width):
 
 def interaction_matrix(att, output, max_display, interactions, ax, label_width):
     k, vals, _, _ = _output(att, output)
+    _require_finite(att, k, "plot_interactions", vals)
     block = interaction_block(att, interactions, k)
     if block is None:
         raise ValueError("plot_interactions needs interaction values: use the result of "

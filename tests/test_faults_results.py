@@ -88,3 +88,34 @@ def test_every_attribution_explainer_keeps_the_index_of_x(cls, data):
     rows = X.iloc[[510, 3, 77]]
     frame = est.explain(rows).to_frame()
     assert list(frame.index) == ["row510", "row3", "row77"]
+
+
+@pytest.mark.parametrize("how", ["feature", "labels"])
+def test_cohorts_keep_rows_with_missing_values(how):
+    from sklearn_xai import Attribution
+
+    data = np.array([[1.0, 0.0], [np.nan, 1.0], [1.0, 2.0], [np.nan, 3.0], [2.0, 4.0]])
+    att = Attribution(values=np.arange(10.0).reshape(5, 2), base_values=np.arange(5.0),
+                      data=data, feature_names=["f", "g"], output_names=["predict"])
+    parts = att.cohorts("f" if how == "feature" else data[:, 0].copy())
+    assert list(parts) == ["1.0", "2.0", "nan"]
+    expected = {"1.0": [0, 2], "2.0": [4], "nan": [1, 3]}
+    for name, rows in expected.items():
+        np.testing.assert_array_equal(parts[name].values, att.values[rows])
+        np.testing.assert_array_equal(parts[name].base_values, att.base_values[rows])
+        np.testing.assert_array_equal(parts[name].data, data[rows])
+    # every row in exactly one cohort
+    seen = np.sort(np.concatenate([c.base_values for c in parts.values()]))
+    np.testing.assert_array_equal(seen, att.base_values)
+
+
+def test_cohorts_of_object_labels_with_missing_values():
+    from sklearn_xai import Attribution
+
+    att = Attribution(values=np.zeros((5, 1)), base_values=np.arange(5.0), data=None,
+                      feature_names=["f"], output_names=["predict"])
+    parts = att.cohorts(np.array(["a", np.nan, "b", float("nan"), "a"], dtype=object))
+    assert {k: v.base_values.tolist() for k, v in parts.items()} == {
+        "a": [0.0, 4.0], "b": [2.0], "nan": [1.0, 3.0]}
+    with pytest.raises(ValueError, match="distinct labels as text"):
+        att.cohorts(np.array([1, "1", 2, 2, 2], dtype=object))

@@ -306,6 +306,48 @@ def test_every_attribution_plot_takes_an_output_of_a_multi_output_result(tmp_pat
                                np.sort(values[:, :, 1].ravel()))
 
 
+# ---- values that are not finite -------------------------------------------------------------
+
+
+def nan_att():
+    att = make_att(n=8, p=4)
+    values = att.values.copy()
+    values[2, 1] = np.nan
+    values[5, 3] = np.inf
+    return Attribution(values, att.base_values, att.data, att.feature_names, att.output_names)
+
+
+@pytest.mark.parametrize("plot", ["plot_waterfall", "plot_force"])
+def test_one_row_plot_names_the_non_finite_row(plot, tmp_path):
+    att = nan_att()
+    with pytest.raises(ValueError, match=rf"{plot} cannot draw .* output 'y' has NaN or "
+                                         r"infinite values in row 2 \(players 'x1'\)"):
+        getattr(att, plot)(2)
+    with pytest.raises(ValueError, match=r"values in row 5 \(players 'x3'\)"):
+        getattr(att, plot)(-3)
+    render(getattr(att, plot)(0), tmp_path / "row0.png")  # a finite row is drawn
+
+
+@pytest.mark.parametrize("plot", ["plot_heatmap", "plot_bar", "plot_beeswarm",
+                                  "plot_decision"])
+def test_many_row_plot_names_the_non_finite_rows(plot, tmp_path):
+    att = nan_att()
+    with pytest.raises(ValueError, match=rf"{plot} cannot draw .* values in rows 2, 5 "
+                                         r"\(players 'x1', 'x3'\)"):
+        getattr(att, plot)()
+    finite = att[np.isfinite(att.values).all(axis=1)]
+    render(getattr(finite, plot)(), tmp_path / "finite.png")
+
+
+def test_waterfall_names_a_non_finite_base_value_of_its_output():
+    values = np.ones((2, 3, 2))
+    att = Attribution(values, np.array([[0.0, np.nan], [0.0, 0.0]]), None, ["a", "b", "c"],
+                      ["o0", "o1"])
+    att.plot_waterfall(0, output="o0")
+    with pytest.raises(ValueError, match="output 'o1' has NaN or infinite base values in row 0"):
+        att.plot_waterfall(0, output="o1")
+
+
 # ---- counterfactuals ----------------------------------------------------------------------
 
 

@@ -255,3 +255,72 @@ def test_cohorts(att):
                                   att.base_values[att.data[:, 0] <= 0])
     with pytest.raises(ValueError):
         att.cohorts(np.zeros(3))
+
+
+# ---- one row of a multi-output shap.Explanation ----------------------------------------
+
+def multi_output(p, n_out, n=5, seed=0):
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=(n, p, n_out))
+    return Attribution(values, rng.normal(size=(n, n_out)), rng.normal(size=(n, p)),
+                       [f"f{j}" for j in range(p)], [f"o{k}" for k in range(n_out)],
+                       std=rng.uniform(0.01, 0.1, values.shape),
+                       index=pd.Index([f"r{i}" for i in range(n)]))
+
+
+@pytest.mark.parametrize("p, n_out", [(3, 3), (4, 2), (2, 4), (1, 3)])
+def test_from_shap_one_row_of_a_multi_output_explanation(p, n_out):
+    a = multi_output(p, n_out)
+    for i in range(len(a)):
+        row = a.to_shap()[i]  # shap's row: values (p, n_out), base_values (n_out,)
+        assert row.values.shape == (p, n_out)
+        back = Attribution.from_shap(row)
+        assert back.values.shape == (1, p, n_out) and len(back) == 1
+        assert_same(a[i:i + 1], back)
+        assert_same(a[i:i + 1], Attribution.from_shap(a[i:i + 1].to_shap()[0]))
+        # without data, names or row label: the base values (n_out,) still tell
+        bare = shap.Explanation(values=row.values, base_values=row.base_values,
+                                output_names=list(row.output_names))
+        back = Attribution.from_shap(bare)
+        np.testing.assert_array_equal(back.values, a.values[i:i + 1])
+        np.testing.assert_array_equal(back.base_values, a.base_values[i:i + 1])
+
+
+def test_from_shap_square_row_is_not_read_as_rows():
+    # the tester's case: 3 features x 3 outputs, no output names
+    vals = np.array([[0.1, 0.2, 0.3], [1.0, 2.0, 3.0], [-1.0, -2.0, -3.0]])
+    e = shap.Explanation(values=vals, base_values=np.array([0.5, 0.3, 0.2]),
+                         data=np.array([7.0, 8.0, 9.0]), feature_names=["a", "b", "c"])
+    a = Attribution.from_shap(e)
+    np.testing.assert_array_equal(a.values, vals[None])
+    np.testing.assert_array_equal(a.base_values, [[0.5, 0.3, 0.2]])
+    np.testing.assert_array_equal(a.data, [[7.0, 8.0, 9.0]])
+    assert a.output_names == ["output0", "output1", "output2"]
+    e2 = shap.Explanation(values=np.arange(8.0).reshape(4, 2), base_values=np.array([0.5, 0.6]),
+                          data=np.arange(4.0), feature_names=list("abcd"),
+                          output_names=["o0", "o1"])
+    a2 = Attribution.from_shap(e2)
+    np.testing.assert_array_equal(a2.values, np.arange(8.0).reshape(1, 4, 2))
+    np.testing.assert_array_equal(a2.base_values, [[0.5, 0.6]])
+    assert a2.output_names == ["o0", "o1"] and a2.feature_names == list("abcd")
+
+
+def test_from_shap_batch_stays_a_batch():
+    vals = np.arange(9.0).reshape(3, 3)
+    for extra in ({"data": np.ones((3, 3))}, {"output_names": "predict"}):
+        a = Attribution.from_shap(shap.Explanation(values=vals, base_values=np.zeros(3),
+                                                   **extra))
+        np.testing.assert_array_equal(a.values, vals)
+        np.testing.assert_array_equal(a.base_values, np.zeros(3))
+
+
+def test_from_shap_reads_undecided_values_as_a_batch_and_refuses_contradictions():
+    # nothing tells 3 rows x 3 features from one row's 3 features x 3 outputs: shap's
+    # own reading, a batch (values alone too)
+    vals = np.arange(9.0).reshape(3, 3)
+    for extra in ({"base_values": np.zeros(3)}, {}):
+        a = Attribution.from_shap(shap.Explanation(values=vals, **extra))
+        np.testing.assert_array_equal(a.values, vals)
+    with pytest.raises(ValueError, match="fit neither a batch"):
+        Attribution.from_shap(shap.Explanation(values=np.ones((4, 2)), base_values=np.zeros(4),
+                                               data=np.ones(4)))
