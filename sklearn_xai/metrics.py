@@ -102,10 +102,7 @@ def ranking_accuracy(values: Attribution | ArrayLike, reference: Attribution | A
     float
         The mean weighted accuracy, in [0, 1]; 1 when every row's order matches.
     """
-    a, b = as_values(values), as_values(reference)
-    if a.ndim == 3:
-        a = a.transpose(0, 2, 1).reshape(-1, a.shape[1])
-        b = b.transpose(0, 2, 1).reshape(-1, b.shape[1])
+    a, b = _paired_rows(values, reference)
     M = a.shape[1]
     w = 1.0 / (M - np.arange(M))
     match = np.argsort(a, axis=1, kind="stable") == np.argsort(b, axis=1, kind="stable")
@@ -122,7 +119,7 @@ def top_k_accuracy(values: Attribution | ArrayLike, reference: Attribution | Arr
         The estimated attributions and the reference ones, of the same shape. With
         several outputs every (row, output) pair is compared separately.
     k : int, default=3
-        Number of top players compared; at most ``n_players`` are used.
+        Number of top players compared, a positive int; at most ``n_players`` are used.
 
     Returns
     -------
@@ -130,14 +127,37 @@ def top_k_accuracy(values: Attribution | ArrayLike, reference: Attribution | Arr
         The mean fraction of the reference's top ``k`` players that are also among the
         estimate's, in [0, 1].
     """
-    a, b = np.abs(as_values(values)), np.abs(as_values(reference))
-    if a.ndim == 3:
-        a = a.transpose(0, 2, 1).reshape(-1, a.shape[1])
-        b = b.transpose(0, 2, 1).reshape(-1, b.shape[1])
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}.")
+    a, b = _paired_rows(values, reference)
+    a, b = np.abs(a), np.abs(b)
     k = min(int(k), a.shape[1])
     ta = np.argsort(-a, axis=1, kind="stable")[:, :k]
     tb = np.argsort(-b, axis=1, kind="stable")[:, :k]
     return float(np.mean([len(set(x) & set(y)) / k for x, y in zip(ta, tb)]))
+
+
+def _paired_rows(values, reference):
+    """``values`` and ``reference`` as float arrays of shape (n_rows, n_players), with
+    one row per (row, output) pair; a ValueError unless both have the same 2-D or 3-D
+    shape with at least one row and one player."""
+    a, b = as_values(values), as_values(reference)
+    if a.shape != b.shape:
+        raise ValueError(
+            f"values and reference must have the same shape; got values of shape "
+            f"{a.shape} and reference of shape {b.shape}.")
+    if a.ndim not in (2, 3):
+        raise ValueError(
+            "values and reference must be 2-D (n_samples, n_players) or 3-D (n_samples, "
+            f"n_players, n_outputs); got shape {a.shape}.")
+    if a.size == 0:
+        raise ValueError(
+            f"values and reference must have at least one row, player and output; got "
+            f"shape {a.shape}.")
+    if a.ndim == 3:
+        a = a.transpose(0, 2, 1).reshape(-1, a.shape[1])
+        b = b.transpose(0, 2, 1).reshape(-1, b.shape[1])
+    return a, b
 
 
 def efficiency_gap(attribution: Attribution, output: ArrayLike) -> float:
@@ -154,8 +174,23 @@ def efficiency_gap(attribution: Attribution, output: ArrayLike) -> float:
     -------
     float
         The largest absolute gap over rows and outputs, 0.0 when no row is explained.
+
+    Raises
+    ------
+    ValueError
+        If ``output`` does not have the shape of ``attribution.predicted()``
+        (``(n_samples,)`` or ``(n_samples, 1)`` for one output).
     """
-    return attribution.additivity_gap(output)
+    predicted = attribution.predicted()
+    output = np.asarray(output, dtype=np.float64)
+    if output.shape != predicted.shape and not (
+            predicted.ndim == 1 and output.shape == (predicted.shape[0], 1)):
+        expected = (f"{predicted.shape} or {(predicted.shape[0], 1)}"
+                    if predicted.ndim == 1 else f"{predicted.shape}")
+        raise ValueError(
+            f"output must have the shape {expected} (n_samples, n_outputs) of the "
+            f"attributions' predicted(); got shape {output.shape}.")
+    return attribution.additivity_gap(output.reshape(predicted.shape))
 
 
 def deletion_curve(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray, values: np.ndarray,
@@ -163,7 +198,9 @@ def deletion_curve(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray, 
                    groups: Sequence[ArrayLike] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Output after removing players one at a time in order of decreasing ``|value|``.
 
-    Removing a player replaces its columns by the reference row's.
+    Removing a player replaces its columns by the reference row's. The model is called on
+    float64 rows (object rows stay object), so the reference is never cast to the dtype of
+    ``X``: an integer ``X`` keeps a fractional reference such as the column means.
 
     Parameters
     ----------
@@ -188,13 +225,23 @@ def deletion_curve(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray, 
     """
     X = np.asarray(X)
     values = np.asarray(values, dtype=np.float64)
+    if X.ndim != 2 or values.ndim != 2 or values.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"X must be 2-D (n_samples, n_features) and values 2-D (n_samples, n_players) "
+            f"with the same rows; got X of shape {X.shape} and values of shape "
+            f"{values.shape}.")
     n, P = values.shape
     if groups is None:
         groups = [np.array([j]) for j in range(X.shape[1])]
+    if len(groups) != P:
+        raise ValueError(f"values has {P} players but groups lists {len(groups)}.")
     order = np.argsort(-np.abs(values), axis=1, kind="stable")
     reference = np.asarray(reference).reshape(1, -1)
-    steps = np.empty((n, P + 1, X.shape[1]), dtype=X.dtype if X.dtype == object else np.float64)
-    current = X.copy()
+    # float64 (object columns stay object): an integer X must not truncate a fractional
+    # reference (e.g. column means) when removed columns are set to it
+    dtype = object if X.dtype == object else np.float64
+    steps = np.empty((n, P + 1, X.shape[1]), dtype=dtype)
+    current = X.astype(dtype)  # a copy
     steps[:, 0] = current
     for k in range(P):
         for r in range(n):

@@ -154,6 +154,73 @@ def _refit_explain(explainer, X, y, train, explain_X, explain_y, pass_y):
     }
 
 
+def _refit_name(r, bootstrap):
+    return f"refit {r} ({'bootstrap resample' if bootstrap else 'training fold'} {r})"
+
+
+def _missing_classes(y, train):
+    """Classes of a 1-D ``y`` absent from its ``train`` rows (empty for other targets)."""
+    from sklearn.utils import _safe_indexing
+
+    y_all = np.asarray(y)
+    if y_all.ndim != 1:
+        return []
+    y_train = np.asarray(_safe_indexing(y, train))
+    return [c.item() if isinstance(c, np.generic) else c
+            for c in np.setdiff1d(np.unique(y_all), np.unique(y_train))]
+
+
+def _align_outputs(results, trains, y, bootstrap):
+    """Put every refit's outputs in the first refit's order, matched by name, in place.
+
+    Raises a ValueError naming the refit when the refits do not explain the same outputs
+    (a classifier refitted on rows without a class has no output for it) or the same
+    players, or when their values differ in shape: averaging them position by position
+    would mix different outputs.
+    """
+    first = results[0]
+    names0 = first["output_names"]
+    for r, res in enumerate(results[1:], start=1):
+        if res["feature_names"] != first["feature_names"]:
+            raise ValueError(
+                f"cross_explain: {_refit_name(r, bootstrap)} explains the players "
+                f"{res['feature_names']}, refit 0 explains {first['feature_names']}; "
+                "every refit must explain the same players.")
+    union = list(dict.fromkeys(o for res in results for o in res["output_names"]))
+    lacking = [(r, [o for o in union if o not in res["output_names"]])
+               for r, res in enumerate(results)]
+    lacking = [(r, missing) for r, missing in lacking if missing]
+    if lacking:
+        parts = []
+        for r, missing in lacking[:3]:
+            classes = _missing_classes(y, trains[r])
+            part = (f"{_refit_name(r, bootstrap)} explains {results[r]['output_names']} "
+                    f"and lacks {missing}")
+            if classes:
+                part += f" (its training rows miss the classes {classes})"
+            parts.append(part)
+        more = f" ({len(lacking) - 3} more refits too)" if len(lacking) > 3 else ""
+        raise ValueError(
+            "cross_explain: the refits explain different outputs, so their attributions "
+            "cannot be averaged output by output: " + "; ".join(parts) + more + ". Use "
+            "folds whose training rows hold every class (e.g. StratifiedKFold with at "
+            "most as many splits as the smallest class has rows), explain one output that "
+            "every refit has (the explainer's target), or drop the rarest classes.")
+    for res in results[1:]:
+        names = res["output_names"]
+        if names != names0:   # the same outputs in another order: reorder by name
+            pos = [names.index(o) for o in names0]
+            res["values"] = res["values"][..., pos]
+            res["std"] = res["std"][..., pos]
+            res["output_names"] = list(names0)
+    for r, res in enumerate(results[1:], start=1):
+        if res["values"].shape != first["values"].shape:
+            raise ValueError(
+                f"cross_explain: {_refit_name(r, bootstrap)} returned values of shape "
+                f"{res['values'].shape}, refit 0 of shape {first['values'].shape}; every "
+                "refit must explain the same rows, players and outputs.")
+
+
 def _top_k_share(per_refit, k, player_axis):
     """Share of refits where fewer than ``k`` players have a strictly larger ``|value|``."""
     a = np.abs(per_refit)
@@ -164,7 +231,8 @@ def _top_k_share(per_refit, k, player_axis):
 
 
 def cross_explain(explainer: Any, X: ArrayLike | pd.DataFrame, y: ArrayLike, *,
-                  cv: Any = 5, explain_X: ArrayLike | pd.DataFrame | None = None,
+                  groups: ArrayLike | None = None, cv: Any = 5,
+                  explain_X: ArrayLike | pd.DataFrame | None = None,
                   explain_y: ArrayLike | None = None, k: int = 3,
                   n_resamples: int | None = None, n_jobs: int | None = None,
                   random_state: int | np.random.RandomState | None = None,
@@ -178,6 +246,17 @@ def cross_explain(explainer: Any, X: ArrayLike | pd.DataFrame, y: ArrayLike, *,
     with the same per-row random draws. The refits run on joblib; the result is the same
     for any ``n_jobs``.
 
+    Outputs are matched across refits by name (``proba(c)``, ``margin(c)``,
+    ``predict[k]``, ...), not by position. A classifier refitted on rows that miss a class
+    has no output for that class, and its other outputs may sit at other positions, so
+    its attributions cannot be averaged with the other refits': ``cross_explain`` then
+    raises a ValueError that names the refit, the outputs it lacks and the classes its
+    training rows miss, rather than averaging different classes together or filling in a
+    made-up value. Use folds that hold every class (the default stratified folds with
+    ``cv`` at most the smallest class count), explain one output that every refit has
+    (the explainer's ``target``), or drop the rarest classes; a bootstrap resample
+    (``n_resamples``) misses a class of ``m`` rows with probability about ``exp(-m)``.
+
     Parameters
     ----------
     explainer : explainer
@@ -189,6 +268,11 @@ def cross_explain(explainer: Any, X: ArrayLike | pd.DataFrame, y: ArrayLike, *,
         Rows the model and the explainer are fitted on (split into folds).
     y : array-like of shape (n_samples,) or (n_samples, n_targets)
         Targets of ``X`` (required).
+    groups : array-like of shape (n_samples,) or None, default=None
+        Group labels of the rows, passed to the splitter's ``split`` (e.g.
+        :class:`~sklearn.model_selection.GroupKFold`), as in
+        :func:`~sklearn.model_selection.cross_validate`. Not accepted with
+        ``n_resamples``, whose bootstrap resamples draw rows, not groups.
     cv : int, cross-validation generator or iterable, default=5
         As in :func:`sklearn.model_selection.check_cv` (stratified folds for classifiers
         given an int). Ignored when ``n_resamples`` is given.
@@ -213,6 +297,13 @@ def cross_explain(explainer: Any, X: ArrayLike | pd.DataFrame, y: ArrayLike, *,
     CrossExplanation
         Mean values over the refits, their sampling and refit standard errors, the top-k
         and sign stability, and each refit's values.
+
+    Raises
+    ------
+    ValueError
+        If the refits explain different outputs (a refit whose training rows miss a
+        class), with the refit, its missing outputs and classes in the message; or if
+        ``groups`` is given with ``n_resamples``.
     """
     from joblib import Parallel, delayed
     from sklearn.base import clone, is_classifier
@@ -235,6 +326,11 @@ def cross_explain(explainer: Any, X: ArrayLike | pd.DataFrame, y: ArrayLike, *,
                                     or not isinstance(n_resamples, (int, np.integer))
                                     or n_resamples < 1):
         raise ValueError(f"n_resamples must be a positive int or None, got {n_resamples!r}.")
+    if n_resamples is not None and groups is not None:
+        raise ValueError(
+            "groups is passed to the cv splitter; with n_resamples the bootstrap draws rows "
+            "and would ignore it. Pass groups with a group splitter as cv (e.g. GroupKFold), "
+            "or drop groups.")
 
     rng = check_random_state(random_state)
     n = len(X)
@@ -242,7 +338,7 @@ def cross_explain(explainer: Any, X: ArrayLike | pd.DataFrame, y: ArrayLike, *,
         trains = [rng.randint(0, n, size=n) for _ in range(int(n_resamples))]
     else:
         splitter = check_cv(cv, y, classifier=is_classifier(model))
-        trains = [np.asarray(train) for train, _ in splitter.split(X, y)]
+        trains = [np.asarray(train) for train, _ in splitter.split(X, y, groups)]
     explainer = clone(explainer)
     params = explainer.get_params(deep=False)
     if "random_state" in params and params["random_state"] is None:
@@ -264,6 +360,7 @@ def cross_explain(explainer: Any, X: ArrayLike | pd.DataFrame, y: ArrayLike, *,
         delayed(_refit_explain)(explainer, X, y, train, explain_X, explain_y, pass_y)
         for train in trains)
 
+    _align_outputs(results, trains, y, bootstrap=n_resamples is not None)
     per_refit = np.stack([r["values"] for r in results])
     stds = np.stack([r["std"] for r in results])
     R = per_refit.shape[0]

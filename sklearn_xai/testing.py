@@ -85,7 +85,8 @@ class DividendGame(Game):
     Attributes
     ----------
     dummy_players : list of int
-        Players in no term (their Shapley value is 0).
+        Players in no term with a non-zero dividend (their Shapley value is 0 in every
+        row).
     symmetric_pairs : list of tuple
         Pairs of players that are interchangeable in the game.
     """
@@ -100,7 +101,7 @@ class DividendGame(Game):
         self.constant = np.broadcast_to(np.asarray(constant, dtype=np.float64),
                                         (self.n_rows_,)).copy()
         self.n_evaluations = 0
-        used = {p for T in self.terms for p in T}
+        used = {p for T, d in self.terms.items() if np.any(d != 0) for p in T}
         self.dummy_players = [p for p in range(self.n_players) if p not in used]
         self.symmetric_pairs = [
             (i, j) for i, j in combinations(range(self.n_players), 2) if self._symmetric(i, j)]
@@ -125,8 +126,8 @@ class DividendGame(Game):
             return tuple(sorted(j if p == i else i if p == j else p for p in T))
 
         for T, d in self.terms.items():
-            other = self.terms.get(swap(T))
-            if other is None or not np.allclose(other, d, rtol=0, atol=0):
+            other = self.terms.get(swap(T), 0.0)   # no term: a zero dividend
+            if not np.array_equal(np.broadcast_to(other, d.shape), d):
                 return False
         return True
 
@@ -211,10 +212,15 @@ def games(min_players: int = 1, max_players: int = 8, max_order: int | None = No
           dummy: bool | None = None, symmetric: bool | None = None) -> SearchStrategy[DividendGame]:
     """Hypothesis strategy of :class:`DividendGame`.
 
+    Every player that is not drawn as a dummy is in at least one dividend term, and every
+    dividend is non-zero in every row, so ``dummy_players`` lists exactly the game's dummy
+    players (in every row) and a forced symmetric pair is a pair of non-dummy players.
+
     Parameters
     ----------
     min_players : int, default=1
-        Fewest players of a drawn game.
+        Fewest players of a drawn game; raised to what ``dummy`` and ``symmetric`` need
+        (2 with either forced, 3 with both).
     max_players : int, default=8
         Most players of a drawn game.
     max_order : int or None, default=None
@@ -222,38 +228,78 @@ def games(min_players: int = 1, max_players: int = 8, max_order: int | None = No
     n_rows : int, default=1
         Number of explained rows of each game (each row draws its own dividends).
     dummy : bool or None, default=None
-        Force at least one dummy player (True), none (False) or either (None).
+        Force at least one dummy player besides at least one non-dummy player (True), no
+        dummy player (False) or either (None).
     symmetric : bool or None, default=None
-        Force a symmetric pair of players (True) or either (None).
+        Force a symmetric pair of non-dummy players (True) or either (None); ``False`` is
+        treated as ``None`` (a drawn game may have a symmetric pair).
 
     Returns
     -------
     hypothesis.strategies.SearchStrategy
-        A strategy that draws :class:`DividendGame` instances, with 1 to 6 dividend terms
-        of coefficients in ``[-10, 10]``.
+        A strategy that draws :class:`DividendGame` instances. The dividend terms cover
+        every non-dummy player (in terms of at most ``max_order`` players), with up to 5
+        more terms; each dividend is in ``[-10, -0.01]`` or ``[0.01, 10]``, and the
+        constant in ``[-10, 10]``.
+
+    Raises
+    ------
+    ValueError
+        If ``max_players`` is below the players the flags need, or below ``min_players``.
     """
     _hypothesis()
     from hypothesis import strategies as st
 
+    need = (2 if symmetric else 1) + (1 if dummy else 0)
+    lo = max(int(min_players), need, 1)
+    if int(max_players) < lo:
+        flags = ", ".join(f"{name}=True" for name, flag in
+                          (("dummy", dummy), ("symmetric", symmetric)) if flag)
+        raise ValueError(
+            f"games(min_players={min_players}, max_players={max_players}"
+            f"{', ' + flags if flags else ''}) can draw no game: it needs max_players >= "
+            f"{lo}.")
+    if max_order is not None and int(max_order) < 1:
+        raise ValueError(f"max_order must be a positive int or None, got {max_order!r}.")
+
     coef = st.floats(-10, 10, allow_nan=False, allow_infinity=False, width=64)
+    # non-zero dividends: a player in a term is never a dummy, and a pair's dividends are
+    # never averaged to zero
+    dividend = st.builds(lambda negative, m: -m if negative else m, st.booleans(),
+                         st.floats(0.01, 10, allow_nan=False, allow_infinity=False, width=64))
+
+    def dividends(draw):
+        return np.array([draw(dividend) for _ in range(n_rows)])
 
     @st.composite
     def build(draw):
-        P = draw(st.integers(min_players, max_players))
-        order = P if max_order is None else min(max_order, P)
-        want_dummy = draw(st.booleans()) if dummy is None else dummy
-        active = list(range(P))
-        if want_dummy and P >= 2:
-            active.remove(draw(st.sampled_from(active)))
-        n_terms = draw(st.integers(1, 6))
+        P = draw(st.integers(lo, max(lo, int(max_players))))
+        order = P if max_order is None else min(int(max_order), P)
+        if symmetric:
+            want_sym = True
+        else:   # a pair of non-dummy players, besides a forced dummy
+            want_sym = draw(st.booleans()) if P - (1 if dummy else 0) >= 2 else False
+        n_active_min = 2 if want_sym else 1
+        if dummy is None:
+            want_dummy = draw(st.booleans()) if P > n_active_min else False
+        else:
+            want_dummy = dummy
+        n_dummy = draw(st.integers(1, P - n_active_min)) if want_dummy else 0
+        players = draw(st.permutations(range(P)))
+        active = sorted(players[n_dummy:])
+        # terms covering every active player: consecutive chunks of a permutation
         terms = {}
-        for _ in range(n_terms):
-            k = draw(st.integers(1, max(1, min(order, len(active)))))
+        cover = draw(st.permutations(active))
+        start = 0
+        while start < len(cover):
+            size = draw(st.integers(1, min(order, len(cover) - start)))
+            terms[tuple(sorted(cover[start:start + size]))] = dividends(draw)
+            start += size
+        for _ in range(draw(st.integers(0, 5))):
+            k = draw(st.integers(1, min(order, len(active))))
             T = tuple(sorted(draw(st.permutations(active))[:k]))
-            terms[T] = terms.get(T, 0.0) + np.array(
-                [draw(coef) for _ in range(n_rows)])
-        want_sym = draw(st.booleans()) if symmetric is None else symmetric
-        if want_sym and len(active) >= 2:
+            terms.setdefault(T, dividends(draw))   # a drawn term keeps its dividend
+        if want_sym:
             i, j = draw(st.permutations(active))[:2]
 
             def swap(T):
@@ -261,8 +307,9 @@ def games(min_players: int = 1, max_players: int = 8, max_order: int | None = No
 
             sym = {}
             for T, d in terms.items():
-                for U in (T, swap(T)):
-                    sym[U] = sym.get(U, 0.0) + d / 2.0
+                if T not in sym:    # T and its swap share T's dividend
+                    sym[T] = d
+                    sym[swap(T)] = d.copy()
             terms = sym
         constant = np.array([draw(coef) for _ in range(n_rows)])
         return DividendGame(P, terms, n_rows, constant)

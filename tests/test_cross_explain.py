@@ -1,12 +1,15 @@
 """cross_explain: explanations refitted across folds or bootstrap resamples."""
 
+import re
+
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LinearRegression
 from sklearn.tree import DecisionTreeRegressor
 
-from sklearn_xai import KnockoffSAGE, KnockoffSHAP, TreeShapExplainer
+from sklearn_xai import Attribution, KnockoffSAGE, KnockoffSHAP, TreeShapExplainer
 from sklearn_xai.model_selection import CrossExplanation, cross_explain
 
 
@@ -148,3 +151,110 @@ def test_sampled_explainer_dataframe_and_several_outputs():
     frame = res.to_frame()
     assert len(frame) == 36 and list(frame["row"].unique()) == [100, 101, 102, 103]
     assert "output" in frame.columns
+
+
+# --- refits with different classes, groups ------------------------------------------------
+
+
+def _rare_class_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    y[0], y[1] = 2, 3                       # two rare classes, one row each
+    return X, y
+
+
+def _tree_classifier_shap():
+    from sklearn.tree import DecisionTreeClassifier
+
+    return TreeShapExplainer(DecisionTreeClassifier(max_depth=3, random_state=0))
+
+
+def test_refits_that_miss_a_class_are_an_error_naming_the_refit_and_class():
+    """Refit 1 never saw class 2 (its proba(3) sat where refit 0 has proba(2)): no
+    average of different classes, but an error that says which refit and class."""
+    X, y = _rare_class_data()
+    rows = np.arange(40)
+    cv = [(np.delete(rows, 1), rows[:5]),   # classes 0, 1, 2
+          (np.delete(rows, 0), rows[:5])]   # classes 0, 1, 3
+    with pytest.raises(ValueError, match=re.escape(
+            "refit 1 (training fold 1) explains ['proba(0)', 'proba(1)', 'proba(3)'] and "
+            "lacks ['proba(2)'] (its training rows miss the classes [2])")) as info:
+        cross_explain(_tree_classifier_shap(), X, y, cv=cv, explain_X=X[:2])
+    assert "refit 0 (training fold 0)" in str(info.value)
+    assert "StratifiedKFold" in str(info.value)
+    # a bootstrap resample that misses a class: the same error, not numpy's
+    y2 = (X[:, 0] > 0).astype(int)
+    y2[0] = 2
+    with pytest.raises(ValueError, match=r"bootstrap resample \d+\) explains \['proba\(1\)'\] "
+                                         r"and lacks \['proba\(0\)', 'proba\(2\)'\] \(its "
+                                         r"training rows miss the classes \[2\]\)"):
+        cross_explain(_tree_classifier_shap(), X, y2, n_resamples=10, random_state=0,
+                      explain_X=X[:2])
+    # every refit with every class: per_refit stacks each refit's own explanation
+    y3 = np.where(y > 1, 0, y)
+    res = cross_explain(_tree_classifier_shap(), X, y3, cv=cv, explain_X=X[:2])
+    assert res.output_names == ["proba(1)"]
+    for r, (train, _) in enumerate(cv):
+        from sklearn.base import clone
+
+        alone = clone(_tree_classifier_shap()).fit(X[train], y3[train]).explain(X[:2])
+        np.testing.assert_array_equal(res.per_refit[r], alone.values)
+
+
+class _ClassOrderExplainer(BaseEstimator):
+    """Outputs ``proba(c)`` in the order the classes first appear in the training rows;
+    every attribution of class ``c``'s output is ``c``."""
+
+    def __init__(self, model=None):
+        self.model = model
+
+    def fit(self, X, y):
+        self.classes_ = list(dict.fromkeys(np.asarray(y).tolist()))
+        return self
+
+    def explain(self, X):
+        X = np.asarray(X, dtype=float)
+        n, p = X.shape
+        C = len(self.classes_)
+        values = np.broadcast_to(np.asarray(self.classes_, dtype=float), (n, p, C))
+        return Attribution(values=values.copy(), base_values=np.zeros((n, C)), data=X,
+                           feature_names=[f"x{j}" for j in range(p)],
+                           output_names=[f"proba({c})" for c in self.classes_])
+
+
+def test_outputs_are_matched_by_name_not_position():
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.random.default_rng(0).normal(size=(12, 2))
+    y = np.tile([0, 1, 2], 4)
+    rows = np.arange(12)
+    cv = [(rows, rows[:3]), (rows[::-1], rows[:3]), (np.roll(rows, -1), rows[:3])]
+    res = cross_explain(_ClassOrderExplainer(LogisticRegression()), X, y, cv=cv,
+                        explain_X=X[:3])
+    assert res.output_names == ["proba(0)", "proba(1)", "proba(2)"]
+    # every refit's output proba(c) is c, whatever position the refit gave it
+    expected = np.broadcast_to([0.0, 1.0, 2.0], (3, 2, 3))
+    for r in range(3):
+        np.testing.assert_array_equal(res.per_refit[r], expected)
+    np.testing.assert_array_equal(res.values, expected)
+    np.testing.assert_array_equal(res.std_refit, 0.0)
+    np.testing.assert_array_equal(res.sign_agreement[..., 1:], 1.0)
+
+
+def test_groups_are_passed_to_the_splitter():
+    from sklearn.model_selection import GroupKFold
+
+    X, y = _linear(n=60)
+    groups = np.repeat(np.arange(6), 10)
+    res = cross_explain(_exact_shap(X), X, y, groups=groups, cv=GroupKFold(3),
+                        explain_X=X[:4])
+    assert res.n_refits == 3
+    for train in res.extras["splits"]:
+        test = np.setdiff1d(np.arange(60), train)
+        assert np.intersect1d(groups[train], groups[test]).size == 0   # whole groups
+    same = cross_explain(_exact_shap(X), X, y, explain_X=X[:4],
+                         cv=list(GroupKFold(3).split(X, y, groups)))
+    np.testing.assert_array_equal(res.per_refit, same.per_refit)
+    with pytest.raises(ValueError, match="groups is passed to the cv splitter"):
+        cross_explain(_exact_shap(X), X, y, groups=groups, n_resamples=3)

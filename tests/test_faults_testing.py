@@ -14,7 +14,9 @@ from sklearn_xai.shapley import KnockoffSAGE, KnockoffSHAP
 from sklearn_xai.testing import (
     AXIOMS,
     CheckReport,
+    DividendGame,
     check_explainer,
+    games,
     known_models,
     make_known_model,
 )
@@ -167,3 +169,118 @@ def test_wrong_explainers_get_clear_type_errors(X):
         check_explainer(MaceRecourse(), X)
     with pytest.raises(TypeError, match="KnockoffSAGE is not one"):
         check_explainer(KnockoffSAGE(), X)
+
+
+# --- games(dummy=..., symmetric=...) force what they promise ----------------------------
+
+
+def _coalition_values(game):
+    """``v(S)`` of every coalition: array (n_rows, 2**P), coalition ``S`` at its bitmask."""
+    P = game.n_players
+    masks = ((np.arange(2 ** P)[:, None] >> np.arange(P)) & 1).astype(bool)
+    return game.value(masks, count=False)[:, :, 0], masks
+
+
+def _true_dummies(game):
+    """Players with ``v(S + p) == v(S)`` for every S and row, from the game's values."""
+    v, masks = _coalition_values(game)
+    return [p for p in range(game.n_players)
+            if np.array_equal(v[:, ~masks[:, p]], v[:, masks[:, p]])]
+
+
+def _non_dummy_in_every_row(game, p):
+    v, masks = _coalition_values(game)
+    return bool(np.all(np.any(v[:, ~masks[:, p]] != v[:, masks[:, p]], axis=1)))
+
+
+def _truly_symmetric(game, i, j):
+    """``v(S + i) == v(S + j)`` for every S without i and j, in every row."""
+    v, masks = _coalition_values(game)
+    without = ~masks[:, i] & ~masks[:, j]
+    S = np.flatnonzero(without)
+    return np.array_equal(v[:, S + (1 << i)], v[:, S + (1 << j)])
+
+
+_FLAG_SETTINGS = settings(max_examples=60, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+
+
+@_FLAG_SETTINGS
+@given(games(symmetric=True, n_rows=2), games(symmetric=True, dummy=True),
+       games(symmetric=True, dummy=False, max_players=4))
+def test_games_symmetric_true_always_has_a_true_symmetric_pair(g, g_dummy, g_no_dummy):
+    for game in (g, g_dummy, g_no_dummy):
+        assert game.symmetric_pairs
+        dummies = _true_dummies(game)
+        assert game.dummy_players == dummies
+        # a pair of non-dummy players, interchangeable by the game's values
+        assert any(i not in dummies and j not in dummies and _truly_symmetric(game, i, j)
+                   for i, j in game.symmetric_pairs)
+        for i, j in game.symmetric_pairs:
+            assert _truly_symmetric(game, i, j)
+    assert g_dummy.dummy_players and g_dummy.n_players >= 3
+    assert not g_no_dummy.dummy_players
+
+
+@_FLAG_SETTINGS
+@given(games(dummy=True, n_rows=2), games(dummy=False, n_rows=3),
+       games(dummy=False, max_order=1), games(min_players=1, max_players=1, dummy=False))
+def test_games_dummy_flag_gives_dummies_exactly_as_asked(g_dummy, g_none, g_add, g_one):
+    assert g_dummy.n_players >= 2 and g_dummy.dummy_players
+    assert g_dummy.dummy_players == _true_dummies(g_dummy)
+    assert len(g_dummy.dummy_players) < g_dummy.n_players   # some player matters
+    for game in (g_none, g_add, g_one):
+        assert game.dummy_players == [] == _true_dummies(game)
+        # no player is a dummy in any row either
+        assert all(_non_dummy_in_every_row(game, p) for p in range(game.n_players))
+    assert g_add.max_order == 1
+
+
+def _index_biased(game):
+    """Exact Shapley values plus a small bias growing with the player's index: breaks
+    symmetry (and dummy) while keeping everything else."""
+    from sklearn_xai.shapley import exact_shapley
+
+    phi, base = exact_shapley(game)
+    return phi + 1e-3 * np.arange(game.n_players)[None, :, None], base
+
+
+def _shifted(game):
+    from sklearn_xai.shapley import exact_shapley
+
+    phi, base = exact_shapley(game)
+    return phi + 1e-3, base - 1e-3 * game.n_players
+
+
+@_FLAG_SETTINGS
+@given(games(symmetric=True, max_players=5), games(dummy=True, max_players=5))
+def test_forced_games_catch_a_broken_estimator_every_time(g_sym, g_dummy):
+    """check_symmetry / check_dummy on games drawn with the flag always check something."""
+    from sklearn_xai.shapley import exact_shapley
+    from sklearn_xai.testing import check_dummy, check_efficiency, check_symmetry
+
+    check_symmetry(exact_shapley, g_sym)
+    check_dummy(exact_shapley, g_dummy)
+    with pytest.raises(AssertionError, match="Symmetry violated"):
+        check_symmetry(_index_biased, g_sym)
+    check_efficiency(_shifted, g_dummy)        # efficient, but not zero on the dummy
+    with pytest.raises(AssertionError, match="Dummy violated"):
+        check_dummy(_shifted, g_dummy)
+
+
+@pytest.mark.parametrize("kwargs, need", [
+    ({"max_players": 1, "symmetric": True}, 2),
+    ({"max_players": 1, "dummy": True}, 2),
+    ({"max_players": 2, "dummy": True, "symmetric": True}, 3),
+    ({"min_players": 5, "max_players": 4}, 5),
+])
+def test_games_flags_that_cannot_be_honoured_are_an_error(kwargs, need):
+    with pytest.raises(ValueError, match=f"needs max_players >= {need}"):
+        games(**kwargs)
+
+
+def test_dividend_game_zero_dividends_do_not_hide_dummies_or_symmetry():
+    game = DividendGame(3, {(0,): 1.0, (1,): 0.0, (0, 2): np.array([2.0])})
+    assert game.dummy_players == [1] == _true_dummies(game)
+    sym = DividendGame(3, {(0,): 1.0, (1,): 1.0, (2,): 0.0})
+    assert (0, 1) in sym.symmetric_pairs and (1, 2) not in sym.symmetric_pairs
