@@ -176,9 +176,25 @@ class Attribution:
         -------
         float
             The largest absolute gap, 0.0 when no row is explained.
+
+        Raises
+        ------
+        ValueError
+            If ``output`` does not have the shape of :meth:`predicted` (``(n_samples,)``
+            or ``(n_samples, 1)`` for one output); it was reshaped, so an
+            ``(n_outputs, n_samples)`` array compared scrambled rows.
         """
-        output = np.asarray(output, dtype=np.float64).reshape(self.predicted().shape)
-        return float(np.max(np.abs(self.predicted() - output))) if output.size else 0.0
+        predicted = self.predicted()
+        output = np.asarray(output, dtype=np.float64)
+        if output.shape != predicted.shape and not (
+                predicted.ndim == 1 and output.shape == (predicted.shape[0], 1)):
+            expected = (f"{predicted.shape} or {(predicted.shape[0], 1)}"
+                        if predicted.ndim == 1 else f"{predicted.shape}")
+            raise ValueError(
+                f"output must have the shape {expected} (n_samples, n_outputs) of the "
+                f"attributions' predicted(); got shape {output.shape}.")
+        output = output.reshape(predicted.shape)
+        return float(np.max(np.abs(predicted - output))) if output.size else 0.0
 
     def check_additivity(self, output: ArrayLike, atol: float = 1e-8) -> None:
         """Raise ``AssertionError`` when the attributions do not add up to ``output``.

@@ -181,16 +181,7 @@ def efficiency_gap(attribution: Attribution, output: ArrayLike) -> float:
         If ``output`` does not have the shape of ``attribution.predicted()``
         (``(n_samples,)`` or ``(n_samples, 1)`` for one output).
     """
-    predicted = attribution.predicted()
-    output = np.asarray(output, dtype=np.float64)
-    if output.shape != predicted.shape and not (
-            predicted.ndim == 1 and output.shape == (predicted.shape[0], 1)):
-        expected = (f"{predicted.shape} or {(predicted.shape[0], 1)}"
-                    if predicted.ndim == 1 else f"{predicted.shape}")
-        raise ValueError(
-            f"output must have the shape {expected} (n_samples, n_outputs) of the "
-            f"attributions' predicted(); got shape {output.shape}.")
-    return attribution.additivity_gap(output.reshape(predicted.shape))
+    return attribution.additivity_gap(output)  # it checks the shape
 
 
 def deletion_curve(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray, values: np.ndarray,

@@ -119,3 +119,22 @@ def test_cohorts_of_object_labels_with_missing_values():
         "a": [0.0, 4.0], "b": [2.0], "nan": [1.0, 3.0]}
     with pytest.raises(ValueError, match="distinct labels as text"):
         att.cohorts(np.array([1, "1", 2, 2, 2], dtype=object))
+
+
+def test_additivity_gap_checks_the_output_shape_instead_of_reshaping():
+    # an (n_outputs, n_samples) array was reshaped to (n_samples, n_outputs): scrambled
+    from sklearn_xai import Attribution
+
+    rng = np.random.default_rng(0)
+    att = Attribution(values=rng.normal(size=(4, 3, 2)), base_values=rng.normal(size=(4, 2)),
+                      data=np.zeros((4, 3)), feature_names=list("abc"),
+                      output_names=["p", "q"])
+    out = att.predicted()
+    assert att.additivity_gap(out) == 0.0
+    with pytest.raises(ValueError, match=r"shape \(4, 2\).*got shape \(2, 4\)"):
+        att.additivity_gap(out.T)
+    one = Attribution(values=rng.normal(size=(4, 3)), base_values=rng.normal(size=4),
+                      data=np.zeros((4, 3)), feature_names=list("abc"), output_names=["p"])
+    assert one.additivity_gap(one.predicted()[:, None]) == 0.0  # (n, 1) for one output
+    with pytest.raises(ValueError, match=r"got shape \(8,\)"):
+        one.additivity_gap(np.zeros(8))
