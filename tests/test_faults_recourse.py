@@ -716,3 +716,33 @@ def test_metrics_accept_results_on_missing_values():
         assert metrics.redundancy(res, model) >= 0.0
         d = metrics.diversity(res)
         assert np.isnan(d) or 0.0 <= d <= 1.0
+
+
+@pytest.mark.parametrize("method", ["mace", "p2ce"])
+def test_metrics_of_a_desired_range_use_the_range(method):
+    # a regressor's result holds (low, high) per query: validity compared the predicted
+    # value with the tuple, as if it were two classes
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.linear_model import LinearRegression
+
+    from sklearn_xai import MaceRecourse, P2CERecourse
+    from sklearn_xai.metrics import redundancy, validity
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    model = LinearRegression().fit(X, X @ np.array([1.0, 2.0, -1.0]))
+    rows = X[model.predict(X) < 0][:4]
+    if method == "mace":
+        exp = MaceRecourse(FrozenEstimator(model), desired_range=(0.5, 3.0), refine=False,
+                           neighbors="exact", random_state=0)
+    else:
+        exp = P2CERecourse(FrozenEstimator(model), desired_range=(0.5, 3.0), max_changes=2,
+                           random_state=0)
+    res = exp.fit(X).explain(rows)
+    feats = res.counterfactuals.drop(columns="query")
+    pred = model.predict(feats.to_numpy())
+    assert len(pred) > 0
+    want = float(np.mean((pred >= 0.5) & (pred <= 3.0)))
+    assert validity(res, model) == pytest.approx(want)
+    assert validity(res, model) == pytest.approx(float(np.mean(res.valid)))
+    assert np.isfinite(redundancy(res, model))

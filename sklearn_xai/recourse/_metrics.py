@@ -41,12 +41,32 @@ def _frames(result):
     return queries, feats.reset_index(drop=True), q
 
 
+class _Range(tuple):
+    """A regressor's desired outcome, ``(low, high)``: a prediction in it counts."""
+
+
+def _is_regressor(model):
+    from sklearn.base import is_regressor
+
+    from .._utils import unwrap_frozen
+
+    return model is not None and is_regressor(unwrap_frozen(model))
+
+
 def _desired(result, model=None):
-    """Desired class of every counterfactual row, a 1-D object array.
+    """Desired outcome of every counterfactual row, a 1-D object array.
 
     An entry is a class label, or a tuple of labels where a query has several desired
     classes and the result does not say which one a row reaches (P2CE with multi-class
-    ``"opposite"``)."""
+    ``"opposite"``); for a regressor ``model``, the query's ``desired_range`` (a
+    :class:`_Range`, from ``result.desired``)."""
+    if _is_regressor(model):
+        _, _, q = _frames(result)
+        out = np.empty(len(q), dtype=object)
+        for k, i in enumerate(q):
+            low, high = result.desired[i]
+            out[k] = _Range((float(low), float(high)))
+        return out
     costs = getattr(result, "costs", None)
     if costs is not None and "desired_class" in getattr(costs, "columns", ()):
         return np.asarray(costs["desired_class"])
@@ -60,8 +80,16 @@ def _desired(result, model=None):
 def _hits(pred, desired):
     """Whether ``pred[k]`` (a label, or a row of labels) is a desired class of row ``k``.
 
-    ``desired[k]`` is a label or a tuple of labels, any of which counts."""
+    ``desired[k]`` is a label, a tuple of labels, any of which counts, or a
+    :class:`_Range` ``(low, high)`` that holds the prediction."""
     pred = np.asarray(pred)
+    if any(isinstance(d, _Range) for d in desired):
+        low = np.array([d[0] for d in desired], dtype=np.float64)
+        high = np.array([d[1] for d in desired], dtype=np.float64)
+        if pred.ndim > 1:
+            low, high = low[:, None], high[:, None]
+        values = pred.astype(np.float64)
+        return (values >= low) & (values <= high)
     several = [isinstance(d, (tuple, list, set, frozenset)) for d in desired]
     if not any(several):
         d = np.asarray(desired)
@@ -168,15 +196,17 @@ def validity(result: Counterfactuals, model: Any = None) -> float:
     is re-predicted (``model.predict(cf) == desired``). Where a query has several desired
     classes and the result does not say which one a counterfactual reaches (P2CE with
     multi-class ``"opposite"``: ``desired`` holds a tuple of classes), a counterfactual is
-    valid when the model predicts any of them. 1.0 when no counterfactual was
-    returned is avoided: the result is NaN then (see :func:`found_rate`).
+    valid when the model predicts any of them. With a regressor (a ``desired_range``
+    result), valid means a prediction within the query's ``(low, high)``. 1.0 when no
+    counterfactual was returned is avoided: the result is NaN then (see
+    :func:`found_rate`).
 
     Parameters
     ----------
     result : Counterfactuals
         The counterfactuals of a recourse method (or another library's output put into
         one).
-    model : classifier or None, default=None
+    model : classifier, regressor or None, default=None
         A fitted model whose ``predict`` re-checks the counterfactuals; ``None``: the
         result's ``valid`` flags.
 
@@ -191,7 +221,7 @@ def validity(result: Counterfactuals, model: Any = None) -> float:
     if model is None:
         return float(np.mean(np.asarray(result.valid, dtype=bool)))
     pred = _predict_labels(model, feats)
-    return float(np.mean(_hits(pred, _desired(result))))
+    return float(np.mean(_hits(pred, _desired(result, model))))
 
 
 def found_rate(result: Counterfactuals) -> float:
@@ -361,7 +391,7 @@ def ynn(result: Counterfactuals, model: Any, X_ref: ArrayLike | pd.DataFrame, n_
     result : Counterfactuals
         The counterfactuals of a recourse method (or another library's output put into
         one).
-    model : classifier
+    model : classifier or regressor
         A fitted model whose ``predict`` labels the reference rows.
     X_ref : DataFrame or array of shape (n_ref, n_features)
         The reference rows searched for neighbours (e.g. the training data); they also
@@ -395,7 +425,7 @@ def ynn(result: Counterfactuals, model: Any, X_ref: ArrayLike | pd.DataFrame, n_
     # an array stays an array, unless the model was fitted on named columns
     named = getattr(model, "feature_names_in_", None) is not None
     labels = _predict_labels(model, Xr if isinstance(X_ref, pd.DataFrame) or named else X_ref)
-    return float(np.mean(_hits(labels[nb], _desired(result))))
+    return float(np.mean(_hits(labels[nb], _desired(result, model))))
 
 
 def redundancy(result: Counterfactuals, model: Any,
@@ -412,7 +442,7 @@ def redundancy(result: Counterfactuals, model: Any,
     result : Counterfactuals
         The counterfactuals of a recourse method (or another library's output put into
         one).
-    model : classifier
+    model : classifier or regressor
         A fitted model whose ``predict`` labels the reverted rows.
     categorical_features : "auto", array-like of str or int, or bool mask, default="auto"
         Categorical features, as names (DataFrame) or positions, or a boolean mask.
@@ -442,7 +472,7 @@ def redundancy(result: Counterfactuals, model: Any,
         return 0.0
     X = enc.to_user(np.vstack(rows))
     pred = _predict_labels(model, X)
-    desired = _desired(result)
+    desired = _desired(result, model)
     red = np.bincount(np.asarray(owner), weights=_hits(pred, desired[owner]),
                       minlength=len(C))
     return float(red.mean())
