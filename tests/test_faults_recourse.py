@@ -746,3 +746,40 @@ def test_metrics_of_a_desired_range_use_the_range(method):
     assert validity(res, model) == pytest.approx(want)
     assert validity(res, model) == pytest.approx(float(np.mean(res.valid)))
     assert np.isfinite(redundancy(res, model))
+
+
+def test_mace_takes_missing_values_in_the_columns_a_pipeline_imputes():
+    # MACE asked the model for NaN in every column at once: a column transformer that
+    # imputes the categorical columns (and scales the others) made it refuse NaN in the
+    # imputed column, which P2CE and the model itself take
+    from sklearn.compose import ColumnTransformer
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    from sklearn_xai import MaceRecourse
+
+    rng = np.random.default_rng(0)
+    n = 400
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n),
+                      "c": rng.choice(["u", "v", "w"], size=n).astype(object)})
+    y = (X["a"] + X["b"] + (X["c"] == "u") > 0.5).astype(int)
+    X.loc[rng.choice(n, 40, replace=False), "c"] = np.nan
+    ct = ColumnTransformer([
+        ("c", make_pipeline(SimpleImputer(strategy="most_frequent"),
+                            OneHotEncoder(handle_unknown="ignore")), ["c"]),
+        ("n", StandardScaler(), ["a", "b"])])
+    model = make_pipeline(ct, LogisticRegression()).fit(X, y)
+    queries = X[X["c"].isna() & (model.predict(X) == 0)].iloc[:3]
+    exp = MaceRecourse(FrozenEstimator(model), n_counterfactuals=1, refine=False,
+                       neighbors="exact", random_state=0).fit(X)
+    res = exp.explain(queries)
+    assert res.found.all()
+    feats = res.counterfactuals.drop(columns="query")
+    np.testing.assert_array_equal(model.predict(feats), 1)
+    bad = X.copy()
+    bad.loc[bad.index[0], "a"] = np.nan  # the scaled column does not take NaN
+    with pytest.raises(ValueError, match="'a'"):
+        MaceRecourse(FrozenEstimator(model), random_state=0).fit(bad)

@@ -94,8 +94,9 @@ class MaceRecourse(RecourseExplainer):
     ``exhaustive_skipped_rows``, 0 when the budget skipped nothing).
 
     Missing values: when the model accepts NaN (its ``allow_nan`` tag, e.g.
-    ``HistGradientBoostingClassifier``), ``fit`` and ``explain`` take rows with missing
-    values. A missing value is a value: a counterfactual keeps it or replaces it by a
+    ``HistGradientBoostingClassifier``, or, column by column, a pipeline whose column
+    transformer imputes a column), ``fit`` and ``explain`` take rows with missing values
+    there. A missing value is a value: a counterfactual keeps it or replaces it by a
     real value (a change of cost 1, like a category change, in any direction whatever
     ``monotone`` says), and never holds a missing value where the query had none.
 
@@ -103,8 +104,8 @@ class MaceRecourse(RecourseExplainer):
     ----------
     model : classifier with ``predict_proba``
         A trained model wrapped in :class:`sklearn.frozen.FrozenEstimator`, or an
-        unfitted one that ``fit(X, y)`` fits (a clone). Rows may hold missing values when
-        the model's ``allow_nan`` tag is set.
+        unfitted one that ``fit(X, y)`` fits (a clone). Rows may hold missing values where
+        the model accepts them (its ``allow_nan`` tag, or an imputing pipeline's columns).
     method : {"rl", "gld"}, default="rl"
         The stage-2 search.
     n_counterfactuals : int, default=3
@@ -382,7 +383,9 @@ class MaceRecourse(RecourseExplainer):
         self.encoder_ = MissingAwareEncoder(
             categorical_features=self.categorical_features,
             n_bins=self.n_bins,
-            allow_missing=self._allow_nan(),
+            # the model decides column by column (an imputing branch of a column
+            # transformer); _validate_X has refused NaN in the other columns
+            allow_missing=self._allow_nan() or bool(np.any(self._nan_columns(X.shape[1]))),
         ).fit(X)
         self._resolve_constraints(self.encoder_)
         Z = self.encoder_.to_internal(X)
