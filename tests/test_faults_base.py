@@ -296,7 +296,9 @@ def test_convergence_warning_is_given_once_per_fitted_explainer(monkeypatch):
     monkeypatch.setattr(_knockoff, "MAX_AUTO_KNOCKOFF_FACTOR", 1)
     monkeypatch.setattr(_knockoff, "MAX_PERMUTATION_ROUNDS", 3)
     X, y = _data(n=60)
-    X = np.c_[X, np.random.default_rng(5).normal(size=(len(X), 2))]  # 5 players
+    # 9 players: SHEAR's "auto" would enumerate 2^n_players coalitions once a step's
+    # n_evals reached them (256 at the cap of 16 rounds here)
+    X = np.c_[X, np.random.default_rng(5).normal(size=(len(X), 6))]
     model = FrozenEstimator(LogisticRegression().fit(X, y))
 
     def convergence_warnings(call):
