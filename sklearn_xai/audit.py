@@ -102,6 +102,7 @@ class _CopulaKnockoffs(BaseEstimator):
         sd = np.sqrt(np.diag(self.gaussian_.covariance_))
         for j, v in enumerate(self.values_):
             if sd[j] == 0:  # a constant column: its knockoff is the row's value
+                out[:, :, j] = X[:, None, j]  # (out holds the row's normal score)
                 continue
             u = ndtr((out[:, :, j] - mean[j]) / sd[j])
             k = np.ceil(u * v.size).astype(np.int64) - 1
@@ -670,7 +671,9 @@ class OffManifoldAudit(BaseEstimator):
         n, p = data.shape
         m = self.n_hybrids
         ko = np.asarray(self.sampler_.sample(X, 1, random_state=int(rng.integers(2**31 - 1))))
-        ko = ko[:, 0, :].astype(data.dtype)
+        # the model sees the knockoffs the knockoff explanation uses: integer rows do not
+        # truncate a continuous sampler's values
+        ko = ko[:, 0, :].astype(np.result_type(data.dtype, ko.dtype))
         out_real = f(data)
         if f.method == "predict_proba":
             g, g_real = _log_odds(f), _clipped_logit(out_real)
@@ -686,7 +689,7 @@ class OffManifoldAudit(BaseEstimator):
             H = self._hybrids(data, rows, rng, keep_feature=j)
             # one model call per feature: the real rows with feature j swapped for its
             # knockoff value, then the hybrid rows with and without that swap
-            stacked = np.vstack([data, H, H])
+            stacked = np.vstack([data, H, H]).astype(ko.dtype, copy=False)
             stacked[:n, j] = ko[:, j]
             stacked[n:n + H.shape[0], j] = ko[rows, j]
             out = g(stacked)

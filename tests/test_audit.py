@@ -214,3 +214,51 @@ def test_bad_inputs():
     fitted = OffManifoldAudit(random_state=0).fit(frame)
     with pytest.raises(ValueError, match="same order"):
         fitted.audit(model, frame[list("bacd")])
+
+
+def test_a_constant_columns_knockoff_is_its_value():
+    # the copula sampler returned the column's normal score (0.0) as the knockoff of a
+    # column constant in fit, so an audited linear model had an effect of 5.0 there
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(0)
+    train = rng.normal(size=(300, 3))
+    model = LinearRegression().fit(train, train.sum(axis=1))
+    X = np.column_stack([rng.normal(size=300), np.full(300, 5.0), rng.normal(size=300)])
+    audit = OffManifoldAudit(random_state=0).fit(X)
+    np.testing.assert_array_equal(audit.sampler_.sample(X[:3], 2, random_state=0)[:, :, 1],
+                                  5.0)
+    table = audit.audit(model, X[:100]).features
+    assert table.loc["x1", "marginal_importance"] == 0.0
+    assert abs(table.loc["x1", "knockoff_importance"]) < 1e-12
+    assert table.loc["x1", "real_effect"] == 0.0
+
+
+def test_the_behaviour_test_does_not_round_knockoffs_to_integer_rows():
+    # knockoffs of integer rows were cast to the rows' dtype (55.15 -> 55) before the
+    # model saw them, while the knockoff explanation used them as drawn
+    from sklearn.base import BaseEstimator, RegressorMixin
+
+    from sklearn_xai.knockoffs import GaussianKnockoffs
+
+    seen = []
+
+    class Recorder(RegressorMixin, BaseEstimator):
+        def fit(self, X, y):
+            self.n_features_in_ = X.shape[1]
+            return self
+
+        def predict(self, X):
+            seen.append(np.asarray(X, dtype=np.float64))
+            return np.asarray(X, dtype=np.float64).sum(axis=1)
+
+    X = np.random.default_rng(0).integers(0, 100, size=(300, 3))
+    model = Recorder().fit(X, None)
+    audit = OffManifoldAudit(sampler=GaussianKnockoffs(support=None), random_state=0).fit(X)
+    audit.audit(model, X[:60])
+    # the behaviour test's calls: the 60 rows with one feature swapped for its knockoff,
+    # then the hybrid rows twice
+    calls = [rows for rows in seen if len(rows) == 60 * (1 + 2 * audit.n_hybrids)]
+    assert len(calls) == 3
+    for rows in calls:
+        assert np.any(rows[:60] != np.round(rows[:60]))  # the knockoffs as drawn
