@@ -396,3 +396,31 @@ def test_knockoffs_of_a_discrete_column_stay_on_its_support(frame):
     np.testing.assert_array_equal(ko[:, :, 2].astype(np.float64),
                                   plain[:, :, 2].astype(np.float64))
     assert len(np.unique(ko[:, :, 2])) > 1000
+
+
+def test_sequential_knockoffs_of_a_mixed_object_array_equal_those_of_its_frame():
+    # with categorical_features the array stays object, and its numeric columns were
+    # refused as "not numeric"
+    from sklearn_xai.knockoffs import SequentialKnockoffs
+
+    rng = np.random.default_rng(0)
+    n = 100
+    frame = pd.DataFrame({0: rng.normal(size=n), 1: rng.choice(["u", "v", "w"], n)})
+    frame[1] = frame[1].astype(object)
+    X = frame.to_numpy(dtype=object)
+    from_array = SequentialKnockoffs(categorical_features=[1], random_state=0).fit(X)
+    from_frame = SequentialKnockoffs(categorical_features=[1], random_state=0).fit(frame)
+    a = from_array.sample(X[:10], 2, random_state=0)
+    b = from_frame.sample(frame.iloc[:10], 2, random_state=0)
+    np.testing.assert_array_equal(a[:, :, 0].astype(float), np.asarray(b[:, :, 0], float))
+    np.testing.assert_array_equal(a[:, :, 1], b[:, :, 1])
+
+
+@pytest.mark.parametrize("bad", [True, 0, 2.0])
+def test_sample_n_knockoffs_must_be_a_positive_int(bad):
+    # True passed the Integral check and failed inside the sampler's products
+    from sklearn_xai.knockoffs import GaussianKnockoffs
+
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    with pytest.raises(ValueError, match="n_knockoffs must be a positive integer"):
+        GaussianKnockoffs().fit(X).sample(X[:2], bad)

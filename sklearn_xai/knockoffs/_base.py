@@ -29,7 +29,8 @@ def _sample(sampler, X, n_knockoffs, random_state, check_rows):
     """A fitted sampler's ``sample``: check ``n_knockoffs`` and the rows (``check_rows``),
     draw one base seed from ``random_state`` and call ``sampler.sample_seeded``."""
     check_is_fitted(sampler)
-    if not isinstance(n_knockoffs, Integral) or n_knockoffs < 1:
+    if (not isinstance(n_knockoffs, Integral) or isinstance(n_knockoffs, bool)
+            or n_knockoffs < 1):
         raise ValueError(f"n_knockoffs must be a positive integer, got {n_knockoffs!r}.")
     rows = check_rows(X)
     return sampler.sample_seeded(rows, n_knockoffs, draw_base_seed(random_state), None)

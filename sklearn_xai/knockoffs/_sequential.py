@@ -204,7 +204,7 @@ class SequentialKnockoffs(BaseEstimator):
 
     def _check_frame(self, X, reset):
         """Validate ``X``; a DataFrame keeps its dtypes, an array becomes float64
-        (object when ``categorical_features`` is given)."""
+        (object when ``categorical_features`` is given, its other columns numeric)."""
         min_samples = 2 if reset else 1
         if isinstance(X, pd.DataFrame):
             validate_data(self, X, reset=reset, skip_check_array=True)
@@ -220,6 +220,12 @@ class SequentialKnockoffs(BaseEstimator):
                                 ensure_all_finite=dtype is not None,
                                 ensure_min_samples=min_samples)
             frame = pd.DataFrame(arr)
+            if arr.dtype == object:  # a mixed array: its numeric columns are numbers
+                for j in np.flatnonzero(~self._categorical_mask(frame)):
+                    try:
+                        frame[j] = pd.to_numeric(frame[j])
+                    except (TypeError, ValueError):
+                        pass  # fit names the column: not numeric, not listed
         for j in range(frame.shape[1]):
             col = frame.iloc[:, j]
             if col.isna().any():
