@@ -31,9 +31,12 @@ def _add_common(p, *, report, audit=False):
     # the explainers offered are the registry's (sklearn_xai/_registry.py), by _cli_name
     from ._report import ATTRIBUTION_EXPLAINERS, DEFAULT_EXPLAINERS, EXPLAINERS
 
+    # audit has no default model: --model and --data are required (doc/cli.rst), so its
+    # help names no default model, --gbm or training
     p.add_argument("--model", metavar="MODEL.skops|MODEL.joblib",
                    help="a fitted scikit-learn estimator or pipeline, XGBoost or LightGBM "
-                        "model (needs --data): a .skops file saved with skops.io.dump "
+                        "model (" + ("required, with --data" if audit else "needs --data")
+                        + "): a .skops file saved with skops.io.dump "
                         "(recommended), or any other file is read as a joblib/pickle file "
                         "(needs --trust-model)")
     p.add_argument("--trust-model", action="store_true",
@@ -52,11 +55,18 @@ def _add_common(p, *, report, audit=False):
     p.add_argument("--max-model-ratio", type=_positive_float, default=None, metavar="R",
                    help="the largest ratio of a .skops --model file's decompressed size to "
                         "its size on disk, checked above 1 MiB (default: 200)")
-    p.add_argument("--data", metavar="DATA.csv|DATA.parquet",
-                   help="the rows to explain, also used as background / training rows")
-    p.add_argument("--target", metavar="COLUMN",
-                   help="the label column of --data, removed before explaining (needed to "
-                        "train the default model on --data when no --model is given)")
+    if audit:
+        p.add_argument("--data", metavar="DATA.csv|DATA.parquet",
+                       help="the rows of --model's input (required): the first --background "
+                            "rows fit the audit, the first --rows rows are audited")
+        p.add_argument("--target", metavar="COLUMN",
+                       help="the label column of --data, removed before auditing")
+    else:
+        p.add_argument("--data", metavar="DATA.csv|DATA.parquet",
+                       help="the rows to explain, also used as background / training rows")
+        p.add_argument("--target", metavar="COLUMN",
+                       help="the label column of --data, removed before explaining (needed "
+                            "to train the default model on --data when no --model is given)")
     if audit:
         p.add_argument("--rows", type=_positive_int, default=1000, metavar="N",
                        help="audit the first N rows of --data (default: 1000)")
@@ -108,16 +118,20 @@ def _add_common(p, *, report, audit=False):
     p.add_argument("--background", type=_positive_int, default=5000, metavar="N",
                    help="fit the explainers on the first N rows of the data (default: 5000; "
                         "the count is stated in the output)")
-    p.add_argument("--gbm", choices=("hgb", "lightgbm"), default="hgb",
-                   help="the default model: scikit-learn HistGradientBoostingClassifier "
-                        "(hgb, default) or LightGBM")
+    if audit:
+        p.set_defaults(gbm="hgb")  # not an option: audit trains no model
+    else:
+        p.add_argument("--gbm", choices=("hgb", "lightgbm"), default="hgb",
+                       help="the default model: scikit-learn HistGradientBoostingClassifier "
+                            "(hgb, default) or LightGBM")
     p.add_argument("--threads", type=_positive_int, default=1, metavar="N",
                    help="OpenMP/BLAS threads of the models (threadpoolctl; default: 1, as "
                         "more threads often run slower on a shared machine; results do not "
                         "depend on it)")
     p.add_argument("--seed", type=_seed, default=0, metavar="N",
-                   help="random_state of the default model and every seeded explainer: an "
-                        f"integer from 0 to {_MAX_SEED} (default: 0)")
+                   help=("random_state of the audit (OffManifoldAudit)"
+                         if audit else "random_state of the default model and every seeded "
+                         "explainer") + f": an integer from 0 to {_MAX_SEED} (default: 0)")
     p.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1, metavar="{0,1,2}",
                    help="the explainers' own progress on stderr, besides the command's "
                         "step timings and row bars: 0 none; 1 (default) a progress bar "

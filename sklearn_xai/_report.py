@@ -747,7 +747,9 @@ def _match_columns(model, frame, model_path, data_path, notes):
 
     Columns named like the model's features must be in the model's order: a reordered or
     renamed file is an error, not a guess. Extra columns are left out with a note. A model
-    without feature names takes the columns by position, which is stated in a note.
+    without feature names takes the columns by position, which is stated in a note. The
+    columns of a LightGBM or XGBoost model's categorical features are then given the
+    model's categories (:func:`_as_model_categories`).
     """
     names, width = _model_columns(model)
     if names is not None and _is_lightgbm(model):
@@ -769,7 +771,7 @@ def _match_columns(model, frame, model_path, data_path, notes):
         extra = [c for c in frame.columns if c not in names]
         if extra:
             notes.append(f"Columns not used by the model were left out: {_short_list(extra)}.")
-        return frame[names]
+        return _as_model_categories(model, frame[names], model_path, data_path, notes)
     if width is not None and width != frame.shape[1]:
         raise ReportError(f"the model in {model_path} takes {width} features but {data_path} "
                           f"has {frame.shape[1]} columns (after removing the target)")
@@ -777,17 +779,202 @@ def _match_columns(model, frame, model_path, data_path, notes):
                  f"cannot be checked: the {frame.shape[1]} columns of {Path(data_path).name} "
                  f"are taken by position, in the file's order ({_short_list(frame.columns)}); "
                  "they must be in the order the model was trained on.")
+    return _as_model_categories(model, frame, model_path, data_path, notes)
+
+
+def _front(model):
+    """The estimator that takes the frame the model is given: the model, or the first step
+    of a Pipeline (a ``FrozenEstimator`` unwrapped)."""
+    inner = unwrap_frozen(model)
+    steps = getattr(inner, "steps", None)
+    if isinstance(steps, list) and steps and isinstance(steps[0], tuple):
+        inner = unwrap_frozen(steps[0][-1])
+    return inner
+
+
+def _as_model_categories(model, frame, model_path, data_path, notes):
+    """``frame`` with the columns of the model's categorical features given the model's own
+    categories, in the model's order (``pd.CategoricalDtype``).
+
+    A CSV file has no category dtype: the columns of a LightGBM or XGBoost model fitted on
+    pandas ``category`` columns come back as text (or numbers), which neither library
+    predicts on. The categories are the model's (:func:`_lightgbm_categories`,
+    :func:`_xgboost_categories`); ``frame``'s column ``i`` is the model's feature ``i``.
+    A value is matched with a category by its text, numbers written as the CSV reader reads
+    them (the category ``1`` or ``"1"`` matches a cell ``1``, and ``1.0`` of a column
+    holding an empty cell). A missing cell stays missing. A value that is none of the
+    model's categories is an error naming the column and the values: LightGBM would treat
+    it as missing and XGBoost would not, so it is not guessed.
+    """
+    import pandas as pd
+
+    front = _front(model)
+    library = type(front).__module__.split(".")[0]
+    if library == "lightgbm":
+        categories = _lightgbm_categories(front, frame, model_path, data_path)
+    elif library == "xgboost":
+        categories = _xgboost_categories(front, frame, model_path, data_path)
+    else:
+        return frame
+    if not categories:
+        return frame
+    frame = frame.copy(deep=False)
+    cast = []
+    for i, cats in categories.items():
+        column = frame.iloc[:, i]
+        codes = _category_codes(column, cats, frame.columns[i], model_path, data_path)
+        if not isinstance(column.dtype, pd.CategoricalDtype):
+            cast.append(frame.columns[i])
+        frame.isetitem(i, pd.Series(pd.Categorical.from_codes(
+            codes, dtype=pd.CategoricalDtype(pd.Index(cats))), index=frame.index))
+    if cast:
+        notes.append("These columns were given the categories the model was fitted on (in "
+                     f"its order) to match its categorical features: {_short_list(cast)}.")
     return frame
+
+
+def _category_key(value):
+    """The text a category and a cell are matched by: numbers as the CSV reader reads them."""
+    import numbers
+
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+
+
+def _category_codes(column, cats, name, model_path, data_path):
+    """The codes of ``column``'s values among ``cats`` (-1 for a missing value)."""
+    import pandas as pd
+
+    key = _category_key
+    keys = [key(c) for c in cats]
+    if len(set(keys)) < len(keys):  # e.g. both 1 and "1": match the values themselves
+        key = None
+        keys = list(cats)
+    where = {k: j for j, k in enumerate(keys)}
+    values = column.astype(object) if isinstance(column.dtype, pd.CategoricalDtype) else column
+    inverse, uniques = pd.factorize(values)
+    found = np.array([where.get(u if key is None else key(u), -1) for u in uniques] + [-1],
+                     dtype=np.int64)
+    unseen = [u for u, f in zip(uniques, found) if f < 0]
+    if unseen:
+        rows = int(np.isin(inverse, np.flatnonzero(found[:-1] < 0)).sum())
+        hint = ""
+        if pd.api.types.is_numeric_dtype(column.dtype) and \
+                any(isinstance(c, str) for c in cats):
+            hint = (" (the CSV reader read the column as numbers, so a label such as '01' "
+                    "lost its zero: give the data as parquet with the column as text)")
+        raise ReportError(
+            f"column {name!r} of {data_path} holds values that are not categories of the "
+            f"model in {model_path}: {_short_list(repr(v) for v in unseen)} "
+            f"({rows} row{'s' if rows != 1 else ''}){hint}; its categories are "
+            f"{_short_list(repr(c) for c in cats)}. Correct those values, or leave the cells "
+            "empty to explain them as missing values")
+    return found[inverse]  # inverse -1 (missing) takes the trailing -1
+
+
+def _lightgbm_categories(est, frame, model_path, data_path):
+    """{feature position: categories} of a LightGBM scikit-learn model fitted on pandas
+    ``category`` columns, or {}.
+
+    LightGBM keeps the categories of the frame's category columns, in column order, in
+    ``booster_.pandas_categorical``, and the positions of its categorical features in the
+    ``categorical_column`` parameter (``categorical_feature`` for a booster loaded from a
+    model file). When the two do not have the same length (an ordered category column,
+    which LightGBM codes as a number, or ``categorical_feature`` given by hand) the columns
+    cannot be told apart: a frame already holding that many category columns (parquet) is
+    left to LightGBM, any other is an error.
+    """
+    import pandas as pd
+
+    try:
+        booster = est.booster_
+        pandas_categorical = booster.pandas_categorical
+    except Exception:
+        return {}
+    if not pandas_categorical:
+        return {}
+    params = getattr(booster, "params", None) or {}
+    columns = params.get("categorical_column", params.get("categorical_feature"))
+    if isinstance(columns, str):
+        columns = [c for c in columns.split(",") if c]
+    names = list(booster.feature_name())
+    positions = []
+    for c in columns or ():
+        text = str(c)
+        if text.lstrip("-").isdigit():
+            positions.append(int(text))
+        elif text.removeprefix("name:") in names:
+            positions.append(names.index(text.removeprefix("name:")))
+    positions = sorted(set(positions))
+    if len(positions) == len(pandas_categorical) and \
+            all(0 <= p < frame.shape[1] for p in positions):
+        return {p: list(cats) for p, cats in zip(positions, pandas_categorical)}
+    n_category = sum(isinstance(t, pd.CategoricalDtype) for t in frame.dtypes)
+    if n_category == len(pandas_categorical):
+        return {}
+    raise ReportError(
+        f"the LightGBM model in {model_path} was fitted on {len(pandas_categorical)} pandas "
+        f"category columns but names {len(positions)} categorical features (an ordered "
+        "category, or categorical_feature given by hand), so the columns of "
+        f"{data_path} cannot be given its categories; give the data as parquet with "
+        "those columns of dtype category")
+
+
+def _xgboost_categories(est, frame, model_path, data_path):
+    """{feature position: categories} of an XGBoost scikit-learn model with categorical
+    features (``feature_types`` ``'c'``), or {}.
+
+    XGBoost 3.1 and later store the categories of a pandas frame in the booster
+    (``get_booster().get_categories()``) and re-code a frame's categories to them when
+    predicting. A model that does not store them (fitted on codes, or with an older
+    XGBoost) takes its columns as they are: numbers (codes), or a parquet file's category
+    columns; a text column is an error.
+    """
+    import pandas as pd
+
+    try:
+        booster = est.get_booster()
+    except Exception:
+        return {}
+    types = list(getattr(booster, "feature_types", None) or ())
+    positions = [i for i, t in enumerate(types) if t == "c" and i < frame.shape[1]]
+    if not positions:
+        return {}
+    try:
+        arrays = booster.get_categories(export_to_arrow=True).to_arrow()
+    except ImportError as exc:
+        raise ReportError(f"reading the categories of the XGBoost model in {model_path} "
+                          "needs pyarrow: pip install pyarrow") from exc
+    except Exception:  # XGBoost < 3.1 has no get_categories
+        arrays = None
+    categories = {}
+    for i in positions:
+        values = arrays[i][1] if arrays is not None and i < len(arrays) else None
+        if values is not None:
+            categories[i] = values.to_pylist()
+    # codes (numbers) and category columns go to XGBoost as they are; text cannot
+    unknown = [frame.columns[i] for i in positions if i not in categories
+               and not isinstance(frame.dtypes.iloc[i], pd.CategoricalDtype)
+               and not pd.api.types.is_numeric_dtype(frame.dtypes.iloc[i])]
+    if unknown:
+        raise ReportError(
+            f"the XGBoost model in {model_path} does not store the categories of its "
+            f"categorical features (fitted with XGBoost < 3.1), and {data_path} holds them "
+            f"as text: {_short_list(unknown)}; give the data as parquet with those columns "
+            "of dtype category, as the model was fitted")
+    return categories
 
 
 def _is_lightgbm(model):
     """Whether the feature names of ``model`` are those of a LightGBM model (the model, or
     the first step of a Pipeline, is one of LightGBM's scikit-learn estimators)."""
-    inner = unwrap_frozen(model)
-    steps = getattr(inner, "steps", None)
-    if isinstance(steps, list) and steps and isinstance(steps[0], tuple):
-        inner = unwrap_frozen(steps[0][-1])
-    return type(inner).__module__.split(".")[0] == "lightgbm"
+    return type(_front(model)).__module__.split(".")[0] == "lightgbm"
 
 
 def _lightgbm_name(column):

@@ -711,3 +711,118 @@ def test_generated_hostile_skops_names_never_reach_the_terminal(pieces, user, sk
         assert word.isprintable()  # a name with a control character is never offered
         assert not word.startswith("evil.") or word == "evil." + name  # nor cut short
     assert not (tmp / "phi.csv").exists()
+
+
+def _category_frame(n=240, seed=0):
+    """A frame with a text category, a category of the strings "1", "2", "3" (read back
+    from a CSV as the numbers 1, 2, 3), a category of the integers 10, 20, 30, a number,
+    and empty cells in two category columns."""
+    rng = np.random.default_rng(seed)
+    colour = rng.choice(["red", "green", "blue"], n)
+    grade = rng.choice(["1", "2", "3"], n)
+    size = rng.choice([10, 20, 30], n)
+    X = pd.DataFrame({
+        "colour": pd.Categorical(colour, categories=["red", "green", "blue"]),
+        "grade": pd.Categorical(grade, categories=["3", "1", "2"]),
+        "size": pd.Categorical(size, categories=[30, 10, 20]),
+        "income": rng.normal(size=n),
+    })
+    y = ((colour == "red") ^ (grade == "2") ^ (size == 20)
+         ^ (X["income"].to_numpy() > 0.5)).astype(int)
+    X.loc[[3, 7], "colour"] = np.nan
+    X.loc[[4], "grade"] = np.nan
+    return X, pd.Series(y, name="label")
+
+
+def _category_model(library):
+    """A LightGBM or XGBoost classifier fitted on :func:`_category_frame`; its raw output."""
+    X, y = _category_frame()
+    if library == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+        model = lgb.LGBMClassifier(n_estimators=15, num_leaves=6, min_child_samples=5,
+                                   verbose=-1, random_state=0).fit(X, y)
+        return model, X, y, lambda Z: model.predict(Z, raw_score=True)
+    xgb = pytest.importorskip("xgboost")
+    if not hasattr(xgb.Booster, "get_categories"):
+        pytest.skip("XGBoost < 3.1 stores no categories")
+    model = xgb.XGBClassifier(n_estimators=15, max_depth=3, enable_categorical=True,
+                              n_jobs=1, random_state=0).fit(X, y)
+    return model, X, y, lambda Z: model.predict(Z, output_margin=True)
+
+
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+def test_category_columns_read_from_csv_get_the_models_categories(library, tmp_path, capsys):
+    """A LightGBM or XGBoost model fitted on pandas category columns takes its CSV file:
+    the columns (text, and numbers for the labels "1", "2", "3" or the categories 10, 20,
+    30) are given the model's categories in its order. The rows written are TreeSHAP of the
+    category frame in memory and add up to the model's own raw output; missing cells stay
+    missing. ``audit`` takes the file as well. (Both libraries refused it: "categorical_feature
+    do not match", "DataFrame.dtypes for data must be int, float, bool or category".)"""
+    model, X, y, raw = _category_model(library)
+    joblib.dump(model, tmp_path / "m.joblib")
+    data, out = tmp_path / "data.csv", tmp_path / "phi.csv"
+    X.assign(label=y).to_csv(data, index=False)
+    assert pd.read_csv(data)["grade"].dtype.kind == "f"  # 1.0, 2.0, 3.0 and an empty cell
+    argv = ["--model", tmp_path / "m.joblib", "--trust-model", "--data", data,
+            "--target", "label"]
+    code, _, err = _run(["explain", *argv, "--rows", "12", "--out", out], capsys)
+    assert code == 0, err
+    assert "given the categories the model was fitted on" in err
+    assert "colour, grade, size" in err
+    got = pd.read_csv(out, index_col="row")
+    features = list(X.columns)
+    assert list(got.index) == list(range(12)) and list(got.columns[1:]) == features
+    ref = TreeShapExplainer(FrozenEstimator(model)).fit(X).explain(X.iloc[:12])
+    values = got[features].to_numpy(dtype=float)
+    base = got.iloc[:, 0].to_numpy(dtype=float)
+    np.testing.assert_allclose(values, ref.values, atol=1e-9)
+    np.testing.assert_allclose(base, ref.base_values, atol=1e-9)
+    np.testing.assert_allclose(values.sum(axis=1) + base, raw(X.iloc[:12]), atol=1e-5)
+    # rows 3, 4 and 7 hold an empty cell: their output is the model's on a missing value
+    assert X.iloc[:12].isna().any(axis=1).sum() == 3
+    # the audit's knockoff sampler takes complete rows only
+    X.dropna().assign(label=y).to_csv(data, index=False)
+    code, stdout, err = _run(["audit", *argv, "--rows", "40", "--background", "120"], capsys)
+    assert code == 0, err
+    assert "Off-manifold audit of 40 rows and 4 features" in stdout
+
+
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+def test_a_value_not_among_the_models_categories_is_an_error(library, tmp_path, capsys):
+    """A cell that is none of the model's categories is not guessed (LightGBM would take it
+    as missing, XGBoost would not): one line names the column, the values and the rows."""
+    model, X, y, _ = _category_model(library)
+    joblib.dump(model, tmp_path / "m.joblib")
+    data, out = tmp_path / "data.csv", tmp_path / "phi.csv"
+    file = X.astype({"colour": object})
+    file.loc[[0, 5], "colour"] = "purple"
+    file.assign(label=y).to_csv(data, index=False)
+    code, _, err = _run(["explain", "--model", tmp_path / "m.joblib", "--trust-model",
+                         "--data", data, "--target", "label", "--out", out], capsys)
+    _one_line_error(code, err, "column 'colour'", "'purple' (2 rows)",
+                    "'red', 'green', 'blue'", "leave the cells empty")
+    assert not out.exists()
+
+
+def test_audit_help_names_no_default_model(capsys):
+    """``audit`` needs --model and --data (doc/cli.rst): its help described the default
+    model of report/explain (--gbm, "train the default model" in --target and --seed)."""
+    def text(command):
+        with pytest.raises(SystemExit) as info:
+            main([command, "--help"])
+        assert info.value.code == 0
+        return " ".join(capsys.readouterr().out.split())
+
+    audit = text("audit")
+    assert "default model" not in audit and "--gbm" not in audit and "train" not in audit
+    assert "(required, with --data)" in audit and "removed before auditing" in audit
+    assert "random_state of the audit (OffManifoldAudit)" in audit
+    for command in ("report", "explain"):
+        other = text(command)
+        assert "--gbm {hgb,lightgbm}" in other and "train the default model" in other
+    code, _, err = _run(["audit", "--data", "x.csv"], capsys)
+    _one_line_error(code, err, "audit needs --model")
+    with pytest.raises(SystemExit) as info:
+        main(["audit", "--gbm", "lightgbm"])
+    assert info.value.code == 2
+    assert "unrecognized arguments: --gbm" in capsys.readouterr().err
