@@ -908,10 +908,22 @@ class BaseExplainer(BaseEstimator):
                     done(i, result, seconds)
         return results
 
+    def _uses_model_as_is(self):
+        """Whether ``fit`` keeps ``model`` as it is (a ``FrozenEstimator``) rather than
+        training a clone of it on ``X``."""
+        return isinstance(self.model, FrozenEstimator)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = self._takes_missing_values or (
-            self._allow_nan() if self.model is not None else False)
+        if self.model is None:
+            tags.input_tags.allow_nan = False
+        elif self._takes_missing_values:
+            # a method that takes missing values takes them in fit's rows only when fit
+            # trains no clone of the model on them (the model's own tag decides that)
+            tags.input_tags.allow_nan = (self._uses_model_as_is()
+                                         or model_allows_nan(self.model))
+        else:
+            tags.input_tags.allow_nan = self._allow_nan()
         tags.non_deterministic = False
         return tags
 
@@ -985,8 +997,10 @@ class AttributionMixin(TransformerMixin):
 
         Parameters
         ----------
-        input_features : None
-            Ignored (the names come from the fitted players and outputs).
+        input_features : array-like of str or None, default=None
+            The input columns' names, as scikit-learn transformers take them: checked
+            against ``feature_names_in_`` (or their number against ``n_features_in_``);
+            the names come from the fitted players and outputs.
 
         Returns
         -------
@@ -994,6 +1008,7 @@ class AttributionMixin(TransformerMixin):
             Output-major, as :meth:`transform`'s columns.
         """
         check_is_fitted(self)
+        _check_input_features(self, input_features)
         players = list(self.player_names_)
         if len(self.output_names_) == 1:
             return np.asarray([f"phi__{p}" for p in players], dtype=object)
@@ -1235,8 +1250,9 @@ class RecourseMixin(TransformerMixin):
 
         Parameters
         ----------
-        input_features : None
-            Ignored (the names are those seen in ``fit``).
+        input_features : array-like of str or None, default=None
+            The input columns' names, as scikit-learn transformers take them: checked
+            against ``feature_names_in_`` (or their number against ``n_features_in_``).
 
         Returns
         -------
@@ -1244,7 +1260,25 @@ class RecourseMixin(TransformerMixin):
             The names of the columns given to ``fit`` (``x0``, ``x1``, ... for arrays).
         """
         check_is_fitted(self)
+        _check_input_features(self, input_features)
         return np.asarray(self._feature_names(), dtype=object)
+
+
+def _check_input_features(explainer, input_features):
+    """``get_feature_names_out``'s ``input_features``, as scikit-learn's transformers check
+    it: the fitted column names (or as many names as fitted columns)."""
+    if input_features is None:
+        return
+    given = np.asarray(input_features, dtype=object).ravel()
+    names = getattr(explainer, "feature_names_in_", None)
+    if names is not None and not np.array_equal(given, np.asarray(names, dtype=object)):
+        raise ValueError(
+            f"input_features is not equal to feature_names_in_: got {list(given)[:10]}, "
+            f"fitted on {list(names)[:10]}.")
+    if len(given) != explainer.n_features_in_:
+        raise ValueError(
+            f"input_features should have length equal to the number of features "
+            f"({explainer.n_features_in_}), got {len(given)}.")
 
 
 def split_pipeline(model: Any) -> tuple[Pipeline | None, Any]:

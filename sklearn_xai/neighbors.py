@@ -120,6 +120,8 @@ class NeighborIndex(BaseEstimator):
 
     Attributes
     ----------
+    method_ : {"hnsw", "exact"}
+        The kind of the fitted index (``method`` at the last ``fit``).
     n_indexed_ : int
         Number of indexed rows.
     n_features_in_ : int
@@ -186,7 +188,10 @@ class NeighborIndex(BaseEstimator):
         self.center_ = lo / 2 + hi / 2  # halves first: no overflow near the largest float
         self.scale_ = _pow2_at_least(float(np.max(hi / 2 - lo / 2)))
         Xs = (X - self.center_) / self.scale_
-        if self.method == "exact":
+        # the fitted index's kind: set_params(method=...) after fit changes nothing until
+        # the next fit
+        self.method_ = self.method
+        if self.method_ == "exact":
             from sklearn.neighbors import NearestNeighbors
 
             self._Xs = Xs
@@ -206,7 +211,7 @@ class NeighborIndex(BaseEstimator):
 
     def _indexed(self):
         """The normalised indexed rows, float64."""
-        if self.method == "exact":
+        if self.method_ == "exact":
             return self._Xs
         return self.index_.reconstruct_n(0, self.n_indexed_).astype(np.float64)
 
@@ -245,7 +250,8 @@ class NeighborIndex(BaseEstimator):
         """
         check_is_fitted(self, "index_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        if not isinstance(n_neighbors, numbers.Integral) or n_neighbors < 1:
+        if (not isinstance(n_neighbors, numbers.Integral) or isinstance(n_neighbors, bool)
+                or n_neighbors < 1):
             raise ValueError(f"n_neighbors must be a positive integer, got {n_neighbors!r}.")
         k = int(min(n_neighbors, self.n_indexed_))
         with np.errstate(over="ignore", invalid="ignore"):
@@ -254,7 +260,7 @@ class NeighborIndex(BaseEstimator):
         near = np.flatnonzero(~far)
         dist = np.empty((X.shape[0], k))
         idx = np.empty((X.shape[0], k), dtype=np.int64)
-        if near.size and self.method == "exact":
+        if near.size and self.method_ == "exact":
             d, i = self.index_.kneighbors(Xs[near], n_neighbors=k)
             dist[near], idx[near] = d * self.scale_, i
         elif near.size:
@@ -275,13 +281,13 @@ class NeighborIndex(BaseEstimator):
 
     def __getstate__(self):
         state = dict(super().__getstate__())
-        if self.method == "hnsw" and "index_" in state:
+        if state.get("method_") == "hnsw" and "index_" in state:
             faiss = _import_faiss()
             state["index_"] = faiss.serialize_index(state["index_"])
         return state
 
     def __setstate__(self, state):
-        if state.get("method") == "hnsw" and isinstance(state.get("index_"), np.ndarray):
+        if state.get("method_") == "hnsw" and isinstance(state.get("index_"), np.ndarray):
             faiss = _import_faiss()
             state = dict(state)
             state["index_"] = faiss.deserialize_index(state["index_"])

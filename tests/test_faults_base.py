@@ -359,3 +359,58 @@ def test_a_frame_in_another_order_than_the_models_is_refused(name):
     with pytest.raises(ValueError, match=r"missing \['c'\], unexpected \['d'\]"):
         cls(model, **fast_params(cls)).fit(frame.rename(columns={"c": "d"}))
     cls(model, **fast_params(cls)).fit(frame)  # the model's own order
+
+
+def test_treeshap_says_it_takes_nan_in_fit_only_when_fit_trains_no_clone():
+    # the tag said allow_nan for any tree model, but fit trains a clone of an unfrozen
+    # model on X, and GradientBoosting refuses NaN (scikit-learn's pickle check failed)
+    from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingClassifier
+    from sklearn.utils import get_tags
+
+    X, y = _data()
+    gb = GradientBoostingClassifier(n_estimators=5, random_state=0)
+    assert not get_tags(TreeShapExplainer(gb)).input_tags.allow_nan
+    assert get_tags(TreeShapExplainer(FrozenEstimator(gb.fit(X, y)))).input_tags.allow_nan
+    assert get_tags(TreeShapExplainer(HistGradientBoostingClassifier())).input_tags.allow_nan
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        TreeShapExplainer(GradientBoostingClassifier(n_estimators=5)).fit(X_nan, y)
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_get_feature_names_out_checks_input_features(name):
+    # input_features was ignored: wrong names or a wrong count gave the fitted names
+    cls = CLASSES[name]
+    if not hasattr(cls, "get_feature_names_out"):
+        pytest.skip(f"{name} is no transformer")  # KnockoffSAGE: one global importance
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(80, 3)), columns=["a", "b", "c"])
+    y = (frame["a"] + 0.5 * frame["b"] > 0).astype(int)
+    exp = cls(FrozenEstimator(model_for(cls).fit(frame, y)), **fast_params(cls)).fit(frame)
+    want = exp.get_feature_names_out()
+    np.testing.assert_array_equal(exp.get_feature_names_out(["a", "b", "c"]), want)
+    with pytest.raises(ValueError, match="not equal to feature_names_in_"):
+        exp.get_feature_names_out(["a", "c", "b"])
+    with pytest.raises(ValueError, match="not equal to feature_names_in_"):
+        exp.get_feature_names_out(["a", "b"])
+    unnamed = cls(FrozenEstimator(model_for(cls).fit(frame.to_numpy(), y)),
+                  **fast_params(cls)).fit(frame.to_numpy())
+    unnamed.get_feature_names_out(["p", "q", "r"])  # any names of the right number
+    with pytest.raises(ValueError, match="length equal to the number of features .3."):
+        unnamed.get_feature_names_out(["p", "q"])
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_integer_column_labels_name_players_as_every_explainer_does(name):
+    # TreeSHAP named the players of a frame with integer column labels by the labels
+    # ('10'), every other explainer (and scikit-learn) x0, x1, ...
+    cls = CLASSES[name]
+    if not hasattr(cls, "get_feature_names_out"):
+        pytest.skip(f"{name} is no transformer")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(80, 3)), columns=[10, 11, 12])
+    y = (frame[10] + 0.5 * frame[11] > 0).astype(int)
+    exp = cls(FrozenEstimator(model_for(cls).fit(frame, y)), **fast_params(cls)).fit(frame)
+    names = [str(n) for n in exp.get_feature_names_out()]
+    assert all(n.endswith(("x0", "x1", "x2")) for n in names), names

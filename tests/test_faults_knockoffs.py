@@ -424,3 +424,24 @@ def test_sample_n_knockoffs_must_be_a_positive_int(bad):
     X = np.random.default_rng(0).normal(size=(50, 3))
     with pytest.raises(ValueError, match="n_knockoffs must be a positive integer"):
         GaussianKnockoffs().fit(X).sample(X[:2], bad)
+
+
+def test_sage_score_without_targets_says_it_needs_them():
+    # a search fitted without y scored every candidate NaN: score(X) raised a bare
+    # "missing 1 required positional argument"
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV
+
+    from sklearn_xai import KnockoffSAGE
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = (X[:, 0] > 0).astype(int)
+    model = FrozenEstimator(LogisticRegression().fit(X, y))
+    sage = KnockoffSAGE(model, n_knockoffs=2, n_permutations=2, tol=None, random_state=0)
+    with pytest.raises(ValueError, match="needs the targets y"):
+        sage.fit(X).score(X)
+    search = GridSearchCV(sage, {"n_knockoffs": [1, 2]}, cv=2, error_score="raise")
+    with pytest.raises(ValueError, match="needs the targets y"):
+        search.fit(X)
+    assert np.isfinite(search.fit(X, y).best_score_)

@@ -51,3 +51,19 @@ def test_bad_input():
         idx.kneighbors(np.zeros((1, 3)), 1)
     with pytest.raises(ValueError, match="method"):
         NeighborIndex("annoy").fit(np.zeros((4, 2)))
+
+
+@pytest.mark.parametrize("fitted, new", [("hnsw", "exact"), ("exact", "hnsw")])
+def test_set_params_after_fit_leaves_the_fitted_index_alone(fitted, new):
+    # kneighbors and pickling read the method parameter, not the fitted index's kind
+    X = np.random.RandomState(0).randn(50, 3)
+    index = NeighborIndex(fitted).fit(X)
+    want = index.kneighbors(X[:4], 3)
+    index.set_params(method=new)
+    for got in (index.kneighbors(X[:4], 3),
+                pickle.loads(pickle.dumps(index)).kneighbors(X[:4], 3)):
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_allclose(got[0], want[0], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="positive integer"):
+        index.kneighbors(X[:1], True)
+    assert index.fit(X).method_ == new

@@ -1146,7 +1146,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
 
         return losses, keys
 
-    def score(self, X: ArrayLike | pd.DataFrame, y: ArrayLike) -> float:
+    def score(self, X: ArrayLike | pd.DataFrame, y: ArrayLike | None = None) -> float:
         """Faithfulness correlation of the global importances on ``(X, y)``.
 
         Higher is better.
@@ -1163,7 +1163,8 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         X : array-like or DataFrame of shape (n_samples, n_features)
             Rows explained and scored, with the columns given to ``fit``.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets of the rows, as in :meth:`explain`.
+            Targets of the rows, as in :meth:`explain` (required: ``None`` is the
+            ``ValueError`` that says so, e.g. a search fitted without ``y``).
 
         Returns
         -------

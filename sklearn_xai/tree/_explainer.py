@@ -460,6 +460,9 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
             return self.model_
         return super()._fit_model(X, y, **fit_params)
 
+    def _uses_model_as_is(self):
+        return _is_booster(self.model) or super()._uses_model_as_is()
+
     def _model_feature_names(self):
         """A raw Booster's own feature names (None when it was trained without)."""
         if not _is_booster(self.model_):
@@ -537,8 +540,9 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
                 names = self.preprocessor_.get_feature_names_out()
             except (AttributeError, ValueError, TypeError):
                 names = None
-        if names is None and frame is not None:
-            names = frame.columns
+        if names is None and frame is not None and all(isinstance(c, str)
+                                                       for c in frame.columns):
+            names = frame.columns  # (integer labels are no names: x0, x1, ... as elsewhere)
         if names is None:
             names = ens.feature_names or [f"x{j}" for j in range(ens.n_features)]
         return [str(n) for n in names]
