@@ -50,7 +50,12 @@ def _is_regressor(model):
 
     from .._utils import unwrap_frozen
 
-    return model is not None and is_regressor(unwrap_frozen(model))
+    if model is None:
+        return False
+    try:
+        return is_regressor(unwrap_frozen(model))
+    except (AttributeError, TypeError):  # a plain callable or object: no tags
+        return False
 
 
 def _desired(result, model=None):
