@@ -452,3 +452,36 @@ def test_a_raw_booster_refuses_a_frame_in_another_order(library):
            if library == "xgboost" else booster.predict(frame.iloc[:5], raw_score=True))
     np.testing.assert_allclose(att.values.sum(axis=1).ravel() + np.ravel(att.base_values),
                                raw, atol=1e-5)
+
+
+def test_log_loss_matches_labels_to_classes_by_value():
+    # labels were matched by their text: int labels of a model fitted on float ones were
+    # "not classes of the model [0.0, 1.0]"
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(200, 4))
+    y = (X[:, 0] > 0).astype(int)
+    model = GradientBoostingClassifier(n_estimators=3, max_depth=2,
+                                       random_state=0).fit(X, y.astype(float))
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
+                            model_output="log_loss").fit(X[:5])
+    as_int, as_float = exp.explain(X[:6], y[:6]), exp.explain(X[:6], y[:6].astype(float))
+    np.testing.assert_array_equal(as_int.values, as_float.values)
+    want = -np.log(model.predict_proba(X[:6])[np.arange(6), y[:6]])
+    np.testing.assert_allclose(as_int.values.sum(axis=1).ravel()
+                               + np.ravel(as_int.base_values), want, atol=1e-10)
+
+
+@pytest.mark.parametrize("model_output", ["probability", "log_loss"])
+def test_a_raw_objective_has_no_probability_to_explain(model_output):
+    # binary:logitraw's margin was explained as a probability (negative "probabilities",
+    # a log loss near 708 through the clip)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    model = xgb.XGBClassifier(n_estimators=5, objective="binary:logitraw").fit(X, y)
+    exp = TreeShapExplainer(FrozenEstimator(model), imputation="marginal",
+                            model_output=model_output)
+    with pytest.raises(ValueError, match="no link to probabilities.*model_output='raw'"):
+        exp.fit(X[:20])

@@ -63,6 +63,15 @@ def _module(model):
     return type(model).__module__.split(".")[0]
 
 
+def _label_key(value):
+    """A class label's identity by value: numbers (not bools) by their float value."""
+    if isinstance(value, (bool, np.bool_)):
+        return ("bool", bool(value))
+    if isinstance(value, Real):
+        return ("number", float(value))
+    return ("text", str(value))
+
+
 def _is_booster(model):
     """An XGBoost or LightGBM ``Booster`` (used as is, never cloned)."""
     for cls in type(model).__mro__:
@@ -691,6 +700,8 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         if self.index != "shapley":
             raise ValueError("model_output='log_loss' is available with index='shapley' "
                              "only.")
+        if ens.raw_space != "probability":
+            self._check_probability_link(ens)
         if self.target is not None:
             raise ValueError("model_output='log_loss' explains the loss of each row's own "
                              "label; leave target=None.")
@@ -737,6 +748,16 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         return (classes is not None and len(classes) > 0) or ens.link in (
             "logistic", "softmax", "logistic2x")
 
+    def _check_probability_link(self, ens):
+        """A classifier's margins must map to probabilities: a raw objective (XGBoost's
+        binary:logitraw, a custom objective) has no link to apply."""
+        if ens.link not in ("logistic", "softmax", "logistic2x"):
+            raise ValueError(
+                f"model_output={self.model_output!r} needs the model's probabilities, but "
+                f"{ens.model_name}'s objective outputs raw scores with no link to "
+                "probabilities (e.g. XGBoost's binary:logitraw, whose predict_proba returns "
+                "the margin too); use model_output='raw'.")
+
     def _applies_link(self, final, ens):
         """Whether the explained outputs are the margins through the link
         (``model_output="probability"`` of a boosted classifier); checks the settings."""
@@ -748,6 +769,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
                 "is not one (use model_output='raw').")
         if ens.raw_space == "probability":
             return False  # forests already average probabilities
+        self._check_probability_link(ens)
         if self.imputation == "tree_path_dependent":
             raise ValueError(
                 "model_output='probability' is only available with "
@@ -965,8 +987,12 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         if classes is None:  # a classifier Booster: labels are class indices
             classes = np.arange(max(2, self.ensemble_.n_outputs))
         classes = np.asarray(classes)
-        pos = {str(c): k for k, c in enumerate(classes)}
-        idx = np.asarray([pos.get(str(v), -1) for v in y], dtype=np.int64)
+        # by value (a model fitted on float labels takes int ones, as log_loss does), then
+        # by text (labels read from a file as strings)
+        by_value = {_label_key(c): k for k, c in enumerate(classes)}
+        by_text = {str(c): k for k, c in enumerate(classes)}
+        idx = np.asarray([by_value.get(_label_key(v), by_text.get(str(v), -1)) for v in y],
+                         dtype=np.int64)
         if np.any(idx < 0):
             bad = sorted({str(v) for v, k in zip(y, idx, strict=True) if k < 0})[:5]
             raise ValueError(f"y has labels {bad} that are not classes of the model "
