@@ -419,7 +419,8 @@ class OffManifoldAudit(BaseEstimator):
         "response_method": [StrOptions({"auto", "predict_proba", "decision_function",
                                         "predict"})],
         "target": "no_validation",
-        "n_jobs": [Integral, None],
+        "n_jobs": [None, Interval(Integral, None, -1, closed="right"),
+                   Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
     }
 

@@ -259,6 +259,22 @@ def _plain_dtypes(X):
     return X
 
 
+def check_rows_columns(rows, X, name):
+    """Rows given beside ``X`` as a DataFrame (or one row as a Series) must have ``X``'s
+    columns in ``X``'s order: they are read by position. Raises a ValueError naming
+    ``name`` otherwise; arrays (and frames beside an array) are not checked."""
+    if not is_frame(X) or not (is_frame(rows) or _is_series(rows)):
+        return
+    labels = list(rows.columns if is_frame(rows) else rows.index)
+    columns = list(X.columns)
+    if labels == columns:
+        return
+    if sorted(map(str, labels)) == sorted(map(str, columns)):
+        raise ValueError(f"{name}'s columns are X's in another order; pass "
+                         f"{name}[X.columns] (they are read by position).")
+    raise ValueError(f"{name}'s columns {labels[:10]} are not X's {columns[:10]}.")
+
+
 def reference_row(X: np.ndarray | pd.DataFrame) -> np.ndarray:
     """One reference row: the mean of numeric columns, the most frequent value of the others.
 

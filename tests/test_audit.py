@@ -262,3 +262,8 @@ def test_the_behaviour_test_does_not_round_knockoffs_to_integer_rows():
     assert len(calls) == 3
     for rows in calls:
         assert np.any(rows[:60] != np.round(rows[:60]))  # the knockoffs as drawn
+
+
+def test_n_jobs_zero_is_refused_by_the_audit_itself():
+    with pytest.raises(ValueError, match="n_jobs"):
+        OffManifoldAudit(n_jobs=0).fit(np.random.default_rng(0).normal(size=(50, 3)))

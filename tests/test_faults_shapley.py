@@ -129,3 +129,45 @@ def test_shear_auto_enumerates_once_its_budget_would_buy_every_coalition():
     np.testing.assert_array_equal(auto.extras["n_evals"], 32)
     np.testing.assert_array_equal(auto.extras["n_rounds"], 0)
     assert np.all(auto.std == 0)
+
+
+@pytest.mark.parametrize("make", ["knockoff_shap", "knockoff_sage", "shear"])
+def test_a_background_frame_in_another_order_is_refused(make):
+    # a background DataFrame was read by position: reordered (or renamed) columns gave
+    # other values with no error
+    import pandas as pd
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_xai import KnockoffSAGE, KnockoffSHAP, ShearExplainer
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(80, 4)), columns=list("abcd"))
+    y = (frame["a"] + frame["b"] > 0).astype(int)
+    model = FrozenEstimator(LogisticRegression().fit(frame, y))
+    rows = frame.iloc[:1] if make == "shear" else frame.iloc[:20]
+
+    def build(background):
+        if make == "shear":
+            return ShearExplainer(model, n_evals=4, background=background, random_state=0)
+        cls = KnockoffSHAP if make == "knockoff_shap" else KnockoffSAGE
+        return cls(model, imputation="marginal", background=background, random_state=0)
+
+    build(rows).fit(frame)
+    with pytest.raises(ValueError, match="background's columns are X's in another order"):
+        build(rows[list("dcba")]).fit(frame)
+    with pytest.raises(ValueError, match="background's columns .* are not X's"):
+        build(rows.rename(columns={"d": "e"})).fit(frame)
+
+
+def test_knockoff_imputation_says_it_does_not_use_background():
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_xai import KnockoffSHAP
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    model = FrozenEstimator(LogisticRegression().fit(X, X[:, 0] > 0))
+    with pytest.warns(UserWarning, match="does not use background"):
+        KnockoffSHAP(model, background=X[:5], n_knockoffs=2, random_state=0).fit(X)

@@ -28,6 +28,7 @@ from ..base import (
     BaseExplainer,
     OutputExplainer,
     as_array,
+    check_rows_columns,
     model_allows_nan,
     reference_row,
     resolve_feature_groups,
@@ -131,6 +132,7 @@ def _check_background(background, X, feature_names, allow_nan):
     ``background``, whose NaN / infinity errors name it."""
     if background is None:
         return as_array(X)
+    check_rows_columns(background, X, "background")
     bg = as_array(background)
     n_features = len(feature_names)
     if bg.ndim != 2 or bg.shape[1] != n_features or bg.shape[0] == 0:
@@ -186,6 +188,12 @@ class _KnockoffMixin:
     def _fit_imputation(self, X):
         """Fit the knockoff sampler, or check the background, on the explained rows."""
         if self.imputation == "knockoff":
+            if self.background is not None:
+                self._warn_once(
+                    f"{type(self).__name__}(imputation='knockoff') does not use background "
+                    "(the knockoff sampler fills absent features); pass "
+                    "imputation='marginal' to fill them from background.",
+                    key="unused background", stacklevel=5)
             self.sampler_ = _fit_sampler(self.sampler, X, self.random_state,
                                          getattr(self, "verbose", 0))
         else:

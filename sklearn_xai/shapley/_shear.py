@@ -35,6 +35,7 @@ from .._utils import draw_base_seed, is_frame, unwrap_frozen
 from ..base import (
     AttributionExplainer,
     as_array,
+    check_rows_columns,
     model_allows_nan,
     reference_row,
     resolve_feature_groups,
@@ -1179,6 +1180,7 @@ class ShearExplainer(AttributionExplainer):
         if isinstance(self.background, str):
             self.reference_ = _group_reference(X, self.groups_)
         else:
+            check_rows_columns(self.background, X, "background")
             ref = np.asarray(self.background)
             if ref.ndim == 1:
                 ref = ref[None, :]
