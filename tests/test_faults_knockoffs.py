@@ -445,3 +445,18 @@ def test_sage_score_without_targets_says_it_needs_them():
     with pytest.raises(ValueError, match="needs the targets y"):
         search.fit(X)
     assert np.isfinite(search.fit(X, y).best_score_)
+
+
+@pytest.mark.parametrize("cls_name", ["KnockoffSHAP", "KnockoffSAGE"])
+@pytest.mark.parametrize("bad", [0, "ab"])
+def test_feature_groups_must_be_a_list_or_dict(cls_name, bad):
+    # 0 raised "'int' object is not iterable", "ab" was read letter by letter
+    from sklearn.linear_model import LogisticRegression
+
+    import sklearn_xai
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    model = FrozenEstimator(LogisticRegression().fit(X, X[:, 0] > 0))
+    with pytest.raises(ValueError, match="feature_groups"):
+        getattr(sklearn_xai, cls_name)(model, feature_groups=bad).fit(X)

@@ -470,7 +470,7 @@ class KnockoffSHAP(_KnockoffMixin, AttributionExplainer):
         "max_model_rows": [Interval(Integral, 1, None, closed="left")],
         "imputation": [StrOptions({"knockoff", "marginal"})],
         "background": ["array-like", None],
-        "feature_groups": "no_validation",
+        "feature_groups": [None, list, dict],
         "random_state": ["random_state"],
     }
 
@@ -962,7 +962,7 @@ class KnockoffSAGE(_KnockoffMixin, OutputExplainer):
         "n_permutations": [Interval(Integral, 1, None, closed="left"), None],
         "tol": [Interval(Real, 0, None, closed="neither"), None],
         "max_model_rows": [Interval(Integral, 1, None, closed="left")],
-        "feature_groups": "no_validation",
+        "feature_groups": [None, list, dict],
         "random_state": ["random_state"],
     }
 
