@@ -783,3 +783,18 @@ def test_mace_takes_missing_values_in_the_columns_a_pipeline_imputes():
     bad.loc[bad.index[0], "a"] = np.nan  # the scaled column does not take NaN
     with pytest.raises(ValueError, match="'a'"):
         MaceRecourse(FrozenEstimator(model), random_state=0).fit(bad)
+
+
+def test_p2ce_refuses_a_grid_step_finer_than_its_bound():
+    # grid_step=1e-9 passed (0, 1] and allocated gigabytes per feature in fit
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_xai import P2CERecourse
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match="grid_step"):
+        P2CERecourse(LogisticRegression(), grid_step=1e-9).fit(X, y)
+    P2CERecourse(LogisticRegression(), grid_step=1e-4, max_changes=1,
+                 random_state=0).fit(X, y)

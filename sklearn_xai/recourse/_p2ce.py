@@ -119,7 +119,8 @@ class P2CERecourse(RecourseExplainer):
         Percentile bounds of each numeric feature's grid.
     grid_step : float, default=0.05
         Grid step as a fraction of the percentile range (ceiled to an integer, at least 1,
-        for integer columns).
+        for integer columns), in ``[1e-4, 1]``: at most 10,001 grid values per feature
+        (a finer step would allocate gigabytes before the search's ``time_limit``).
     categorical_features : "auto", None, or list of int / str / bool mask, default="auto"
         Features searched as value sets. ``"auto"``: DataFrame columns of object,
         string, bool or category dtype. Integer-coded categories for a model that splits
@@ -266,7 +267,7 @@ class P2CERecourse(RecourseExplainer):
         "max_changes": [Interval(Integral, 1, None, closed="left")],
         "threshold": [Interval(Real, 0, 1, closed="neither")],
         "grid_percentiles": [tuple, list],
-        "grid_step": [Interval(Real, 0, 1, closed="right")],
+        "grid_step": [Interval(Real, 1e-4, 1, closed="both")],
         "plausibility": ["boolean"],
         "contamination": [Interval(Real, 0, 0.5, closed="right")],
         "n_estimators": [Interval(Integral, 1, None, closed="left")],
