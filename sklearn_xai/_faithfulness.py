@@ -21,12 +21,57 @@ if TYPE_CHECKING:
 
     from sklearn_xai._explanation import Attribution
 
-__all__ = ["as_values", "faithfulness_correlation", "pearson_over_axis1", "random_subsets"]
+__all__ = ["as_values", "check_groups", "check_reference", "faithfulness_correlation",
+           "pearson_over_axis1", "random_subsets"]
 
 
 def as_values(values):
     """The values of an Attribution (or an array) as a float64 array."""
     return np.asarray(getattr(values, "values", values), dtype=np.float64)
+
+
+def check_groups(groups, n_features):
+    """``groups`` as a list of int arrays of column indices in ``[0, n_features)``, or a
+    TypeError / ValueError naming ``groups``."""
+    if isinstance(groups, (str, bytes)) or not hasattr(groups, "__len__"):
+        raise TypeError(f"groups must be a list of array-likes of int column indices, one "
+                        f"per player, or None; got {type(groups).__name__}.")
+    out = []
+    for p, g in enumerate(groups):
+        cols = np.asarray(g)
+        if cols.ndim != 1:
+            if cols.ndim == 0:
+                raise TypeError(f"groups[{p}] must be an array-like of int column indices; "
+                                f"got {g!r}.")
+            raise ValueError(f"groups[{p}] must be 1-D (column indices); got shape "
+                             f"{cols.shape}.")
+        if cols.size and cols.dtype.kind == "f" and np.all(np.isfinite(cols)) and np.all(
+                cols == np.round(cols)):
+            cols = cols.astype(np.intp)
+        elif cols.size and cols.dtype.kind not in "iu":
+            raise TypeError(f"groups[{p}] must hold int column indices; got {g!r}.")
+        cols = cols.astype(np.intp)
+        if cols.size and (cols.min() < 0 or cols.max() >= n_features):
+            raise ValueError(f"groups[{p}] holds column indices outside [0, {n_features}) "
+                             f"(X has {n_features} columns); got {g!r}.")
+        out.append(cols)
+    return out
+
+
+def check_reference(reference, n_features):
+    """``reference`` as one row of shape (1, n_features), or a ValueError naming it: one
+    row of ``X``'s width, given as (n_features,) or (1, n_features). A reference per
+    explained row (n_samples, n_features) is refused, not reduced to its first row."""
+    ref = np.asarray(reference)
+    if ref.ndim == 2 and ref.shape[0] != 1:
+        raise ValueError(f"reference must be one row of shape (1, {n_features}) or "
+                         f"({n_features},), the values every removed player takes; got shape "
+                         f"{ref.shape} (a reference per explained row is not supported).")
+    if ref.ndim > 2 or ref.size != n_features:
+        raise ValueError(f"reference must be one row of shape (1, {n_features}) or "
+                         f"({n_features},), one value per column of X; got shape "
+                         f"{ref.shape}.")
+    return ref.reshape(1, -1)
 
 
 def faithfulness_correlation(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
@@ -53,12 +98,13 @@ def faithfulness_correlation(model_fn: Callable[[np.ndarray], np.ndarray], X: np
         The explained rows.
     attribution : Attribution or ndarray of shape (n_samples, n_players[, n_outputs])
         The rows' attributions, one output per column of ``model_fn``'s output.
-    reference : ndarray of shape (1, n_features)
-        The values a removed player takes.
+    reference : ndarray of shape (1, n_features) or (n_features,)
+        The values a removed player takes: one row for every explained row.
     groups : list of array of int or None
-        Columns of each player; ``None``: one player per column.
+        Columns of each player (indices in ``[0, n_features)``); ``None``: one player per
+        column.
     n_subsets : int, default=64
-        Random subsets per row (``n_samples * n_subsets`` model rows in all).
+        Random subsets per row (``n_samples * n_subsets`` model rows in all), at least 2.
     random_state : int, default=0
         Seed of the subsets. Fixed by default so that every explainer setting is scored on
         the same subsets, and a row's score never depends on the other rows.
@@ -71,20 +117,44 @@ def faithfulness_correlation(model_fn: Callable[[np.ndarray], np.ndarray], X: np
     values = as_values(attribution)
     if values.ndim == 2:
         values = values[:, :, None]
-    n, P, O = values.shape
     X = np.asarray(X)
+    if X.ndim != 2 or values.ndim != 3 or values.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"X must be 2-D (n_samples, n_features) and attribution 2-D (n_samples, "
+            f"n_players) or 3-D (n_samples, n_players, n_outputs) with the same rows; got X "
+            f"of shape {X.shape} and attribution of shape {as_values(attribution).shape}.")
+    if X.shape[0] == 0:
+        raise ValueError(f"X must hold at least one row; got shape {X.shape}.")
+    n, P, O = values.shape
+    if (isinstance(n_subsets, (bool, np.bool_)) or not isinstance(n_subsets, (int, np.integer))
+            or n_subsets < 2):
+        raise ValueError(f"n_subsets must be an int >= 2 (a correlation over the subsets "
+                         f"needs two); got {n_subsets!r}.")
+    if isinstance(random_state, (bool, np.bool_, float, str, bytes)) or (
+            isinstance(random_state, (int, np.integer)) and random_state < 0):
+        raise ValueError(f"random_state must be a non-negative int (the seed of the "
+                         f"subsets); got {random_state!r}.")
     if groups is None:
         groups = [np.array([j]) for j in range(X.shape[1])]
+    else:
+        groups = check_groups(groups, X.shape[1])
     if len(groups) != P:
         raise ValueError(f"attribution has {P} players but groups lists {len(groups)}.")
+    reference = check_reference(reference, X.shape[1]).reshape(1, 1, -1)
     masks = random_subsets(n_subsets, P, random_state)
     column_masks = np.zeros((masks.shape[0], X.shape[1]), dtype=bool)
     for p, cols in enumerate(groups):
         column_masks[:, cols] = masks[:, [p]]
-    reference = np.asarray(reference).reshape(1, 1, -1)
     Z = np.where(column_masks[None], reference, X[:, None, :])
+    m = n * (masks.shape[0] + 1)
     out = np.asarray(model_fn(np.concatenate([X, Z.reshape(n * masks.shape[0], -1)])),
-                     dtype=np.float64).reshape(-1, O)
+                     dtype=np.float64)
+    if out.ndim == 1:
+        out = out[:, None]
+    if out.shape != (m, O):
+        raise ValueError(f"model_fn must return one row per input row and one column per "
+                         f"output of the attribution, shape ({m}, {O}); got shape "
+                         f"{out.shape}.")
     drops = out[:n, None, :] - out[n:].reshape(n, masks.shape[0], O)
     sums = np.einsum("sp,npo->nso", masks.astype(np.float64), values)
     return float(np.mean(pearson_over_axis1(sums, drops)))

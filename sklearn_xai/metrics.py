@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._faithfulness import as_values, faithfulness_correlation, pearson_over_axis1
+from ._faithfulness import (
+    as_values,
+    check_groups,
+    check_reference,
+    faithfulness_correlation,
+    pearson_over_axis1,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -80,6 +86,14 @@ def absolute_error(values: Attribution | ArrayLike, reference: Attribution | Arr
     a, b = as_values(values), as_values(reference)
     if a.shape != b.shape:
         raise ValueError(f"Shapes differ: {a.shape} vs {b.shape}.")
+    if a.ndim not in (2, 3):
+        raise ValueError(
+            "values and reference must be 2-D (n_samples, n_players) or 3-D (n_samples, "
+            f"n_players, n_outputs); got shape {a.shape}.")
+    if a.size == 0:
+        raise ValueError(
+            f"values and reference must have at least one row, player and output; got "
+            f"shape {a.shape}.")
     return float(np.abs(a - b).sum(axis=1).mean())
 
 
@@ -140,7 +154,7 @@ def top_k_accuracy(values: Attribution | ArrayLike, reference: Attribution | Arr
 def _paired_rows(values, reference):
     """``values`` and ``reference`` as float arrays of shape (n_rows, n_players), with
     one row per (row, output) pair; a ValueError unless both have the same 2-D or 3-D
-    shape with at least one row and one player."""
+    shape with at least one row and one player, and no NaN."""
     a, b = as_values(values), as_values(reference)
     if a.shape != b.shape:
         raise ValueError(
@@ -154,6 +168,10 @@ def _paired_rows(values, reference):
         raise ValueError(
             f"values and reference must have at least one row, player and output; got "
             f"shape {a.shape}.")
+    for name, v in (("values", a), ("reference", b)):
+        if np.isnan(v).any():
+            raise ValueError(f"{name} holds NaN ({int(np.isnan(v).sum())} of {v.size} "
+                             f"entries); a ranking needs numbers.")
     if a.ndim == 3:
         a = a.transpose(0, 2, 1).reshape(-1, a.shape[1])
         b = b.transpose(0, 2, 1).reshape(-1, b.shape[1])
@@ -180,7 +198,12 @@ def efficiency_gap(attribution: Attribution, output: ArrayLike) -> float:
     ValueError
         If ``output`` does not have the shape of ``attribution.predicted()``
         (``(n_samples,)`` or ``(n_samples, 1)`` for one output).
+    TypeError
+        If ``attribution`` is not an Attribution (an array has no base values).
     """
+    if not callable(getattr(attribution, "additivity_gap", None)):
+        raise TypeError(f"attribution must be an Attribution (values with their base "
+                        f"values, as explain returns); got {type(attribution).__name__}.")
     return attribution.additivity_gap(output)  # it checks the shape
 
 
@@ -196,16 +219,18 @@ def deletion_curve(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray, 
     Parameters
     ----------
     model_fn : callable
-        ``f(Z) -> ndarray of shape (m, n_outputs)`` on 2-D arrays of rows; the curve
-        follows its first output.
+        ``f(Z) -> ndarray of shape (m, n_outputs)`` (or ``(m,)`` for one output) on 2-D
+        arrays of rows; the curve follows its first output.
     X : ndarray of shape (n_samples, n_features)
         The explained rows.
     values : ndarray of shape (n_samples, n_players)
         Attributions of one output, which set each row's deletion order.
-    reference : ndarray of shape (1, n_features)
-        The values a removed player's columns take.
+    reference : ndarray of shape (1, n_features) or (n_features,)
+        The values a removed player's columns take: one row for every explained row (a
+        reference per row is refused).
     groups : list of array of int or None, default=None
-        Columns of each player; ``None``: one player per column.
+        Columns of each player (indices in ``[0, n_features)``); ``None``: one player
+        per column.
 
     Returns
     -------
@@ -221,13 +246,17 @@ def deletion_curve(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray, 
             f"X must be 2-D (n_samples, n_features) and values 2-D (n_samples, n_players) "
             f"with the same rows; got X of shape {X.shape} and values of shape "
             f"{values.shape}.")
+    if X.shape[0] == 0:
+        raise ValueError(f"X must hold at least one row; got shape {X.shape}.")
     n, P = values.shape
     if groups is None:
         groups = [np.array([j]) for j in range(X.shape[1])]
+    else:
+        groups = check_groups(groups, X.shape[1])
     if len(groups) != P:
         raise ValueError(f"values has {P} players but groups lists {len(groups)}.")
     order = np.argsort(-np.abs(values), axis=1, kind="stable")
-    reference = np.asarray(reference).reshape(1, -1)
+    reference = check_reference(reference, X.shape[1])
     # float64 (object columns stay object): an integer X must not truncate a fractional
     # reference (e.g. column means) when removed columns are set to it
     dtype = object if X.dtype == object else np.float64
@@ -239,13 +268,35 @@ def deletion_curve(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray, 
             cols = groups[order[r, k]]
             current[r, cols] = reference[0, cols]
         steps[:, k + 1] = current
-    out = np.asarray(model_fn(steps.reshape(n * (P + 1), -1)), dtype=np.float64)
+    m = n * (P + 1)
+    out = np.asarray(model_fn(steps.reshape(m, -1)), dtype=np.float64)
+    if out.ndim not in (1, 2) or out.shape[0] != m or out.size == 0:
+        raise ValueError(f"model_fn must return one row per input row, shape ({m},) or "
+                         f"({m}, n_outputs); got shape {out.shape}.")
+    if out.ndim == 1:  # one output
+        out = out[:, None]
     return order, out[:, 0].reshape(n, P + 1)
+
+
+def _check_output(output, n_outputs=None, what=""):
+    """A ValueError unless ``output`` is a non-negative int, below ``n_outputs`` when
+    given (``what`` says where that number comes from)."""
+    if (isinstance(output, (bool, np.bool_)) or not isinstance(output, (int, np.integer))
+            or output < 0):
+        raise ValueError(f"output must be a non-negative int (the index of the scored "
+                         f"output); got {output!r}.")
+    if n_outputs is not None and output >= n_outputs:
+        raise ValueError(f"output must be an int in [0, {n_outputs}): {what}; got "
+                         f"{output!r}.")
 
 
 def _first_output(attribution_values, output=0):
     values = as_values(attribution_values)
-    return values[:, :, output] if values.ndim == 3 else values
+    if values.ndim == 3:
+        _check_output(output, values.shape[2],
+                      f"the attribution has {values.shape[2]} output(s)")
+        return values[:, :, output]
+    return values
 
 
 def faithfulness(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
@@ -270,13 +321,16 @@ def faithfulness(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
         The explained rows.
     attribution : Attribution or ndarray of shape (n_samples, n_players[, n_outputs])
         The rows' attributions.
-    reference : ndarray of shape (1, n_features)
-        The values a removed player's columns take.
+    reference : ndarray of shape (1, n_features) or (n_features,)
+        The values a removed player's columns take: one row for every explained row (a
+        reference per row is refused).
     groups : list of array of int or None, default=None
-        Columns of each player; ``None``: one player per column.
+        Columns of each player (indices in ``[0, n_features)``); ``None``: one player
+        per column.
     output : int, default=0
         Which explained output is scored (a column of ``model_fn``'s output and of the
-        attributions).
+        attributions), in ``[0, n_outputs)``; ``0`` when ``model_fn`` returns one output
+        (shape ``(m,)`` or ``(m, 1)``).
 
     Returns
     -------
@@ -308,12 +362,14 @@ def monotonicity(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
         The explained rows.
     attribution : Attribution or ndarray of shape (n_samples, n_players[, n_outputs])
         The rows' attributions.
-    reference : ndarray of shape (1, n_features)
-        The values a removed player's columns take.
+    reference : ndarray of shape (1, n_features) or (n_features,)
+        The values a removed player's columns take: one row for every explained row (a
+        reference per row is refused).
     groups : list of array of int or None, default=None
-        Columns of each player; ``None``: one player per column.
+        Columns of each player (indices in ``[0, n_features)``); ``None``: one player
+        per column.
     output : int, default=0
-        Which explained output is scored.
+        Which explained output is scored, as in :func:`faithfulness`.
 
     Returns
     -------
@@ -329,6 +385,7 @@ def monotonicity(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
 
 def _deletion_run(model_fn, X, attribution, reference, groups, output):
     """``(values, order, curve)``: the scored output's values and its deletion curve."""
+    _check_output(output)
     values = _first_output(attribution, output)
     fn = _single_output(model_fn, output)
     order, curve = deletion_curve(fn, X, values, reference, groups)
@@ -338,7 +395,14 @@ def _deletion_run(model_fn, X, attribution, reference, groups, output):
 def _single_output(model_fn, output):
     def fn(Z):
         out = np.asarray(model_fn(Z), dtype=np.float64)
-        return out[:, [output]] if out.ndim == 2 else out[:, None]
+        if out.ndim == 1:  # one output: output 0 only
+            _check_output(output, 1, "model_fn returns one output (a 1-D array)")
+            return out[:, None]
+        if out.ndim == 2:
+            _check_output(output, out.shape[1],
+                          f"model_fn returns {out.shape[1]} output column(s)")
+            return out[:, [output]]
+        return out  # deletion_curve refuses its shape
 
     return fn
 

@@ -133,3 +133,159 @@ def test_efficiency_gap_checks_the_output_shape():
     with pytest.raises(ValueError, match=re.escape("(4,) or (4, 1)")):
         metrics.efficiency_gap(one, np.tile(out, 2))
 
+
+
+# --- input checks of the deletion measures, the faithfulness correlation and the
+# --- attribution comparisons: clear errors instead of IndexError / AttributeError
+
+X4 = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0], [3.0, 0.0, 1.0], [2.0, 2.0, 2.0]])
+PHI4 = (X4 - REF) * W
+
+
+def _two_outputs(Z):
+    y = _linear(Z)[:, 0]
+    return np.stack([y, -y], axis=1)
+
+
+def _one_d(Z):
+    return _linear(Z)[:, 0]
+
+
+DELETION = [metrics.faithfulness, metrics.monotonicity]
+
+
+@pytest.mark.parametrize("metric", DELETION + [metrics.deletion_curve,
+                                                metrics.faithfulness_correlation])
+def test_reference_of_the_wrong_width_is_refused(metric):
+    with pytest.raises(ValueError, match=re.escape(
+            "reference must be one row of shape (1, 3) or (3,), one value per column of X; "
+            "got shape (2,)")):
+        metric(_linear, X4, PHI4, REF[0, :2])
+
+
+@pytest.mark.parametrize("metric", DELETION + [metrics.deletion_curve,
+                                                metrics.faithfulness_correlation])
+def test_a_reference_per_row_is_refused_not_cut_to_its_first_row(metric):
+    with pytest.raises(ValueError, match=r"reference must be one row .* got shape \(4, 3\) "
+                                         r"\(a reference per explained row is not supported"):
+        metric(_linear, X4, PHI4, X4[::-1])
+    # one row, as (n_features,) or (1, n_features): the same result
+    a, b = metric(_linear, X4, PHI4, REF), metric(_linear, X4, PHI4, REF[0])
+    if isinstance(a, tuple):  # deletion_curve: (order, curve)
+        a, b = a[1], b[1]
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("metric", DELETION + [metrics.deletion_curve,
+                                                metrics.faithfulness_correlation])
+@pytest.mark.parametrize("groups", [[[0], [1], [3]], [[0], [1], [-1]], [[0], [1.5], [2]]])
+def test_groups_out_of_range_or_fractional_are_refused(metric, groups):
+    with pytest.raises((ValueError, TypeError), match=r"groups\[\d\] (holds column indices "
+                                                      r"outside \[0, 3\)|must hold int)"):
+        metric(_linear, X4, PHI4, REF, groups)
+
+
+@pytest.mark.parametrize("metric", DELETION)
+@pytest.mark.parametrize("output", [5, 2, 1.5, None, -1, True])
+def test_output_out_of_range_or_not_an_int_is_refused(metric, output):
+    with pytest.raises(ValueError, match=r"output must be (a non-negative int|an int in "
+                                         r"\[0, 2\)).*got " + re.escape(repr(output))):
+        metric(_two_outputs, X4, PHI4, REF, output=output)
+    # 3-D attributions: the output also indexes them
+    with pytest.raises(ValueError, match=re.escape(
+            f"output must be an int in [0, 2): the attribution has 2 output(s); got "
+            f"{output!r}")) if output in (5, 2) else pytest.raises(
+                ValueError, match="output must be a non-negative int"):
+        metric(_two_outputs, X4, np.stack([PHI4, -PHI4], axis=2), REF, output=output)
+
+
+@pytest.mark.parametrize("metric", DELETION)
+def test_one_output_models_take_output_0_only(metric):
+    with pytest.raises(ValueError, match=re.escape(
+            "output must be an int in [0, 1): model_fn returns one output (a 1-D array); "
+            "got 5")):
+        metric(_one_d, X4, PHI4, REF, output=5)
+    assert metric(_one_d, X4, PHI4, REF) == metric(_linear, X4, PHI4, REF)
+    # a valid output of a two-output model still works
+    assert metric(_two_outputs, X4, -PHI4, REF, output=1) == metric(_linear, X4, PHI4, REF)
+
+
+def test_deletion_curve_takes_a_one_dimensional_model_output():
+    order, curve = metrics.deletion_curve(_one_d, X4, PHI4, REF)
+    order2, curve2 = metrics.deletion_curve(_linear, X4, PHI4, REF)
+    np.testing.assert_array_equal(order, order2)
+    np.testing.assert_array_equal(curve, curve2)
+    with pytest.raises(ValueError, match=re.escape(
+            "model_fn must return one row per input row, shape (16,) or (16, n_outputs); "
+            "got shape (3,)")):
+        metrics.deletion_curve(lambda Z: np.zeros(3), X4, PHI4, REF)
+
+
+def test_faithfulness_correlation_checks_x_and_the_model_output():
+    with pytest.raises(ValueError, match=re.escape(
+            "X must be 2-D (n_samples, n_features) and attribution 2-D")):
+        metrics.faithfulness_correlation(_linear, X4[0], PHI4, REF)
+    with pytest.raises(ValueError, match="with the same rows; got X of shape \\(2, 3\\)"):
+        metrics.faithfulness_correlation(_linear, X4[:2], PHI4, REF)
+    with pytest.raises(ValueError, match=re.escape(
+            "model_fn must return one row per input row and one column per output of the "
+            "attribution, shape (260, 1); got shape (260, 2)")):
+        metrics.faithfulness_correlation(_two_outputs, X4, PHI4, REF)
+    # a 1-D output is one output
+    assert metrics.faithfulness_correlation(_one_d, X4, PHI4, REF) == \
+        metrics.faithfulness_correlation(_linear, X4, PHI4, REF)
+
+
+@pytest.mark.parametrize("n_subsets", [0, -1, 1, 1.5, None, True, "8"])
+def test_faithfulness_correlation_refuses_a_bad_n_subsets(n_subsets):
+    with pytest.raises(ValueError, match=re.escape(
+            f"n_subsets must be an int >= 2 (a correlation over the subsets needs two); got "
+            f"{n_subsets!r}")):
+        metrics.faithfulness_correlation(_linear, X4, PHI4, REF, n_subsets=n_subsets)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "x", True])
+def test_faithfulness_correlation_refuses_a_bad_random_state(seed):
+    with pytest.raises(ValueError, match=re.escape(
+            f"random_state must be a non-negative int (the seed of the subsets); got "
+            f"{seed!r}")):
+        metrics.faithfulness_correlation(_linear, X4, PHI4, REF, random_state=seed)
+
+
+def test_faithfulness_correlation_valid_arguments_unchanged():
+    a = metrics.faithfulness_correlation(_linear, X4, PHI4 + 0.3, REF, n_subsets=2,
+                                         random_state=np.int64(3))
+    b = metrics.faithfulness_correlation(_linear, X4, PHI4 + 0.3, REF, n_subsets=2,
+                                         random_state=3)
+    assert a == b
+
+
+def test_efficiency_gap_needs_an_attribution():
+    with pytest.raises(TypeError, match=re.escape(
+            "attribution must be an Attribution (values with their base values, as explain "
+            "returns); got ndarray")):
+        metrics.efficiency_gap(np.zeros((4, 2)), np.zeros(4))
+
+
+def test_absolute_error_checks_dimensions_and_emptiness():
+    a, b = _pair()
+    with pytest.raises(ValueError, match=re.escape(
+            "must be 2-D (n_samples, n_players) or 3-D (n_samples, n_players, n_outputs); "
+            "got shape (4,)")):
+        metrics.absolute_error(a[0], b[0])
+    with pytest.raises(ValueError, match=re.escape(
+            "at least one row, player and output; got shape (0, 4)")):
+        metrics.absolute_error(a[:0], b[:0])
+    assert metrics.absolute_error(a, b) == float(np.abs(a - b).sum(axis=1).mean())
+
+
+@pytest.mark.parametrize("metric", [metrics.top_k_accuracy, metrics.ranking_accuracy])
+def test_ranking_measures_refuse_nan(metric):
+    a, b = _pair()
+    nan = np.full_like(a, np.nan)
+    with pytest.raises(ValueError, match=re.escape("values holds NaN (20 of 20 entries)")):
+        metric(nan, b)
+    one = b.copy()
+    one[2, 1] = np.nan
+    with pytest.raises(ValueError, match=re.escape("reference holds NaN (1 of 20 entries)")):
+        metric(a, one)

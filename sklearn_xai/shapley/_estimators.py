@@ -256,12 +256,29 @@ def exact_shapley(game: Game, n_evals: int | None = None,
 
 
 def _check_generators(generators, n_rows):
-    if generators is None or len(generators) != n_rows:
-        raise ValueError("Pass one random generator per explained row.")
+    expected = (f"generators must be a list of numpy.random.Generator, one per explained "
+                f"row ({n_rows})")
+    if generators is None:
+        raise ValueError(f"Pass one random generator per explained row: {expected}; got "
+                         f"None.")
+    if isinstance(generators, (np.random.Generator, str, bytes)) or not hasattr(
+            generators, "__len__"):
+        raise TypeError(f"{expected}; got {type(generators).__name__}.")
+    bad = [type(g).__name__ for g in generators if not isinstance(g, np.random.Generator)]
+    if bad:
+        raise TypeError(f"{expected}; got a list holding {bad[0]}.")
+    if len(generators) != n_rows:
+        raise ValueError(f"Pass one random generator per explained row: {expected}; got a "
+                         f"list of {len(generators)}.")
 
 
 def _check_n_evals(n_evals):
-    if n_evals is None or int(n_evals) != n_evals or n_evals < 2:
+    if isinstance(n_evals, np.ndarray) and n_evals.ndim == 0:
+        n_evals = n_evals.item()
+    number = isinstance(n_evals, (int, np.integer)) or (
+        isinstance(n_evals, (float, np.floating)) and np.isfinite(n_evals))
+    if (isinstance(n_evals, (bool, np.bool_)) or not number or int(n_evals) != n_evals
+            or n_evals < 2):
         raise ValueError(f"n_evals (coalition evaluations per player and row) must be an "
                          f"integer >= 2; got {n_evals!r}.")
     return int(n_evals)
@@ -769,6 +786,11 @@ def estimate_shapley(game: Game, algorithm: str = "frontier", n_evals: int | Non
     ShapleyEstimate
         The values, base values, standard errors, evaluations spent and (frontier) paths.
     """
+    from ._game import Game
+
+    if not isinstance(game, Game):
+        raise TypeError(f"game must be a Game (e.g. an ImputationGame); got "
+                        f"{type(game).__name__}.")
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}; got {algorithm!r}.")
     shared = algorithm == "frontier_shared"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._faithfulness import check_groups
 from .._model import check_output
 
 if TYPE_CHECKING:
@@ -258,11 +259,13 @@ class ImputationGame(Game):
         The explained rows (object dtype allowed).
     imputation : ndarray of shape (n_imputations, n_features) or (n_rows, n_imputations, n_features)
         Rows that fill the features outside a coalition: one reference row, a background
-        sample shared by all rows, or per-row rows (e.g. knockoffs of each ``x``).
+        sample shared by all rows, or per-row rows (e.g. knockoffs of each ``x``); at
+        least one row.
     groups : list of array-like of int or None
-        Players as groups of columns; ``None`` makes each column a player.
+        Players as groups of columns (indices in ``[0, n_features)``), at least one
+        player; ``None`` makes each column a player.
     batch_size : int, default=65536
-        Largest number of model rows per call of ``model_fn``.
+        Largest number of model rows per call of ``model_fn``, a positive int.
     per_imputation : bool, default=False
         Return the value of every imputation row instead of their mean: ``n_outputs`` is
         then ``n_imputations * n_model_outputs``, output ``k * n_model_outputs + o`` the
@@ -297,10 +300,16 @@ class ImputationGame(Game):
             raise ValueError(f"imputation must be 2-D or 3-D, got shape {imputation.shape}.")
         if imputation.shape[-1] != self.X.shape[1]:
             raise ValueError("imputation rows must have as many columns as X.")
+        if imputation.shape[1] == 0:
+            raise ValueError(f"imputation (the background) must hold at least one row; got "
+                             f"shape {imputation.shape[1:] if self._shared else imputation.shape}.")
         self.imputation = imputation
         n_features = self.X.shape[1]
-        self.groups = [np.array([j]) for j in range(n_features)] if groups is None else [
-            np.asarray(g, dtype=np.intp) for g in groups]
+        self.groups = ([np.array([j]) for j in range(n_features)] if groups is None else
+                       check_groups(groups, n_features))
+        if not self.groups:
+            raise ValueError(f"The game needs at least one player: groups lists none (X has "
+                             f"{n_features} columns).")
         self._G = group_matrix(self.groups, n_features)
         # each column's one player when no column has two (the usual case): coalitions map
         # to columns by a gather, not a product over the players
@@ -308,6 +317,10 @@ class ImputationGame(Game):
         owners = self._G.sum(axis=0)
         self._col_player = (np.argmax(self._G, axis=0) if np.all(owners <= 1) else None)
         self._col_unowned = None if np.all(owners > 0) else owners == 0
+        if (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
+                or batch_size < 1):
+            raise ValueError(f"batch_size (the most model rows per call of model_fn) must be a "
+                             f"positive int; got {batch_size!r}.")
         self.batch_size = int(batch_size)
         self.per_imputation = bool(per_imputation)
         self.n_evaluations = 0
