@@ -58,6 +58,22 @@ def check_groups(groups, n_features):
     return out
 
 
+def check_rows(X, values, name, ndims):
+    """``X`` (2-D, at least one row) and ``values`` (``ndim`` in ``ndims``, as many rows)
+    as arrays; else a ValueError giving both shapes."""
+    X = np.asarray(X)
+    values = np.asarray(values, dtype=np.float64)
+    if X.ndim != 2 or values.ndim not in ndims or values.shape[0] != X.shape[0]:
+        shapes = " or ".join({2: "2-D (n_samples, n_players)",
+                              3: "3-D (n_samples, n_players, n_outputs)"}[d] for d in ndims)
+        raise ValueError(
+            f"X must be 2-D (n_samples, n_features) and {name} {shapes} with the same "
+            f"rows; got X of shape {X.shape} and {name} of shape {values.shape}.")
+    if X.shape[0] == 0:
+        raise ValueError(f"X must hold at least one row; got shape {X.shape}.")
+    return X, values
+
+
 def check_reference(reference, n_features):
     """``reference`` as one row of shape (1, n_features), or a ValueError naming it: one
     row of ``X``'s width, given as (n_features,) or (1, n_features). A reference per
@@ -114,17 +130,9 @@ def faithfulness_correlation(model_fn: Callable[[np.ndarray], np.ndarray], X: np
     float
         The mean correlation over rows and outputs, in [-1, 1].
     """
-    values = as_values(attribution)
+    X, values = check_rows(X, as_values(attribution), "attribution", (2, 3))
     if values.ndim == 2:
         values = values[:, :, None]
-    X = np.asarray(X)
-    if X.ndim != 2 or values.ndim != 3 or values.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"X must be 2-D (n_samples, n_features) and attribution 2-D (n_samples, "
-            f"n_players) or 3-D (n_samples, n_players, n_outputs) with the same rows; got X "
-            f"of shape {X.shape} and attribution of shape {as_values(attribution).shape}.")
-    if X.shape[0] == 0:
-        raise ValueError(f"X must hold at least one row; got shape {X.shape}.")
     n, P, O = values.shape
     if (isinstance(n_subsets, (bool, np.bool_)) or not isinstance(n_subsets, (int, np.integer))
             or n_subsets < 2):

@@ -20,6 +20,7 @@ from ._faithfulness import (
     as_values,
     check_groups,
     check_reference,
+    check_rows,
     faithfulness_correlation,
     pearson_over_axis1,
 )
@@ -83,17 +84,7 @@ def absolute_error(values: Attribution | ArrayLike, reference: Attribution | Arr
         The mean over rows (and outputs) of the summed absolute differences; 0 when the
         two agree.
     """
-    a, b = as_values(values), as_values(reference)
-    if a.shape != b.shape:
-        raise ValueError(f"Shapes differ: {a.shape} vs {b.shape}.")
-    if a.ndim not in (2, 3):
-        raise ValueError(
-            "values and reference must be 2-D (n_samples, n_players) or 3-D (n_samples, "
-            f"n_players, n_outputs); got shape {a.shape}.")
-    if a.size == 0:
-        raise ValueError(
-            f"values and reference must have at least one row, player and output; got "
-            f"shape {a.shape}.")
+    a, b = _same_shape(values, reference)
     return float(np.abs(a - b).sum(axis=1).mean())
 
 
@@ -151,10 +142,10 @@ def top_k_accuracy(values: Attribution | ArrayLike, reference: Attribution | Arr
     return float(np.mean([len(set(x) & set(y)) / k for x, y in zip(ta, tb)]))
 
 
-def _paired_rows(values, reference):
-    """``values`` and ``reference`` as float arrays of shape (n_rows, n_players), with
-    one row per (row, output) pair; a ValueError unless both have the same 2-D or 3-D
-    shape with at least one row and one player, and no NaN."""
+def _same_shape(values, reference):
+    """``values`` and ``reference`` as float arrays of one 2-D (n_samples, n_players) or
+    3-D (n_samples, n_players, n_outputs) shape with at least one entry; else a
+    ValueError giving the shapes."""
     a, b = as_values(values), as_values(reference)
     if a.shape != b.shape:
         raise ValueError(
@@ -168,6 +159,14 @@ def _paired_rows(values, reference):
         raise ValueError(
             f"values and reference must have at least one row, player and output; got "
             f"shape {a.shape}.")
+    return a, b
+
+
+def _paired_rows(values, reference):
+    """``values`` and ``reference`` as float arrays of shape (n_rows, n_players), with
+    one row per (row, output) pair; a ValueError unless both have the same 2-D or 3-D
+    shape with at least one row and one player, and no NaN."""
+    a, b = _same_shape(values, reference)
     for name, v in (("values", a), ("reference", b)):
         if np.isnan(v).any():
             raise ValueError(f"{name} holds NaN ({int(np.isnan(v).sum())} of {v.size} "
@@ -239,15 +238,7 @@ def deletion_curve(model_fn: Callable[[np.ndarray], np.ndarray], X: np.ndarray, 
     curve : ndarray of shape (n_samples, n_players + 1)
         ``curve[:, 0] = f(x)``; ``curve[:, k]`` after removing the first ``k`` players.
     """
-    X = np.asarray(X)
-    values = np.asarray(values, dtype=np.float64)
-    if X.ndim != 2 or values.ndim != 2 or values.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"X must be 2-D (n_samples, n_features) and values 2-D (n_samples, n_players) "
-            f"with the same rows; got X of shape {X.shape} and values of shape "
-            f"{values.shape}.")
-    if X.shape[0] == 0:
-        raise ValueError(f"X must hold at least one row; got shape {X.shape}.")
+    X, values = check_rows(X, values, "values", (2,))
     n, P = values.shape
     if groups is None:
         groups = [np.array([j]) for j in range(X.shape[1])]
