@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._utils import unwrap_frozen
+from ._utils import front_estimator, is_lightgbm, lightgbm_feature_name, unwrap_frozen
 
 __all__ = [
     "ATTRIBUTION_EXPLAINERS",
@@ -752,7 +752,7 @@ def _match_columns(model, frame, model_path, data_path, notes):
     model's categories (:func:`_as_model_categories`).
     """
     names, width = _model_columns(model)
-    if names is not None and _is_lightgbm(model):
+    if names is not None and is_lightgbm(model):
         frame = _lightgbm_columns(frame, names, model_path, data_path, notes)
     if names is not None:
         missing = [n for n in names if n not in frame.columns]
@@ -782,16 +782,6 @@ def _match_columns(model, frame, model_path, data_path, notes):
     return _as_model_categories(model, frame, model_path, data_path, notes)
 
 
-def _front(model):
-    """The estimator that takes the frame the model is given: the model, or the first step
-    of a Pipeline (a ``FrozenEstimator`` unwrapped)."""
-    inner = unwrap_frozen(model)
-    steps = getattr(inner, "steps", None)
-    if isinstance(steps, list) and steps and isinstance(steps[0], tuple):
-        inner = unwrap_frozen(steps[0][-1])
-    return inner
-
-
 def _as_model_categories(model, frame, model_path, data_path, notes):
     """``frame`` with the columns of the model's categorical features given the model's own
     categories, in the model's order (``pd.CategoricalDtype``).
@@ -808,7 +798,7 @@ def _as_model_categories(model, frame, model_path, data_path, notes):
     """
     import pandas as pd
 
-    front = _front(model)
+    front = front_estimator(model)
     library = type(front).__module__.split(".")[0]
     if library == "lightgbm":
         categories = _lightgbm_categories(front, frame, model_path, data_path)
@@ -971,18 +961,6 @@ def _xgboost_categories(est, frame, model_path, data_path):
     return categories
 
 
-def _is_lightgbm(model):
-    """Whether the feature names of ``model`` are those of a LightGBM model (the model, or
-    the first step of a Pipeline, is one of LightGBM's scikit-learn estimators)."""
-    return type(_front(model)).__module__.split(".")[0] == "lightgbm"
-
-
-def _lightgbm_name(column):
-    """The feature name LightGBM gives a DataFrame column: each space becomes ``_`` (the
-    only change LightGBM 4 makes; names it cannot keep are refused when it is fitted)."""
-    return str(column).replace(" ", "_")
-
-
 def _lightgbm_columns(frame, names, model_path, data_path, notes):
     """``frame`` with each column LightGBM renamed (a space made ``_``) under the model's name.
 
@@ -996,7 +974,7 @@ def _lightgbm_columns(frame, names, model_path, data_path, notes):
     for name in names:
         if name in frame.columns:
             continue
-        cands = [c for c in frame.columns if c not in wanted and _lightgbm_name(c) == name]
+        cands = [c for c in frame.columns if c not in wanted and lightgbm_feature_name(c) == name]
         if len(cands) > 1:
             raise ReportError(
                 f"the LightGBM model in {model_path} has feature {name!r}, and LightGBM gives "

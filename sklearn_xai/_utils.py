@@ -134,3 +134,25 @@ def unwrap_frozen(model):
     while type(model).__name__ == "FrozenEstimator" and hasattr(model, "estimator"):
         model = model.estimator
     return model
+
+
+def front_estimator(model):
+    """The estimator that takes the frame the model is given: the model, or the first step
+    of a Pipeline (a ``FrozenEstimator`` unwrapped)."""
+    inner = unwrap_frozen(model)
+    steps = getattr(inner, "steps", None)
+    if isinstance(steps, list) and steps and isinstance(steps[0], tuple):
+        inner = unwrap_frozen(steps[0][-1])
+    return inner
+
+
+def is_lightgbm(model):
+    """Whether ``model`` (or its Pipeline's first step) is a LightGBM estimator, whose
+    feature names are the frame's columns as :func:`lightgbm_feature_name` makes them."""
+    return type(front_estimator(model)).__module__.split(".")[0] == "lightgbm"
+
+
+def lightgbm_feature_name(column):
+    """The feature name LightGBM gives a DataFrame column: each space becomes ``_`` (the
+    only change LightGBM 4 makes; names it cannot keep are refused when it is fitted)."""
+    return str(column).replace(" ", "_")

@@ -28,7 +28,14 @@ from ._compile import compile_notice
 from ._model import RESPONSE_METHODS, frame_like, make_model_function
 from ._pipeline import is_known_step
 from ._progress import Progress, blas_limited, limited_threads
-from ._utils import batch_slices, is_frame, take_rows, unwrap_frozen
+from ._utils import (
+    batch_slices,
+    is_frame,
+    is_lightgbm,
+    lightgbm_feature_name,
+    take_rows,
+    unwrap_frozen,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -683,6 +690,8 @@ class BaseExplainer(BaseEstimator):
         if names is None or not is_frame(X) or not all(isinstance(c, str) for c in X.columns):
             return
         names, columns = [str(n) for n in names], list(X.columns)
+        if is_lightgbm(self.model_):  # LightGBM names a frame's "a b" column "a_b"
+            columns = [lightgbm_feature_name(c) for c in columns]
         if columns == names:
             return
         if sorted(columns) == sorted(names):

@@ -414,3 +414,17 @@ def test_integer_column_labels_name_players_as_every_explainer_does(name):
     exp = cls(FrozenEstimator(model_for(cls).fit(frame, y)), **fast_params(cls)).fit(frame)
     names = [str(n) for n in exp.get_feature_names_out()]
     assert all(n.endswith(("x0", "x1", "x2")) for n in names), names
+
+
+def test_a_lightgbm_model_takes_its_own_frame_whose_names_it_changed():
+    # LightGBM names the column "inc ome" "inc_ome" and predicts on the frame as it is;
+    # the columns' check refused that frame
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(200, 3)), columns=["inc ome", "b", "c"])
+    model = lgb.LGBMRegressor(n_estimators=5, verbose=-1).fit(frame, frame["inc ome"])
+    att = TreeShapExplainer(FrozenEstimator(model)).fit(frame).explain(frame.iloc[:5])
+    np.testing.assert_allclose(att.values.sum(axis=1) + np.ravel(att.base_values),
+                               model.predict(frame.iloc[:5]), atol=1e-10)
+    with pytest.raises(ValueError, match="another order"):
+        TreeShapExplainer(FrozenEstimator(model)).fit(frame[["b", "inc ome", "c"]])
