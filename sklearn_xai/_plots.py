@@ -79,6 +79,16 @@ def _tidy(ax, own):
     return ax
 
 
+def _check_max_display(max_display, plot):
+    """``max_display``: a positive int (the number of players shown), or None (all)."""
+    if max_display is None:
+        return
+    if (isinstance(max_display, (bool, np.bool_))
+            or not isinstance(max_display, (int, np.integer)) or max_display < 1):
+        raise ValueError(f"{plot}: max_display must be a positive int (the number of "
+                         f"players shown); got {max_display!r}.")
+
+
 def _output(att, output):
     """(k, values (n, P), std (n, P) or None, base (n,)) of one output
     (:meth:`Attribution.for_output`'s)."""
@@ -186,6 +196,7 @@ def by_importance(vals):
 
 
 def waterfall(att, row, output, max_display, ax, label_width):
+    _check_max_display(max_display, "plot_waterfall")
     k, vals, errors, base = _output(att, output)
     pos = range(len(vals))[row]  # the row's position (IndexError when out of range)
     _require_finite(att, k, "plot_waterfall", vals[[pos]], base[[pos]], [pos])
@@ -230,6 +241,7 @@ def waterfall(att, row, output, max_display, ax, label_width):
 
 
 def force(att, row, output, max_display, ax, label_width):
+    _check_max_display(max_display, "plot_force")
     k, vals, errors, base = _output(att, output)
     pos = range(len(vals))[row]  # the row's position (IndexError when out of range)
     _require_finite(att, k, "plot_force", vals[[pos]], base[[pos]], [pos])
@@ -332,6 +344,7 @@ def _mean_abs_se(errors, dof):
 
 
 def bar(att, output, max_display, ax, label_width):
+    _check_max_display(max_display, "plot_bar")
     k, vals, errors, _ = _output(att, output)
     _require_finite(att, k, "plot_bar", vals)
     imp = np.abs(vals).mean(axis=0)
@@ -349,6 +362,7 @@ def bar(att, output, max_display, ax, label_width):
 
 
 def beeswarm(att, output, max_display, ax, random_state, label_width):
+    _check_max_display(max_display, "plot_beeswarm")
     import matplotlib.pyplot as plt
 
     k, vals, _, _ = _output(att, output)
@@ -446,7 +460,10 @@ def interaction_block(att, interactions, k):
         raise ValueError("the interaction values describe the players "
                          f"{[str(v) for v in players]}, this attribution {names}; use the "
                          "attribution they were computed with (not sliced by players).")
-    if arr.ndim not in (3, 4) or arr.shape[0] != len(att) or arr.shape[2] != len(names):
+    if arr.ndim in (3, 4) and arr.shape[0] != len(att):
+        raise ValueError(f"the interaction values hold {arr.shape[0]} rows, this attribution "
+                         f"{len(att)}: pass those of the same rows.")
+    if arr.ndim not in (3, 4) or arr.shape[2] != len(names):
         raise ValueError(f"interaction values must have shape ({len(att)}, S, {len(names)}) "
                          f"or ({len(att)}, S, {len(names)}, n_outputs); got {arr.shape} (an "
                          "attribution sliced by players keeps the interaction values of "
@@ -564,6 +581,7 @@ def _top_players(vals, errors, dof, max_display, names, label_width):
 
 
 def heatmap(att, output, max_display, ax, label_width):
+    _check_max_display(max_display, "plot_heatmap")
     k, vals, errors, _ = _output(att, output)
     n = len(att)
     if n == 0:
@@ -604,6 +622,7 @@ def heatmap(att, output, max_display, ax, label_width):
 
 
 def decision(att, rows, output, max_display, ax, label_width):
+    _check_max_display(max_display, "plot_decision")
     import matplotlib.pyplot as plt
     from matplotlib.colors import Normalize
 
@@ -650,6 +669,7 @@ def decision(att, rows, output, max_display, ax, label_width):
 
 
 def interaction_matrix(att, output, max_display, interactions, ax, label_width):
+    _check_max_display(max_display, "plot_interactions")
     k, vals, _, _ = _output(att, output)
     _require_finite(att, k, "plot_interactions", vals)
     block = interaction_block(att, interactions, k)

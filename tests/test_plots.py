@@ -153,8 +153,10 @@ def test_dependence_uses_interaction_values_when_given():
     inter[:, 1, 0] = inter[:, 0, 1] = 0.2
     ax = att.plot_dependence("x1", interactions=inter)
     assert ax.figure.axes[-1].get_ylabel() == "x3 (strongest interaction)"
-    with pytest.raises(ValueError, match="interaction values must have shape"):
+    with pytest.raises(ValueError, match="interaction values hold 10 rows, this attribution 30"):
         att.plot_dependence("x1", interactions=inter[:10])
+    with pytest.raises(ValueError, match="interaction values must have shape"):
+        att.plot_dependence("x1", interactions=inter[:, :, :3])
     att.extras["interactions"] = inter
     with pytest.raises(ValueError, match="sliced by players"):
         att[:, ["x0", "x1"]].plot_dependence("x1")
@@ -450,3 +452,33 @@ def test_one_row_heatmap_and_decision(tmp_path):
                                att.values[:, np.argsort(-np.abs(att.values[0]))].T)
     line = att.plot_decision().lines[-1]
     assert line.get_xdata()[-1] == pytest.approx(att.predicted()[0])
+
+
+@pytest.mark.parametrize("plot", ["plot_waterfall", "plot_force", "plot_bar", "plot_beeswarm",
+                                  "plot_heatmap", "plot_decision", "plot_interactions"])
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_max_display_must_be_a_positive_int(plot, bad):
+    # max_display=0 drew an empty image with matplotlib's "singular limits" warnings
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.frozen import FrozenEstimator
+
+    from sklearn_xai import TreeShapExplainer
+
+    X = np.random.default_rng(0).normal(size=(100, 4))
+    model = GradientBoostingRegressor(n_estimators=3, random_state=0).fit(X, X[:, 0] * X[:, 1])
+    att = TreeShapExplainer(FrozenEstimator(model)).fit(X).explain_interactions(X[:8])
+    with pytest.raises(ValueError, match=f"{plot}: max_display must be a positive int"):
+        getattr(att, plot)(max_display=bad)
+
+
+def test_interactions_of_other_rows_are_named_as_such():
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.frozen import FrozenEstimator
+
+    from sklearn_xai import TreeShapExplainer
+
+    X = np.random.default_rng(0).normal(size=(100, 4))
+    model = GradientBoostingRegressor(n_estimators=3, random_state=0).fit(X, X[:, 0] * X[:, 1])
+    exp = TreeShapExplainer(FrozenEstimator(model)).fit(X)
+    with pytest.raises(ValueError, match="hold 20 rows, this attribution 10"):
+        exp.explain(X[:10]).plot_interactions(interactions=exp.explain_interactions(X[:20]))
