@@ -274,12 +274,26 @@ def check_rows_columns(rows, X, name):
         return
     labels = list(rows.columns if is_frame(rows) else rows.index)
     columns = list(X.columns)
-    if labels == columns:
+    mismatch = column_mismatch(labels, columns)
+    if mismatch is None:
         return
-    if sorted(map(str, labels)) == sorted(map(str, columns)):
+    if isinstance(mismatch, int):
         raise ValueError(f"{name}'s columns are X's in another order; pass "
                          f"{name}[X.columns] (they are read by position).")
     raise ValueError(f"{name}'s columns {labels[:10]} are not X's {columns[:10]}.")
+
+
+def column_mismatch(given, expected):
+    """How the column names ``given`` differ from ``expected``: None when equal, the first
+    position that differs when they are the same names in another order, else the pair
+    ``(missing, unexpected)``."""
+    given, expected = list(given), list(expected)
+    if given == expected:
+        return None
+    if sorted(map(str, given)) == sorted(map(str, expected)):
+        return next(j for j, (g, e) in enumerate(zip(given, expected)) if g != e)
+    have, want = set(given), set(expected)
+    return [e for e in expected if e not in have], [g for g in given if g not in want]
 
 
 def reference_row(X: np.ndarray | pd.DataFrame) -> np.ndarray:
@@ -692,16 +706,16 @@ class BaseExplainer(BaseEstimator):
         names, columns = [str(n) for n in names], list(X.columns)
         if is_lightgbm(self.model_):  # LightGBM names a frame's "a b" column "a_b"
             columns = [lightgbm_feature_name(c) for c in columns]
-        if columns == names:
+        mismatch = column_mismatch(columns, names)
+        if mismatch is None:
             return
-        if sorted(columns) == sorted(names):
-            j = next(j for j, (c, n) in enumerate(zip(columns, names)) if c != n)
+        if isinstance(mismatch, int):
+            j = mismatch
             raise ValueError(
                 "X's columns are the model's features in another order (column "
                 f"{j} is {columns[j]!r}, the model's is {names[j]!r}); reorder them as "
                 "the model was trained, e.g. X[model.feature_names_in_].")
-        missing = [n for n in names if n not in set(columns)]
-        unexpected = [c for c in columns if c not in set(names)]
+        missing, unexpected = mismatch
         raise ValueError(
             "X's columns are not those the model was trained on: missing "
             f"{missing[:10]}{' ...' if len(missing) > 10 else ''}, unexpected "
