@@ -374,20 +374,24 @@ def is_skorch_net(model) -> bool:
     return isinstance(model, NeuralNet)
 
 
+def module_dtype(module):
+    """The torch dtype a module computes in: that of its first floating parameter, or
+    None when it has none."""
+    return next((p.dtype for p in module.parameters() if p.is_floating_point()), None)
+
+
 def net_input_dtype(model):
-    """The numpy dtype a skorch net's module computes in (that of its first floating
-    parameter), or None for any other model: a skorch net hands numpy input to its
-    module as it is, and a float32 module refuses float64 rows."""
+    """The numpy dtype a skorch net's module computes in (:func:`module_dtype`), or None
+    for any other model: a skorch net hands numpy input to its module as it is, and a
+    float32 module refuses float64 rows."""
     net = unwrap_frozen(model)
     if not is_skorch_net(net) or getattr(net, "module_", None) is None:
         return None
-    for p in net.module_.parameters():
-        if p.is_floating_point():
-            try:
-                return np.dtype(str(p.dtype).removeprefix("torch."))
-            except TypeError:  # bfloat16: numpy has no such dtype
-                return None
-    return None
+    dtype = module_dtype(net.module_)
+    try:
+        return None if dtype is None else np.dtype(str(dtype).removeprefix("torch."))
+    except TypeError:  # bfloat16: numpy has no such dtype
+        return None
 
 
 class ModelFunction:

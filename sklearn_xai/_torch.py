@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from ._model import NON_FINITE_ADVICE, is_skorch_net, non_finite_rows
+from ._model import NON_FINITE_ADVICE, is_skorch_net, module_dtype, non_finite_rows
 from ._model import output_names as _output_names
 from ._utils import unwrap_frozen
 
@@ -255,11 +255,8 @@ class TorchModelFunction:
         return self.module
 
     def _dtype(self):
-        torch = _import_torch()
-        for p in self.module.parameters():
-            if p.is_floating_point():
-                return p.dtype
-        return torch.get_default_dtype()
+        dtype = module_dtype(self.module)
+        return _import_torch().get_default_dtype() if dtype is None else dtype
 
     def _to_tensor(self, X, name="X"):
         """``X`` as a tensor of the module's dtype on its device; ``name`` is used in errors."""
