@@ -254,11 +254,11 @@ def _changed(enc, result):
     C = _internal(enc, feats)
     mq, mc = enc._missing_internal(Q), enc._missing_internal(C)
     either = mq | mc
-    diff = np.where(either, 0.0, np.abs(np.where(either, 0.0, C) - np.where(either, 0.0, Q)))
+    Q, C = np.where(either, 0.0, Q), np.where(either, 0.0, C)  # no NaN in the arithmetic
+    diff = np.abs(C - Q)
     cont = np.zeros(enc.n_features_in_, dtype=bool)
     cont[enc.cont_] = True
-    changed = np.where(cont[None, :], diff > 1e-9 * (1 + np.abs(np.where(either, 0.0, Q))),
-                       diff > 0)
+    changed = np.where(cont[None, :], diff > 1e-9 * (1 + np.abs(Q)), diff > 0)
     moved = mq ^ mc
     return changed | moved, diff, q, moved
 

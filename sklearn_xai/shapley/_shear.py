@@ -254,7 +254,7 @@ def _top_k_cooperators(eta: np.ndarray, n_cooperators: int,
         mantissa, exponent = np.frexp(eta)
         eta = np.ldexp(np.round(mantissa * 2.0**16) / 2.0**16, exponent)
     # i never cooperates with itself, whatever the diagonal holds
-    return top_k_cooperators(np.ascontiguousarray(eta, dtype=np.float64),
+    return top_k_cooperators(np.ascontiguousarray(eta),
                              int(n_cooperators)).astype(np.intp, copy=False)
 
 
