@@ -524,3 +524,20 @@ def test_one_hot_pipeline_orders_features_by_tree_shap():
     assert p2ce.importance_method_ == "tree_shap"
     assert p2ce.feature_importances_.shape == (3,)
     assert p2ce.feature_importances_[2] < min(p2ce.feature_importances_[:2])
+
+
+def test_the_tree_bound_of_a_lightgbm_sigmoid_slope_keeps_the_front():
+    # sigmoid=2: the bound scales the margin by the slope; fronts equal the model's path
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4))
+    y = (X[:, 0] + X[:, 1] - X[:, 2] > 0).astype(int)
+    model = lgb.LGBMClassifier(n_estimators=20, sigmoid=2.0, verbose=-1).fit(X, y)
+    rows = X[model.predict(X) == 0][:5]
+    bounded = P2CERecourse(FrozenEstimator(model), max_changes=2, random_state=0).fit(X)
+    plain = P2CERecourse(FrozenEstimator(model), max_changes=2, bound="none",
+                         random_state=0).fit(X)
+    assert bounded.bound_ == "tree"
+    a, b = bounded.explain(rows), plain.explain(rows)
+    pd.testing.assert_frame_equal(a.counterfactuals, b.counterfactuals)
+    pd.testing.assert_frame_equal(a.costs, b.costs)

@@ -751,9 +751,10 @@ class P2CERecourse(RecourseExplainer):
                 return RangeTreeBound(ens, owner, *self.desired_range_)
             return None
         n_classes = len(self.classes_)
-        if (ens.link == "logistic" and ens.link_scale == 1.0 and ens.n_outputs == 1
-                and n_classes == 2):
-            return TreeBound(ens, 0, 1.0 if k == 1 else -1.0, "logistic", owner)
+        if ens.link == "logistic" and ens.n_outputs == 1 and n_classes == 2:
+            # the sign scales the margin before the logistic: LightGBM's sigmoid slope too
+            return TreeBound(ens, 0, ens.link_scale * (1.0 if k == 1 else -1.0), "logistic",
+                             owner)
         if ens.link == "identity" and ens.n_outputs == n_classes:
             return TreeBound(ens, k, 1.0, "identity", owner)
         if (ens.link == "softmax" and ens.n_outputs == n_classes > 2
