@@ -163,10 +163,12 @@ def _fill_all_missing(X):
     return X
 
 
-def _encoder(result, X_ref=None, categorical_features="auto"):
+def _encoder(result, X_ref=None, categorical_features="auto", return_reference=False):
     """An encoder that knows every category of the queries, counterfactuals and ``X_ref``;
     continuous scales are the MAD of ``X_ref`` (of queries + counterfactuals without it),
-    over the observed values. Missing values are kept (NaN; code -1 for a category)."""
+    over the observed values. Missing values are kept (NaN; code -1 for a category).
+    ``return_reference``: also return ``X_ref`` in the queries' columns and its internal
+    rows."""
     queries, feats, _ = _frames(result)
     X_ref = _as_reference(queries, X_ref)
     if isinstance(queries, pd.DataFrame):
@@ -178,10 +180,11 @@ def _encoder(result, X_ref=None, categorical_features="auto"):
         everything = np.vstack(parts + ([np.asarray(X_ref)] if X_ref is not None else []))
     enc = MissingAwareEncoder(categorical_features=categorical_features,
                               allow_missing=True).fit(_fill_all_missing(everything))
+    Zr = _internal(enc, X_ref) if X_ref is not None else None
     if enc.cont_.size and (X_ref is not None or enc.missing_fit_.any()):
-        Zr = _internal(enc, X_ref if X_ref is not None else everything)
-        enc.scales_[enc.cont_] = _observed_scales(enc, Zr)
-    return enc
+        enc.scales_[enc.cont_] = _observed_scales(
+            enc, Zr if Zr is not None else _internal(enc, everything))
+    return (enc, X_ref, Zr) if return_reference else enc
 
 
 def _internal(enc, frame):
@@ -417,13 +420,10 @@ def ynn(result: Counterfactuals, model: Any, X_ref: ArrayLike | pd.DataFrame, n_
     """
     from ..neighbors import NeighborIndex
 
-    enc = _encoder(result, X_ref, categorical_features)
+    enc, Xr, Zr = _encoder(result, X_ref, categorical_features, return_reference=True)
     queries, feats, _ = _frames(result)
     if not len(feats):
         return float("nan")
-    Xr = _as_reference(queries, X_ref)
-
-    Zr = _internal(enc, Xr)
     index = NeighborIndex("exact").fit(enc.embed(Zr, continuous="scaled"))
     _, nb = index.kneighbors(enc.embed(_internal(enc, feats), continuous="scaled"),
                              n_neighbors)
