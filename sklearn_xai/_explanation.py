@@ -1303,6 +1303,9 @@ class GlobalImportance:
         """
         import matplotlib.pyplot as plt
 
+        from ._plots import check_max_display
+
+        check_max_display(max_display, "plot_bar")
         order = np.argsort(-self.importances)[:max_display]
         if ax is None:
             _, ax = plt.subplots(figsize=(7, 0.4 * len(order) + 1.5))

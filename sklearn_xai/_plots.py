@@ -79,7 +79,7 @@ def _tidy(ax, own):
     return ax
 
 
-def _check_max_display(max_display, plot):
+def check_max_display(max_display, plot):
     """``max_display``: a positive int (the number of players shown), or None (all)."""
     if max_display is None:
         return
@@ -196,7 +196,7 @@ def by_importance(vals):
 
 
 def waterfall(att, row, output, max_display, ax, label_width):
-    _check_max_display(max_display, "plot_waterfall")
+    check_max_display(max_display, "plot_waterfall")
     k, vals, errors, base = _output(att, output)
     pos = range(len(vals))[row]  # the row's position (IndexError when out of range)
     _require_finite(att, k, "plot_waterfall", vals[[pos]], base[[pos]], [pos])
@@ -241,7 +241,7 @@ def waterfall(att, row, output, max_display, ax, label_width):
 
 
 def force(att, row, output, max_display, ax, label_width):
-    _check_max_display(max_display, "plot_force")
+    check_max_display(max_display, "plot_force")
     k, vals, errors, base = _output(att, output)
     pos = range(len(vals))[row]  # the row's position (IndexError when out of range)
     _require_finite(att, k, "plot_force", vals[[pos]], base[[pos]], [pos])
@@ -344,7 +344,7 @@ def _mean_abs_se(errors, dof):
 
 
 def bar(att, output, max_display, ax, label_width):
-    _check_max_display(max_display, "plot_bar")
+    check_max_display(max_display, "plot_bar")
     k, vals, errors, _ = _output(att, output)
     _require_finite(att, k, "plot_bar", vals)
     imp = np.abs(vals).mean(axis=0)
@@ -362,7 +362,7 @@ def bar(att, output, max_display, ax, label_width):
 
 
 def beeswarm(att, output, max_display, ax, random_state, label_width):
-    _check_max_display(max_display, "plot_beeswarm")
+    check_max_display(max_display, "plot_beeswarm")
     import matplotlib.pyplot as plt
 
     k, vals, _, _ = _output(att, output)
@@ -581,7 +581,7 @@ def _top_players(vals, errors, dof, max_display, names, label_width):
 
 
 def heatmap(att, output, max_display, ax, label_width):
-    _check_max_display(max_display, "plot_heatmap")
+    check_max_display(max_display, "plot_heatmap")
     k, vals, errors, _ = _output(att, output)
     n = len(att)
     if n == 0:
@@ -622,7 +622,7 @@ def heatmap(att, output, max_display, ax, label_width):
 
 
 def decision(att, rows, output, max_display, ax, label_width):
-    _check_max_display(max_display, "plot_decision")
+    check_max_display(max_display, "plot_decision")
     import matplotlib.pyplot as plt
     from matplotlib.colors import Normalize
 
@@ -669,7 +669,7 @@ def decision(att, rows, output, max_display, ax, label_width):
 
 
 def interaction_matrix(att, output, max_display, interactions, ax, label_width):
-    _check_max_display(max_display, "plot_interactions")
+    check_max_display(max_display, "plot_interactions")
     k, vals, _, _ = _output(att, output)
     _require_finite(att, k, "plot_interactions", vals)
     block = interaction_block(att, interactions, k)

@@ -482,3 +482,13 @@ def test_interactions_of_other_rows_are_named_as_such():
     exp = TreeShapExplainer(FrozenEstimator(model)).fit(X)
     with pytest.raises(ValueError, match="hold 20 rows, this attribution 10"):
         exp.explain(X[:10]).plot_interactions(interactions=exp.explain_interactions(X[:20]))
+
+
+def test_global_importance_bar_checks_max_display_as_every_plot():
+    from sklearn_xai import GlobalImportance
+
+    imp = GlobalImportance(importances=np.array([0.3, 0.1]), std=np.array([0.01, 0.02]),
+                           feature_names=["a", "b"])
+    with pytest.raises(ValueError, match="plot_bar: max_display must be a positive int"):
+        imp.plot_bar(max_display=0)
+    assert len(imp.plot_bar(max_display=1).patches) == 1
