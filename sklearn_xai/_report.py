@@ -882,10 +882,12 @@ def _lightgbm_categories(est, frame, model_path, data_path):
     """
     import pandas as pd
 
+    from .tree._parse_lightgbm import lightgbm_categories
+
     try:
         booster = est.booster_
-        pandas_categorical = booster.pandas_categorical
-    except Exception:
+        pandas_categorical = lightgbm_categories(est)
+    except Exception:  # not fitted, or not a LightGBM scikit-learn model
         return {}
     if not pandas_categorical:
         return {}

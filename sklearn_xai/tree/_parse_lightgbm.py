@@ -149,4 +149,5 @@ def lightgbm_categories(model):
     import lightgbm as lgb
 
     booster = model.booster_ if isinstance(model, lgb.LGBMModel) else model
-    return booster.dump_model().get("pandas_categorical")
+    cats = getattr(booster, "pandas_categorical", None)  # kept by the booster, also loaded
+    return cats if cats is not None else booster.dump_model().get("pandas_categorical")
