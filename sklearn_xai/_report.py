@@ -27,7 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ._utils import front_estimator, is_lightgbm, lightgbm_feature_name, unwrap_frozen
+from ._utils import (
+    booster_feature_names,
+    front_estimator,
+    is_lightgbm,
+    lightgbm_feature_name,
+    unwrap_frozen,
+)
 
 __all__ = [
     "ATTRIBUTION_EXPLAINERS",
@@ -658,12 +664,10 @@ def _model_columns(model):
     if names is None:
         booster = getattr(inner, "booster_", None)  # LightGBM sklearn API
         if booster is not None and hasattr(booster, "feature_name"):
-            lgb_names = list(booster.feature_name())
-            if not all(n.startswith("Column_") for n in lgb_names):
-                names = lgb_names
+            names = booster_feature_names(booster)
         if names is None and hasattr(inner, "get_booster"):  # XGBoost sklearn API
             try:
-                names = inner.get_booster().feature_names
+                names = booster_feature_names(inner.get_booster())
             except Exception:
                 names = None
     width = getattr(inner, "n_features_in_", None)

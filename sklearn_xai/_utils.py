@@ -152,6 +152,16 @@ def is_lightgbm(model):
     return type(front_estimator(model)).__module__.split(".")[0] == "lightgbm"
 
 
+def booster_feature_names(booster):
+    """A raw XGBoost or LightGBM Booster's feature names, or None when it was trained
+    without (LightGBM then names them ``Column_0, Column_1, ...``)."""
+    if hasattr(booster, "feature_name"):  # LightGBM
+        names = list(booster.feature_name())
+        return None if names == [f"Column_{j}" for j in range(len(names))] else names
+    names = getattr(booster, "feature_names", None)  # XGBoost
+    return None if names is None else list(names)
+
+
 def lightgbm_feature_name(column):
     """The feature name LightGBM gives a DataFrame column: each space becomes ``_`` (the
     only change LightGBM 4 makes; names it cannot keep are refused when it is fitted)."""

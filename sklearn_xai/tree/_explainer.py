@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._explanation import Attribution, squeeze_single_output
 from .._model import frame_like, select_outputs
 from .._pipeline import input_column_map
-from .._utils import batch_slices, is_frame
+from .._utils import batch_slices, booster_feature_names, is_frame
 from ..base import (
     AttributionMixin,
     BaseExplainer,
@@ -476,10 +476,7 @@ class TreeShapExplainer(AttributionMixin, SpaceExplainer):
         """A raw Booster's own feature names (None when it was trained without)."""
         if not _is_booster(self.model_):
             return super()._model_feature_names()
-        if hasattr(self.model_, "feature_name"):  # LightGBM: Column_j when unnamed
-            names = self.model_.feature_name()
-            return None if names == [f"Column_{j}" for j in range(len(names))] else names
-        return self.model_.feature_names
+        return booster_feature_names(self.model_)
 
     def _fit_space(self, X, pre, final, space=None):
         """The explained space, with the input columns of a Pipeline exact in the trees.
